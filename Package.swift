@@ -1,0 +1,61 @@
+// swift-tools-version:6.0
+// Suplash Sync — a self-hosted backend for the Suplash hydration app.
+// Targets have one job each; see docs/ARCHITECTURE.md for the map.
+import PackageDescription
+
+let package = Package(
+    name: "suplash-sync",
+    products: [
+        .executable(name: "suplash-server", targets: ["suplash-server"]),
+    ],
+    targets: [
+        // MARK: C libraries (system-library targets and one tiny shim)
+        .target(name: "CEpoll", path: "Sources/CEpoll"),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CArgon2", path: "Sources/CArgon2", providers: [.apt(["libargon2-dev"])]),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+
+        // MARK: Leaf libraries
+        .target(name: "SuplashLogging"),
+        .target(name: "SuplashJSON"),
+        .target(name: "SuplashCrypto", dependencies: ["COpenSSL", "CArgon2", "SuplashJSON"]),
+
+        // MARK: HTTP engine (knows nothing of water)
+        .target(name: "SuplashHTTP", dependencies: ["CEpoll", "SuplashLogging"]),
+
+        // MARK: Storage engine (SQLite connection, writer + reader pool, migrations)
+        .target(name: "SuplashStorage", dependencies: ["CSQLite", "SuplashCrypto", "SuplashLogging"]),
+
+        // MARK: Domain: models, validation, rules, repository protocols (pure, no I/O)
+        .target(name: "SuplashDomain", dependencies: ["SuplashJSON"]),
+
+        // MARK: Repository adapters for SQLite
+        .target(name: "SuplashSQLiteStore", dependencies: ["SuplashDomain", "SuplashStorage", "SuplashJSON"]),
+
+        // MARK: The API: routes, auth, problems
+        .target(name: "SuplashAPI", dependencies: [
+            "SuplashHTTP", "SuplashDomain", "SuplashJSON", "SuplashCrypto", "SuplashLogging",
+        ]),
+
+        // MARK: The executable: CLI, config, wiring
+        .executableTarget(name: "suplash-server", dependencies: [
+            "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
+            "SuplashCrypto", "SuplashLogging", "SuplashJSON",
+        ]),
+
+        // MARK: Tests mirror the targets
+        .testTarget(name: "SuplashJSONTests", dependencies: ["SuplashJSON"]),
+        .testTarget(name: "SuplashCryptoTests", dependencies: ["SuplashCrypto"]),
+        .testTarget(name: "SuplashHTTPTests", dependencies: ["SuplashHTTP"]),
+        .testTarget(name: "SuplashStorageTests", dependencies: ["SuplashStorage"]),
+        .testTarget(name: "SuplashDomainTests", dependencies: ["SuplashDomain", "SuplashJSON"]),
+        .testTarget(name: "SuplashAPITests", dependencies: [
+            "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
+            "SuplashCrypto", "SuplashJSON",
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

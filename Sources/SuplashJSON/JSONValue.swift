@@ -1,0 +1,83 @@
+/// A JSON number kept as its exact RFC 8259 text, so integral checks and range checks
+/// never go through a lossy conversion first (`250.0` is integral, `2.5` is not, `1e400`
+/// does not fit a double).
+public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
+    /// The number's text exactly as it appeared in the input (or as produced by an initializer).
+    public let text: String
+
+    /// Wraps already-validated RFC 8259 number text. Callers that build numbers from Swift
+    /// values should use `init(_ value: Int64)` / `init(_ value: Double)` instead.
+    public init(validatedText text: String) { self.text = text }
+
+    public init(_ value: Int) { self.text = String(value) }
+    public init(_ value: Int64) { self.text = String(value) }
+
+    /// A finite double, written in the shortest form that round-trips (`62.5`, `0.001`).
+    public init(_ value: Double) {
+        if value.rounded() == value, abs(value) < 1e15 {
+            self.text = String(Int64(value))
+        } else {
+            self.text = "\(value)"
+        }
+    }
+
+    public var description: String { text }
+}
+
+/// An RFC 8259 JSON value as read by `JSONParser` or built for output.
+///
+/// Objects keep their member order (`[(key, value)]`); the parser rejects duplicate keys,
+/// so a key appears at most once.
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(JSONNumber)
+    case string(String)
+    case array([JSONValue])
+    case object([(String, JSONValue)])
+
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.number(a), .number(b)): return a == b
+        case let (.string(a), .string(b)): return a == b
+        case let (.array(a), .array(b)): return a == b
+        case let (.object(a), .object(b)):
+            guard a.count == b.count else { return false }
+            for (x, y) in zip(a, b) where x.0 != y.0 || x.1 != y.1 { return false }
+            return true
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let b): hasher.combine(b)
+        case .number(let n): hasher.combine(n)
+        case .string(let s): hasher.combine(s)
+        case .array(let a): hasher.combine(a)
+        case .object(let o):
+            for (k, v) in o { hasher.combine(k); hasher.combine(v) }
+        }
+    }
+
+    /// The member named `key` of an object, or nil (also for non-objects).
+    public subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members.first(where: { $0.0 == key })?.1
+    }
+
+    /// The string payload, or nil.
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    /// True for `.null`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+}

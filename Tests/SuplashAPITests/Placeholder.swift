@@ -1,0 +1,2 @@
+import XCTest
+final class PlaceholderSuplashAPITests: XCTestCase { func testPlaceholder() {} }

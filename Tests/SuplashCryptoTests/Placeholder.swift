@@ -1,0 +1,2 @@
+import XCTest
+final class PlaceholderSuplashCryptoTests: XCTestCase { func testPlaceholder() {} }

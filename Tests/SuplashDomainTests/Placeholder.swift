@@ -1,0 +1,2 @@
+import XCTest
+final class PlaceholderSuplashDomainTests: XCTestCase { func testPlaceholder() {} }

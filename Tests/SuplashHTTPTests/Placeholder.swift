@@ -1,0 +1,2 @@
+import XCTest
+final class PlaceholderSuplashHTTPTests: XCTestCase { func testPlaceholder() {} }

@@ -1,0 +1,2 @@
+import XCTest
+final class PlaceholderSuplashJSONTests: XCTestCase { func testPlaceholder() {} }

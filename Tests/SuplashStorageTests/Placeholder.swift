@@ -1,0 +1,2 @@
+import XCTest
+final class PlaceholderSuplashStorageTests: XCTestCase { func testPlaceholder() {} }
