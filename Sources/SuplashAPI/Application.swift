@@ -1,0 +1,105 @@
+import Foundation
+import SuplashDomain
+import SuplashHTTP
+import SuplashLogging
+
+/// A registered route: its handler and, when it differs from the default, its body limit.
+public struct Route: Sendable {
+    /// Body limit in bytes for this route (nil = the application default).
+    public var bodyLimit: Int?
+    /// Runs on a worker thread; may block on storage or hashing.
+    public var handler: @Sendable (APIRequest) throws -> HTTPResponse
+
+    public init(bodyLimit: Int? = nil, _ handler: @escaping @Sendable (APIRequest) throws -> HTTPResponse) {
+        self.bodyLimit = bodyLimit
+        self.handler = handler
+    }
+}
+
+/// Settings of the API layer (spec §7 limits).
+public struct APIConfiguration: Sendable {
+    /// Default body limit in bytes (1 MiB).
+    public var defaultBodyLimit = 1 << 20
+    /// Body limit of batch and sync routes in bytes (4 MiB).
+    public var batchBodyLimit = 4 << 20
+    /// Worker threads running handlers (0 = 4 × cores, at least 8).
+    public var workerThreads = 0
+    /// Queued requests beyond which the server answers 503.
+    public var workerQueueCapacity = 4096
+
+    public init() {}
+}
+
+/// The `HTTPResponder` of Suplash Sync: routes a request on its event loop, runs the
+/// handler on the worker pool, maps any error to a problem, logs one line, and sends.
+public final class Application: HTTPResponder {
+    let router: Router<Route>
+    let pool: BlockingPool
+    let logger: Logger
+    let configuration: APIConfiguration
+    let services: Services
+
+    public init(services: Services, configuration: APIConfiguration, logger: Logger) {
+        self.services = services
+        self.configuration = configuration
+        self.logger = logger
+        var threads = configuration.workerThreads
+        if threads <= 0 { threads = max(8, 4 * ProcessInfo.processInfo.activeProcessorCount) }
+        self.pool = BlockingPool(threads: threads, queueCapacity: configuration.workerQueueCapacity)
+        var router = Router<Route>()
+        Routes.registerAll(into: &router, services: services, configuration: configuration)
+        self.router = router
+    }
+
+    /// The route's body limit (before the body is read; 413 past it).
+    public func bodyLimit(for head: HTTPRequestHead) -> Int {
+        if case .found(let route, _, _) = router.match(method: head.method, path: head.path) {
+            return route.bodyLimit ?? configuration.defaultBodyLimit
+        }
+        return configuration.defaultBodyLimit
+    }
+
+    public func respond(to request: HTTPRequest, sink: HTTPResponseSink) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        switch router.match(method: request.method, path: request.path) {
+        case .notFound:
+            finish(APIError.routeNotFound.response(), request: request, route: "unmatched", start: start, sink: sink)
+        case .methodNotAllowed(let allowed):
+            finish(APIError.methodNotAllowed(allowed).response(), request: request, route: "unmatched", start: start,
+                   sink: sink)
+        case .found(let route, let parameters, let template):
+            let accepted = pool.submit { [self] in
+                let response: HTTPResponse
+                do {
+                    let now = Int64(Date().timeIntervalSince1970 * 1000)
+                    let apiRequest = try APIRequest(http: request, parameters: parameters, route: template, now: now)
+                    response = try route.handler(apiRequest)
+                } catch {
+                    let apiError = APIError(error)
+                    if apiError.status >= 500 && apiError.status != 503 {
+                        logger.error("handler_failed", .requestID(request.requestID), .route(template),
+                                     .errorType(String(reflecting: type(of: error))))
+                    }
+                    response = apiError.response()
+                }
+                finish(response, request: request, route: template, start: start, sink: sink)
+            }
+            if !accepted {
+                finish(APIError.unavailable("The server is overloaded; retry later.").response(), request: request,
+                       route: template, start: start, sink: sink)
+            }
+        }
+    }
+
+    private func finish(_ response: HTTPResponse, request: HTTPRequest, route: String, start: UInt64, sink: HTTPResponseSink) {
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
+        logger.info("request", .requestID(request.requestID), .method(request.method), .route(route),
+                    .status(response.status), .durationMs(elapsed))
+        sink.send(response)
+    }
+
+    /// Stops the worker pool after the HTTP server has drained.
+    public func shutdown() {
+        pool.shutdown()
+    }
+}

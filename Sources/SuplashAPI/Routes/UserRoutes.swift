@@ -1,0 +1,34 @@
+import SuplashDomain
+import SuplashHTTP
+
+/// `users/{uid}` — spec §4 profile.
+enum UserRoutes {
+    static func register(into router: inout Router<Route>, services: Services) {
+        router.add(method: "GET", path: "/v1/users/{uid}", Route { request in
+            let (_, uid) = try Access.authorize(request, services: services)
+            guard let user = try services.users.user(id: uid) else { throw APIError.notFound }
+            return profileResponse(user.profile, request: request)
+        })
+        router.add(method: "PATCH", path: "/v1/users/{uid}", Route { request in
+            let (_, uid) = try Access.authorize(request, services: services)
+            let patch = try request.jsonBody(mergePatch: true)
+            let ifMatch = request.header("If-Match")
+            let timeZones = services.timeZones
+            let updated = try services.users.updateProfile(userID: uid, now: request.now) { current in
+                guard EntityTag.ifMatchPasses(ifMatch, current: EntityTag.forVersion(current.version)) else {
+                    throw RepositoryError.preconditionFailed
+                }
+                return try ProfileValidation.applyMergePatch(patch, to: current, isKnownTimeZone: timeZones.isKnown)
+            }
+            return profileResponse(updated, request: request)
+        })
+    }
+
+    static func profileResponse(_ profile: UserProfile, request: APIRequest) -> HTTPResponse {
+        let etag = EntityTag.forVersion(profile.version)
+        if request.http.method == "GET", EntityTag.ifNoneMatchHits(request.header("If-None-Match"), current: etag) {
+            return .empty(304, headers: [("ETag", etag)])
+        }
+        return .json(200, Presenter.profile(profile), headers: [("ETag", etag)])
+    }
+}

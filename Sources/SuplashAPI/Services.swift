@@ -1,0 +1,112 @@
+import Foundation
+import SuplashCrypto
+import SuplashDomain
+
+/// Everything the handlers need, wired by the executable.
+public struct Services: Sendable {
+    public var users: any UserRepository
+    public var sessions: any SessionRepository
+    public var entries: any WaterEntryRepository
+    public var tokens: TokenService
+    public var revocations: RevocationView
+    public var authenticator: Authenticator
+    public var pageTokens: PageTokenCodec
+    public var passwordHashing: PasswordHashing
+    public var timeZones: TimeZoneDatabase
+    /// True when storage answers and every migration is applied (`/readyz`).
+    public var readiness: @Sendable () -> Bool
+
+    public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
+                tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,
+                pageTokens: PageTokenCodec, passwordHashing: PasswordHashing, timeZones: TimeZoneDatabase,
+                readiness: @escaping @Sendable () -> Bool) {
+        self.users = users
+        self.sessions = sessions
+        self.entries = entries
+        self.tokens = tokens
+        self.revocations = revocations
+        self.authenticator = authenticator
+        self.pageTokens = pageTokens
+        self.passwordHashing = passwordHashing
+        self.timeZones = timeZones
+        self.readiness = readiness
+    }
+
+    /// A new UUIDv7 (RFC 9562) for server-generated ids.
+    public func newID(now: Int64) -> String {
+        UUIDText.version7(unixMillis: now, random: SecureRandom.bytes(10))
+    }
+}
+
+/// Argon2id hashing with bounded concurrency: each hash takes `memoryKiB` of memory
+/// and a core for tens of milliseconds, so at most `concurrency` run at once.
+public final class PasswordHashing: Sendable {
+    public let parameters: Argon2idParameters
+    private let slots: DispatchSemaphore
+    /// A PHC string of a random password, verified against when the email is unknown
+    /// so that both failure paths cost the same (spec §3).
+    private let dummyPHC: String
+
+    /// - Throws: when libargon2 fails to hash (bad parameters).
+    public init(parameters: Argon2idParameters, concurrency: Int) throws {
+        self.parameters = parameters
+        self.slots = DispatchSemaphore(value: max(1, concurrency))
+        self.dummyPHC = try PasswordHasher.hash(Base64URL.encode(SecureRandom.bytes(16)), parameters: parameters)
+    }
+
+    /// The PHC string of `password` (already NFKC-normalised).
+    public func hash(_ password: String) throws -> String {
+        slots.wait()
+        defer { slots.signal() }
+        return try PasswordHasher.hash(password, parameters: parameters)
+    }
+
+    /// Verifies `password` against `phc`; with nil, burns the same time and returns false.
+    public func verify(_ password: String, phc: String?) -> Bool {
+        slots.wait()
+        defer { slots.signal() }
+        guard let phc else {
+            _ = PasswordHasher.verify(password, phc: dummyPHC)
+            return false
+        }
+        return PasswordHasher.verify(password, phc: phc)
+    }
+}
+
+/// IANA time-zone ids known to the system tz database (`/usr/share/zoneinfo`, package
+/// tzdata). `TimeZone(identifier:)` alone also accepts non-IANA ids such as `GMT+3`,
+/// so the id must name a TZif file there as well (design notes, "Time").
+public final class TimeZoneDatabase: @unchecked Sendable {
+    private let directory: String
+    // Guarded by `lock`.
+    private var known: [String: Bool] = [:]
+    private let lock = NSLock()
+
+    public init(directory: String = "/usr/share/zoneinfo") {
+        self.directory = directory
+    }
+
+    /// True for ids such as `Europe/Istanbul`, `Europe/Kiev`, `UTC`; false for `Mars/Olympus`, `GMT+3`, `../x`.
+    public func isKnown(_ id: String) -> Bool {
+        if let cached = lock.withLock({ known[id] }) { return cached }
+        let result = Self.check(id, directory: directory)
+        lock.withLock {
+            if known.count < 4096 { known[id] = result }
+        }
+        return result
+    }
+
+    private static func check(_ id: String, directory: String) -> Bool {
+        guard !id.isEmpty, id.utf8.count <= 64, !id.hasPrefix("/"), !id.contains(".."),
+              id.utf8.allSatisfy({ c in
+                  (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) || (0x30...0x39).contains(c)
+                      || c == 0x2F || c == 0x5F || c == 0x2D || c == 0x2B
+              }),
+              !id.hasPrefix("posix/"), !id.hasPrefix("right/"), id != "posixrules", id != "localtime", id != "Factory"
+        else { return false }
+        guard let handle = FileHandle(forReadingAtPath: directory + "/" + id) else { return false }
+        defer { try? handle.close() }
+        guard let magic = try? handle.read(upToCount: 4), Array(magic) == Array("TZif".utf8) else { return false }
+        return TimeZone(identifier: id) != nil
+    }
+}

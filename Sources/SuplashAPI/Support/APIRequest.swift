@@ -1,0 +1,117 @@
+import SuplashDomain
+import SuplashHTTP
+import SuplashJSON
+
+/// Who is calling (spec §3): a user with a session, or an admin API key.
+public enum Principal: Sendable, Equatable {
+    /// A user's access token: `sub` and `sid` claims.
+    case user(id: String, sessionID: String)
+    /// An admin API key, by its name.
+    case admin(name: String)
+}
+
+/// A routed request as handlers see it: the HTTP request, the path parameters of the
+/// matched route, its template, and the parsed query.
+public struct APIRequest: Sendable {
+    public let http: HTTPRequest
+    /// Path parameters by name (`uid`, `entryId`), raw (percent-decoded).
+    public let parameters: [String: String]
+    /// The matched route template, e.g. `/v1/users/{uid}` (logged instead of the path).
+    public let route: String
+    /// Query parameters; a name given twice → 400 at parse time.
+    public let query: [String: String]
+    /// Server clock at arrival, ms since the epoch.
+    public let now: Int64
+
+    /// Builds the request; throws 400 `invalid_query` for malformed or repeated parameters.
+    init(http: HTTPRequest, parameters: [String: String], route: String, now: Int64) throws(APIError) {
+        self.http = http
+        self.parameters = parameters
+        self.route = route
+        self.now = now
+        self.query = try Self.parseQuery(http.query)
+    }
+
+    /// A path parameter (the router guarantees presence for the route's own names).
+    public func parameter(_ name: String) -> String { parameters[name] ?? "" }
+
+    /// First value of a header (case-insensitive name).
+    public func header(_ name: String) -> String? { http.headers.first(name: name) }
+
+    /// `X-Device-ID` normalised, nil when absent.
+    /// - Throws: 400 `invalid_device_id` when present but not a UUID.
+    public func deviceID() throws(APIError) -> String? {
+        guard let raw = header("X-Device-ID") else { return nil }
+        guard let id = UUIDText.normalized(raw) else {
+            throw APIError.badRequest("invalid_device_id", "X-Device-ID must be a UUID.")
+        }
+        return id
+    }
+
+    /// The body as a JSON value.
+    /// - Parameter mergePatch: also accept `application/merge-patch+json` (RFC 7396).
+    /// - Throws: 415 for another media type, 400 `malformed_json` for bad JSON or bytes.
+    public func jsonBody(mergePatch: Bool = false) throws(APIError) -> JSONValue {
+        let type = (header("Content-Type") ?? "").split(separator: ";", maxSplits: 1).first
+            .map { $0.trimmingASCIISpaces().lowercased() } ?? ""
+        guard type == "application/json" || (mergePatch && type == "application/merge-patch+json") else {
+            throw APIError.unsupportedMediaType
+        }
+        do {
+            return try JSONParser.parse(http.body)
+        } catch {
+            throw APIError.malformedJSON()
+        }
+    }
+
+    /// Percent-decodes `application/x-www-form-urlencoded`-free query strings: `+` is kept
+    /// as a literal plus (RFC 3986), so `from=2026-01-15T10:30:00+03:00` works from curl.
+    static func parseQuery(_ raw: String?) throws(APIError) -> [String: String] {
+        guard let raw, !raw.isEmpty else { return [:] }
+        var out: [String: String] = [:]
+        for pair in raw.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = percentDecode(parts[0]), let value = percentDecode(parts.count > 1 ? parts[1] : "") else {
+                throw APIError.badRequest("invalid_query", "The query string is not valid percent-encoding.")
+            }
+            guard out[name] == nil else {
+                throw APIError.badRequest("invalid_query", "A query parameter is given more than once.")
+            }
+            out[name] = value
+        }
+        return out
+    }
+
+    static func percentDecode(_ s: Substring) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(s.utf8.count)
+        var it = Array(s.utf8)[...]
+        while let c = it.popFirst() {
+            if c == 0x25 {
+                guard let h = it.popFirst(), let l = it.popFirst(), let hv = hexValue(h), let lv = hexValue(l) else { return nil }
+                bytes.append(hv << 4 | lv)
+            } else {
+                bytes.append(c)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x41...0x46: c - 0x41 + 10
+        case 0x61...0x66: c - 0x61 + 10
+        default: nil
+        }
+    }
+}
+
+extension Substring {
+    func trimmingASCIISpaces() -> Substring {
+        var s = self
+        while s.first == " " || s.first == "\t" { s.removeFirst() }
+        while s.last == " " || s.last == "\t" { s.removeLast() }
+        return s
+    }
+}

@@ -1,0 +1,90 @@
+import SuplashDomain
+import SuplashStorage
+
+/// The SQLite adapter of every repository protocol of `SuplashDomain`.
+///
+/// Reads go to the reader pool; writes go to the single writer (group commit) and
+/// return only after their commit is fsync'd (spec §7 durability). SQLite types never
+/// leave this target: failures become `RepositoryError`.
+public final class SQLiteStore: Sendable {
+    /// The underlying database (exposed for operations: readiness, checkpoint, backup).
+    public let database: SQLiteDatabase
+
+    public init(database: SQLiteDatabase) {
+        self.database = database
+    }
+
+    /// Runs a read on a pooled connection, mapping storage failures to `.unavailable`.
+    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        do {
+            return try database.read(body)
+        } catch let error as StorageError {
+            throw Self.map(error)
+        }
+    }
+
+    /// Runs a write job in the group commit, mapping storage failures.
+    func write<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) throws -> T {
+        do {
+            return try database.write(body)
+        } catch let error as StorageError {
+            throw Self.map(error)
+        }
+    }
+
+    static func map(_ error: StorageError) -> RepositoryError {
+        switch error.kind {
+        case .constraintUnique, .constraintPrimaryKey: .conflict(code: "conflict")
+        default: .unavailable
+        }
+    }
+
+    /// Takes the next position of the change sequence inside the current transaction
+    /// (position order = commit order, no gaps across committed transactions).
+    static func nextChangePosition(_ connection: SQLiteConnection) throws -> Int64 {
+        let rows = try connection.query(
+            "UPDATE change_sequence SET position = position + 1 WHERE singleton = 1 RETURNING position", [])
+        guard let first = rows.first, case .integer(let position) = first[0] else {
+            throw RepositoryError.unavailable
+        }
+        return position
+    }
+}
+
+// MARK: - Column decoding helpers (kept here so adapters do not depend on row helper names)
+
+extension SQLValue {
+    var int64: Int64? {
+        switch self {
+        case .integer(let i): i
+        case .real(let d): Int64(exactly: d)
+        default: nil
+        }
+    }
+
+    var double: Double? {
+        switch self {
+        case .real(let d): d
+        case .integer(let i): Double(i)
+        default: nil
+        }
+    }
+
+    var text: String? {
+        if case .text(let s) = self { return s }
+        return nil
+    }
+
+    var bytes: [UInt8]? {
+        if case .blob(let b) = self { return b }
+        return nil
+    }
+}
+
+extension Optional where Wrapped == String {
+    var sqlValue: SQLValue { map(SQLValue.text) ?? .null }
+}
+
+extension Optional where Wrapped == Int64 {
+    var sqlValue: SQLValue { map(SQLValue.integer) ?? .null }
+}
