@@ -9,11 +9,20 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// values should use `init(_ value: Int64)` / `init(_ value: Double)` instead.
     public init(validatedText text: String) { self.text = text }
 
+    /// An integer, written in decimal (`250`, `-3`).
     public init(_ value: Int) { self.text = String(value) }
+    /// An integer, written in decimal (`250`, `-3`).
     public init(_ value: Int64) { self.text = String(value) }
 
     /// A finite double, written in the shortest form that round-trips (`62.5`, `0.001`).
+    /// NaN and ±infinity have no JSON form: they are written as `null` (as JavaScript's
+    /// `JSON.stringify` does) and such a number has no `int64Value`/`doubleValue`. Prefer
+    /// `init?(exactly:)` or `JSONValue.double(_:)` when the value may not be finite.
     public init(_ value: Double) {
+        guard value.isFinite else {
+            self.text = "null"
+            return
+        }
         if value.rounded() == value, abs(value) < 1e15 {
             self.text = String(Int64(value))
         } else {
@@ -21,6 +30,7 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The number's text.
     public var description: String { text }
 }
 
@@ -36,6 +46,7 @@ public enum JSONValue: Sendable, Hashable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
+    /// Structural equality; numbers compare by text (`1.0` ≠ `1`), objects by ordered members.
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
@@ -51,6 +62,7 @@ public enum JSONValue: Sendable, Hashable {
         }
     }
 
+    /// Hashes consistently with `==`.
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)

@@ -1,0 +1,83 @@
+import Dispatch
+import XCTest
+@testable import SuplashCrypto
+
+final class PasswordHasherTests: XCTestCase {
+    func testHashAndVerify() throws {
+        let phc = try PasswordHasher.hash("correct horse battery staple")
+        XCTAssertTrue(phc.hasPrefix("$argon2id$v=19$m=19456,t=2,p=1$"), phc)
+        XCTAssertTrue(PasswordHasher.verify("correct horse battery staple", phc: phc))
+        XCTAssertFalse(PasswordHasher.verify("correct horse battery stapl", phc: phc))
+        XCTAssertFalse(PasswordHasher.verify("", phc: phc))
+        XCTAssertFalse(PasswordHasher.needsRehash(phc: phc))
+        // Salted: the same password hashes differently.
+        XCTAssertNotEqual(try PasswordHasher.hash("correct horse battery staple"), phc)
+    }
+
+    func testUnicodeAndEmptyPasswords() throws {
+        let cheap = Argon2idParameters(memoryKiB: 64, iterations: 1)
+        let phc = try PasswordHasher.hash("şifre🔑", parameters: cheap)
+        XCTAssertTrue(phc.hasPrefix("$argon2id$v=19$m=64,t=1,p=1$"))
+        XCTAssertTrue(PasswordHasher.verify("şifre🔑", phc: phc))
+        XCTAssertFalse(PasswordHasher.verify("sifre🔑", phc: phc))
+        let empty = try PasswordHasher.hash("", parameters: cheap)
+        XCTAssertTrue(PasswordHasher.verify("", phc: empty))
+    }
+
+    func testMalformedPHCIsFalse() throws {
+        let cheap = Argon2idParameters(memoryKiB: 64, iterations: 1)
+        let phc = try PasswordHasher.hash("pw", parameters: cheap)
+        let malformed = [
+            "", "garbage", "$argon2id$", "$argon2i$v=19$m=64,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2g",
+            phc.replacingOccurrences(of: "argon2id", with: "argon2d"),
+            phc.replacingOccurrences(of: "m=64", with: "m=x"),
+            phc.replacingOccurrences(of: "m=64", with: "m=8589934592"),
+            phc.replacingOccurrences(of: "m=64", with: "m=4294967295"),
+            phc.replacingOccurrences(of: "t=1", with: "t=1000000"),
+            String(phc.dropLast(3)) + "!!!",
+            phc + "$extra",
+            String(phc.prefix(phc.count - 44)),
+        ]
+        for bad in malformed {
+            XCTAssertFalse(PasswordHasher.verify("pw", phc: bad), bad)
+            XCTAssertTrue(PasswordHasher.needsRehash(phc: bad), bad)
+        }
+    }
+
+    func testNeedsRehash() throws {
+        let cheap = Argon2idParameters(memoryKiB: 64, iterations: 1)
+        let phc = try PasswordHasher.hash("pw", parameters: cheap)
+        XCTAssertFalse(PasswordHasher.needsRehash(phc: phc, parameters: cheap))
+        XCTAssertTrue(PasswordHasher.needsRehash(phc: phc))
+        XCTAssertTrue(PasswordHasher.needsRehash(phc: phc, parameters: Argon2idParameters(memoryKiB: 64, iterations: 2)))
+        XCTAssertTrue(PasswordHasher.needsRehash(phc: phc, parameters: Argon2idParameters(memoryKiB: 64, iterations: 1, hashLength: 16)))
+        XCTAssertTrue(PasswordHasher.needsRehash(phc: phc, parameters: Argon2idParameters(memoryKiB: 64, iterations: 1, saltLength: 32)))
+    }
+
+    func testInvalidParametersThrow() {
+        XCTAssertThrowsError(try PasswordHasher.hash("pw", parameters: Argon2idParameters(memoryKiB: 1, iterations: 1)))
+        XCTAssertThrowsError(try PasswordHasher.hash("pw", parameters: Argon2idParameters(memoryKiB: 64, iterations: 0)))
+        XCTAssertThrowsError(try PasswordHasher.hash("pw", parameters: Argon2idParameters(memoryKiB: 64, iterations: 1, saltLength: 4)))
+        do {
+            _ = try PasswordHasher.hash("my-secret-pw", parameters: Argon2idParameters(memoryKiB: 1, iterations: 1))
+        } catch {
+            XCTAssertFalse(String(describing: error).contains("my-secret-pw"))
+        }
+    }
+
+    func testDummyVerifyIsFalseAndCostsLikeVerify() throws {
+        XCTAssertFalse(PasswordHasher.dummyVerify("anything"))
+        let phc = try PasswordHasher.hash("pw")
+        func time(_ body: () -> Void) -> Double {
+            let start = DispatchTime.now().uptimeNanoseconds
+            body()
+            return Double(DispatchTime.now().uptimeNanoseconds - start)
+        }
+        // Best of three each, to damp noise from other processes.
+        let real = (0..<3).map { _ in time { _ = PasswordHasher.verify("wrong", phc: phc) } }.min() ?? 0
+        let dummy = (0..<3).map { _ in time { PasswordHasher.dummyVerify("wrong") } }.min() ?? 0
+        // Same work: within a generous factor on a shared machine.
+        XCTAssertLessThan(dummy, real * 3)
+        XCTAssertGreaterThan(dummy, real / 3)
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class PlaceholderSuplashCryptoTests: XCTestCase { func testPlaceholder() {} }

@@ -1,2 +1,0 @@
-import XCTest
-final class PlaceholderSuplashJSONTests: XCTestCase { func testPlaceholder() {} }
