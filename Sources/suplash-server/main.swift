@@ -1,1 +1,99 @@
-print("suplash-server")
+import Foundation
+import SuplashCrypto
+import SuplashDomain
+import SuplashLogging
+import SuplashSQLiteStore
+import SuplashStorage
+
+/// `suplash-server` — the Suplash Sync server and its operations CLI.
+func main() -> Int32 {
+    let parsed: ParsedCommandLine
+    do {
+        parsed = try ParsedCommandLine(Array(CommandLine.arguments.dropFirst()))
+    } catch {
+        FileHandle.standardError.write(Data("suplash-server: \(error)\n\n\(ParsedCommandLine.usage)\n".utf8))
+        return 64
+    }
+    if ["help", "--help", "-h"].contains(parsed.command) {
+        print(ParsedCommandLine.usage)
+        return 0
+    }
+    do {
+        let configuration = try Configuration.load(file: parsed.options["config"],
+                                                   environment: ProcessInfo.processInfo.environment,
+                                                   flags: parsed.configurationFlags)
+        let level = LogLevel(rawValue: configuration.string("log.level")) ?? .info
+        let logger = Logger(minimumLevel: level)
+        switch parsed.command {
+        case "serve":
+            return try ServeCommand.run(configuration, logger: logger)
+        case "migrate":
+            let env = try Environment.open(configuration, logger: logger, migrate: true)
+            let applied = try Migrator.applied(env.database)
+            env.database.close()
+            print("schema at version \(applied.last?.version ?? 0) (\(applied.count) migrations applied)")
+            return 0
+        case "admin-key":
+            return try AdminKeyCommand.run(parsed, configuration: configuration, logger: logger)
+        default:
+            FileHandle.standardError.write(Data("suplash-server: unknown command\n\n\(ParsedCommandLine.usage)\n".utf8))
+            return 64
+        }
+    } catch {
+        // Errors of our own CLI/config/migrations carry messages naming keys, files and
+        // versions only; anything else is reported by type.
+        let text: String
+        switch error {
+        case let e as Configuration.LoadError: text = e.description
+        case let e as MigrationError: text = e.description
+        case let e as ParsedCommandLine.UsageError: text = e.description
+        default: text = "failed: \(String(reflecting: type(of: error)))"
+        }
+        FileHandle.standardError.write(Data("suplash-server: \(text)\n".utf8))
+        return 1
+    }
+}
+
+/// `admin-key create --name NAME | list | revoke NAME`.
+enum AdminKeyCommand {
+    static func run(_ parsed: ParsedCommandLine, configuration: Configuration, logger: Logger) throws -> Int32 {
+        let env = try Environment.open(configuration, logger: logger, migrate: true)
+        defer { env.database.close() }
+        let store = SQLiteStore(database: env.database)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        switch parsed.positional.first {
+        case "create":
+            guard let name = parsed.options["name"] ?? parsed.positional.dropFirst().first,
+                  (1...64).contains(name.count), name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) else {
+                throw ParsedCommandLine.UsageError(description: "admin-key create needs --name NAME (1–64 of letters, digits, - _ .)")
+            }
+            let (key, hash) = AdminKeyFormat.generate()
+            do {
+                try store.createAdminKey(name: name, keyHash: hash, now: now)
+            } catch RepositoryError.conflict {
+                throw ParsedCommandLine.UsageError(description: "an admin key with this name exists")
+            }
+            print(key)
+            return 0
+        case "list":
+            for record in try store.adminKeys() {
+                let state = record.revokedAt.map { "revoked \(RFC3339.format($0))" } ?? "active"
+                print("\(record.name)\tcreated \(RFC3339.format(record.createdAt))\t\(state)")
+            }
+            return 0
+        case "revoke":
+            guard let name = parsed.positional.dropFirst().first ?? parsed.options["name"] else {
+                throw ParsedCommandLine.UsageError(description: "admin-key revoke needs NAME")
+            }
+            guard try store.revokeAdminKey(name: name, now: now) else {
+                throw ParsedCommandLine.UsageError(description: "no active admin key with this name")
+            }
+            print("revoked")
+            return 0
+        default:
+            throw ParsedCommandLine.UsageError(description: "admin-key needs create, list or revoke")
+        }
+    }
+}
+
+exit(main())

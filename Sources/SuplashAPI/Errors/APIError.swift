@@ -147,3 +147,11 @@ public struct APIError: Error, Sendable {
         return response
     }
 }
+
+extension APIError {
+    /// The problem for an error the HTTP engine answers itself (framing 400, 408, 413,
+    /// 414, 431, 501, 503 while draining) — so engine errors use the same mapping.
+    public static func engineResponse(_ error: HTTPEngineError) -> HTTPResponse {
+        APIError(status: error.status, code: error.code, title: error.title).response()
+    }
+}

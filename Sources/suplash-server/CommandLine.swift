@@ -1,0 +1,62 @@
+/// Parsed command line: `suplash-server <command> [args] [--flag value]…`.
+struct ParsedCommandLine {
+    var command: String
+    var positional: [String] = []
+    var options: [String: String] = [:]
+
+    struct UsageError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Flags that take a value; every other `--x` is an error.
+    static let valueFlags: Set<String> = ["host", "port", "data-dir", "config", "name"]
+
+    init(_ arguments: [String]) throws {
+        var args = arguments[...]
+        command = args.popFirst() ?? "help"
+        while let arg = args.popFirst() {
+            if arg.hasPrefix("--") {
+                var name = String(arg.dropFirst(2))
+                var value: String?
+                if let eq = name.firstIndex(of: "=") {
+                    value = String(name[name.index(after: eq)...])
+                    name = String(name[..<eq])
+                }
+                guard Self.valueFlags.contains(name) else { throw UsageError(description: "unknown option --\(name)") }
+                if value == nil { value = args.popFirst() }
+                guard let value else { throw UsageError(description: "--\(name) needs a value") }
+                options[name] = value
+            } else {
+                positional.append(arg)
+            }
+        }
+    }
+
+    /// Flags mapped onto configuration keys.
+    var configurationFlags: [String: String] {
+        var out: [String: String] = [:]
+        if let v = options["host"] { out["server.host"] = v }
+        if let v = options["port"] { out["server.port"] = v }
+        if let v = options["data-dir"] { out["server.dataDir"] = v }
+        return out
+    }
+
+    static let usage = """
+        usage: suplash-server <command> [options]
+
+        commands:
+          serve [--host H] [--port P] [--data-dir DIR] [--config FILE]
+                                    apply pending migrations, then serve HTTP; prints
+                                    "listening on http://H:P" when ready (port 0 = any free port)
+          migrate [--data-dir DIR] [--config FILE]
+                                    apply pending migrations and exit
+          admin-key create --name NAME [--data-dir DIR]
+                                    create an admin API key; prints only the key
+          admin-key list [--data-dir DIR]
+          admin-key revoke NAME [--data-dir DIR]
+          help                      this text
+
+        Configuration: config/suplash.json, overridden by SUPLASH_<SECTION>_<KEY> variables,
+        overridden by the flags above. See README.md.
+        """
+}

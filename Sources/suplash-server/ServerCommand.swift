@@ -1,0 +1,172 @@
+import Foundation
+import SuplashAPI
+import SuplashCrypto
+import SuplashDomain
+import SuplashHTTP
+import SuplashLogging
+import SuplashSQLiteStore
+import SuplashStorage
+
+/// Opens the data dir and the database and applies pending migrations: the common
+/// start of `serve`, `migrate` and `admin-key`.
+struct Environment {
+    let configuration: Configuration
+    let dataDir: String
+    let database: SQLiteDatabase
+    let migrations: [Migration]
+    let logger: Logger
+
+    static func open(_ configuration: Configuration, logger: Logger, migrate: Bool) throws -> Environment {
+        let dataDir = configuration.string("server.dataDir")
+        try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        guard configuration.string("storage.driver") == "sqlite" else {
+            throw Configuration.LoadError(description: "storage.driver must be sqlite (postgres is not built yet)")
+        }
+        var path = configuration.string("storage.sqlitePath")
+        if path.isEmpty { path = dataDir + "/suplash.sqlite" }
+        let migrationsDir = try locateMigrations(configuration.string("storage.migrationsDir"))
+        let migrations = try Migrator.load(directory: migrationsDir)
+        let database = try SQLiteDatabase(path: path, readers: try configuration.int("storage.readers"),
+                                          busyTimeoutMs: try configuration.int("storage.busyTimeoutMs"))
+        if migrate {
+            let applied = try Migrator.migrate(database, migrations)
+            if applied > 0 { logger.info("migrations_applied", .count("applied", applied)) }
+        }
+        return Environment(configuration: configuration, dataDir: dataDir, database: database, migrations: migrations,
+                           logger: logger)
+    }
+
+    /// The SQLite migrations folder: the configured one, else `Migrations/sqlite` under the
+    /// working directory or under a parent of the executable (a build tree or `/app`).
+    static func locateMigrations(_ configured: String) throws -> String {
+        if !configured.isEmpty { return configured }
+        var candidates = [FileManager.default.currentDirectoryPath + "/Migrations/sqlite"]
+        var dir = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<5 {
+            candidates.append(dir.path + "/Migrations/sqlite")
+            dir = dir.deletingLastPathComponent()
+        }
+        var isDir: ObjCBool = false
+        for c in candidates where FileManager.default.fileExists(atPath: c, isDirectory: &isDir) && isDir.boolValue {
+            return c
+        }
+        throw Configuration.LoadError(description: "cannot find Migrations/sqlite; set storage.migrationsDir")
+    }
+
+    /// The JWT signing secret: `auth.jwtSecret` (base64url or text ≥ 32 bytes), else the
+    /// `jwt-secret` file in the data dir, generated on first start with mode 0600.
+    func jwtSecret() throws -> [UInt8] {
+        let configured = configuration.string("auth.jwtSecret")
+        if !configured.isEmpty {
+            let bytes = Base64URL.decode(configured) ?? Array(configured.utf8)
+            guard bytes.count >= 32 else {
+                throw Configuration.LoadError(description: "auth.jwtSecret must hold at least 32 bytes")
+            }
+            return bytes
+        }
+        let path = dataDir + "/jwt-secret"
+        if let data = FileManager.default.contents(atPath: path),
+           let text = String(data: data, encoding: .utf8),
+           let bytes = Base64URL.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count >= 32 {
+            return bytes
+        }
+        let secret = SecureRandom.bytes(32)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            // Another process created it first: use theirs.
+            if let data = FileManager.default.contents(atPath: path),
+               let text = String(data: data, encoding: .utf8),
+               let bytes = Base64URL.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count >= 32 {
+                return bytes
+            }
+            throw Configuration.LoadError(description: "cannot create \(path)")
+        }
+        let text = Array((Base64URL.encode(secret) + "\n").utf8)
+        let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        fsync(fd)
+        close(fd)
+        guard written == text.count else { throw Configuration.LoadError(description: "cannot write \(path)") }
+        return secret
+    }
+}
+
+/// `suplash-server serve`.
+enum ServeCommand {
+    static func run(_ configuration: Configuration, logger: Logger) throws -> Int32 {
+        // Signals are taken synchronously by this thread (sigwait), so block them before any
+        // other thread starts; writes to closed sockets must not kill the process.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let limits = ResourceLimits.raiseOpenFileLimit()
+        logger.info("open_file_limit", .number("soft", limits.soft), .number("hard", limits.hard))
+
+        let env = try Environment.open(configuration, logger: logger, migrate: true)
+        let store = SQLiteStore(database: env.database)
+        let secret = try env.jwtSecret()
+        let tokens = TokenService(secret: secret,
+                                  accessTokenTTL: Int64(try configuration.int("auth.accessTokenTtlSeconds")),
+                                  refreshTokenTTL: Int64(try configuration.int("auth.refreshTokenTtlSeconds")))
+        let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
+        let revocations = RevocationView(
+            revokedSessions: try store.sessionsRevoked(since: nowMs - (tokens.accessTokenTTL + 60) * 1000))
+        let adminKeys = AdminKeyCache(repository: store)
+        var concurrency = try configuration.int("auth.hashingConcurrency")
+        if concurrency <= 0 { concurrency = ProcessInfo.processInfo.activeProcessorCount }
+        let hashing = try PasswordHashing(
+            parameters: Argon2idParameters(memoryKiB: UInt32(try configuration.int("auth.argon2MemoryKiB")),
+                                           iterations: UInt32(try configuration.int("auth.argon2Iterations")),
+                                           parallelism: UInt32(try configuration.int("auth.argon2Parallelism"))),
+            concurrency: concurrency)
+        let database = env.database
+        let migrations = env.migrations
+        let services = Services(
+            users: store, sessions: store, entries: store, tokens: tokens, revocations: revocations,
+            authenticator: Authenticator(tokens: tokens, revocations: revocations, adminKeys: adminKeys),
+            pageTokens: PageTokenCodec(key: HMACSHA256.authenticationCode(key: secret, message: Array("suplash page tokens v1".utf8))),
+            passwordHashing: hashing, timeZones: TimeZoneDatabase(),
+            readiness: { (try? Migrator.pending(database, migrations).isEmpty) ?? false })
+
+        var api = APIConfiguration()
+        api.defaultBodyLimit = try configuration.int("server.maxBodyBytes")
+        api.batchBodyLimit = try configuration.int("server.batchMaxBodyBytes")
+        api.workerThreads = try configuration.int("server.workerThreads")
+        let application = Application(services: services, configuration: api, logger: logger)
+
+        var http = HTTPServerConfiguration()
+        http.host = configuration.string("server.host")
+        http.port = try configuration.int("server.port")
+        let loops = try configuration.int("server.eventLoops")
+        http.loopCount = loops > 0 ? loops : ProcessInfo.processInfo.activeProcessorCount
+        http.connectionCap = try configuration.int("server.connectionCap")
+        http.headerReadTimeout = Double(try configuration.int("server.headerReadTimeoutSeconds"))
+        http.keepAliveIdleTimeout = Double(try configuration.int("server.keepAliveIdleSeconds"))
+        http.defaultBodyLimit = api.defaultBodyLimit
+        http.errorResponse = { error, _ in APIError.engineResponse(error) }
+        let server = HTTPServer(configuration: http, responder: application, logger: logger)
+        let port = try server.start()
+        let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
+        print("listening on http://\(shown):\(port)")
+        fflush(stdout)
+
+        var received: Int32 = 0
+        sigwait(&signals, &received)
+        logger.info("shutting_down", .number("signal", Int(received)))
+        server.shutdown(gracePeriod: Double(try configuration.int("server.shutdownGraceSeconds")))
+        application.shutdown()
+        do {
+            _ = try database.checkpoint()
+        } catch {
+            logger.error("checkpoint_failed", .errorType(String(reflecting: type(of: error))))
+        }
+        database.close()
+        logger.info("stopped")
+        return 0
+    }
+}
