@@ -3,7 +3,7 @@
 # Not built in CI (no Docker daemon on the CI machines).
 
 # ---- build stage: the Swift toolchain image
-FROM swift:6.1-bookworm AS build
+FROM swift:6.3-bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libsqlite3-dev libssl-dev libargon2-dev zlib1g-dev \
