@@ -28,7 +28,7 @@ struct Configuration: Sendable {
         ("auth.jwtSecret", .string("")),
         ("auth.accessTokenTtlSeconds", .number(JSONNumber(3600))),
         ("auth.refreshTokenTtlSeconds", .number(JSONNumber(2_592_000))),
-        ("auth.argon2MemoryKiB", .number(JSONNumber(19_456))),
+        ("auth.argon2MemoryKib", .number(JSONNumber(19_456))),
         ("auth.argon2Iterations", .number(JSONNumber(2))),
         ("auth.argon2Parallelism", .number(JSONNumber(1))),
         ("auth.hashingConcurrency", .number(JSONNumber(0))),

@@ -120,7 +120,7 @@ enum ServeCommand {
         var concurrency = try configuration.int("auth.hashingConcurrency")
         if concurrency <= 0 { concurrency = ProcessInfo.processInfo.activeProcessorCount }
         let hashing = try PasswordHashing(
-            parameters: Argon2idParameters(memoryKiB: UInt32(try configuration.int("auth.argon2MemoryKiB")),
+            parameters: Argon2idParameters(memoryKiB: UInt32(try configuration.int("auth.argon2MemoryKib")),
                                            iterations: UInt32(try configuration.int("auth.argon2Iterations")),
                                            parallelism: UInt32(try configuration.int("auth.argon2Parallelism"))),
             concurrency: concurrency)
