@@ -1,0 +1,69 @@
+import Foundation
+import XCTest
+
+/// CLI, migrations and process lifecycle (issue: walking skeleton, "Operations").
+final class OperationsTests: XCTestCase {
+    func testSigtermDrainsAndExitsZero() throws {
+        let server = try TestServer()
+        XCTAssertEqual(try server.request("GET", "/healthz").status, 200)
+        XCTAssertEqual(server.stop(), 0)
+        XCTAssertTrue(server.serverLog.contains("\"event\":\"stopped\""), server.serverLog)
+    }
+
+    func testLogsCarryNoUserContent() throws {
+        let server = try TestServer()
+        let u = try server.signUp(password: "secret-password-xyz")
+        _ = try server.request("POST", "/v1/water_logs/me/entries",
+                               json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date())), "note": "private-note-text"],
+                               token: u.token)
+        server.stop()
+        let log = server.serverLog
+        XCTAssertTrue(log.contains("/v1/water_logs/{uid}/entries"), "route templates are logged")
+        for secret in [u.email, "secret-password-xyz", "private-note-text", u.token, u.id] {
+            XCTAssertFalse(log.contains(secret), "log leaks user content")
+        }
+    }
+
+    func testChangedMigrationChecksumRefusesStart() throws {
+        let data = TestServer.makeDataDir()
+        let migrations = data + "/migrations"
+        try FileManager.default.copyItem(atPath: TestServer.packageRoot + "/Migrations/sqlite", toPath: migrations)
+        let env = ["SUPLASH_STORAGE_MIGRATIONS_DIR": migrations]
+        let (ok, out, _) = try TestServer.runCLI(["migrate", "--data-dir", data], environment: env)
+        XCTAssertEqual(ok, 0)
+        XCTAssertTrue(out.contains("schema at version"))
+        let file = migrations + "/0001_initial.sql"
+        let original = try String(contentsOfFile: file, encoding: .utf8)
+        try (original + "\n-- edited after it was applied\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let (status, _, err) = try TestServer.runCLI(["migrate", "--data-dir", data], environment: env)
+        XCTAssertNotEqual(status, 0)
+        XCTAssertTrue(err.contains("0001"), err)
+        let (serveStatus, _, _) = try TestServer.runCLI(["serve", "--port", "0", "--data-dir", data], environment: env)
+        XCTAssertNotEqual(serveStatus, 0)
+    }
+
+    func testRevokedAdminKeyStopsWorkingWithinASecond() throws {
+        let server = try TestServer()
+        let (_, key, _) = try TestServer.runCLI(["admin-key", "create", "--name", "temp", "--data-dir", server.dataDir])
+        let adminKey = key.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(try server.request("GET", "/v1/admin/users", token: adminKey).status, 200)
+        let (listStatus, listing, _) = try TestServer.runCLI(["admin-key", "list", "--data-dir", server.dataDir])
+        XCTAssertEqual(listStatus, 0)
+        XCTAssertTrue(listing.contains("temp"))
+        XCTAssertFalse(listing.contains(adminKey), "keys are shown once, never listed")
+        XCTAssertEqual(try TestServer.runCLI(["admin-key", "revoke", "temp", "--data-dir", server.dataDir]).0, 0)
+        Thread.sleep(forTimeInterval: 1.0)
+        XCTAssertEqual(try server.request("GET", "/v1/admin/users", token: adminKey).status, 401)
+        server.stop()
+    }
+
+    func testConfigurationKeysMapToEnvironmentNames() throws {
+        // Unknown SUPLASH_* names are ignored; a bad value for a known key is refused.
+        let data = TestServer.makeDataDir()
+        let (ok, _, _) = try TestServer.runCLI(["migrate", "--data-dir", data], environment: ["SUPLASH_NOT_A_KEY": "x"])
+        XCTAssertEqual(ok, 0)
+        let (bad, _, err) = try TestServer.runCLI(["migrate", "--data-dir", data], environment: ["SUPLASH_STORAGE_READERS": "many"])
+        XCTAssertNotEqual(bad, 0)
+        XCTAssertTrue(err.contains("storage.readers"), err)
+    }
+}

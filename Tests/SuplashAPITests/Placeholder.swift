@@ -1,2 +1,0 @@
-import XCTest
-final class PlaceholderSuplashAPITests: XCTestCase { func testPlaceholder() {} }
