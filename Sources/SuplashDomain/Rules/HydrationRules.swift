@@ -13,7 +13,7 @@ public enum HydrationRules {
     public static func dayGoalMl(baseGoalMl: Int, maxTemperatureC: Double?, activeMinutes: Int?) -> Int {
         var goal = baseGoalMl
         if let t = maxTemperatureC, t >= 30 { goal += 500 }
-        if let m = activeMinutes, m > 0 { goal += min(1000, (m / 30) * 250) }
+        if let m = activeMinutes, m > 0 { goal += min(4, m / 30) * 250 }
         return goal
     }
 }

@@ -7,7 +7,9 @@ public enum RFC3339 {
     /// `.` + 1–9 fraction digits (digits past milliseconds are truncated), then `Z`|`z`
     /// or `±HH:MM`. Returns milliseconds since the epoch, or nil for anything else
     /// (including impossible calendar dates such as `2026-02-30`).
-    /// A leap second (`:60`) is read as the last millisecond of that minute.
+    /// A leap second (`:60`) is accepted only where RFC 3339 §5.7 allows one — in the
+    /// minute 23:59 UTC (after applying the offset) — and is read as the last millisecond
+    /// of that minute.
     public static func parse(_ text: String) -> Int64? {
         let b = Array(text.utf8)
         guard b.count >= 20, b.count <= 64 else { return nil }
@@ -47,7 +49,8 @@ public enum RFC3339 {
                 for _ in count..<3 { millis *= 10 }
             }
         }
-        if second == 60 {
+        let leapSecond = second == 60
+        if leapSecond {
             second = 59
             millis = 999
         }
@@ -65,6 +68,10 @@ public enum RFC3339 {
             return nil
         }
         guard i == b.count else { return nil }
+        if leapSecond {
+            let utcMinuteOfDay = ((hour * 60 + minute - offsetMinutes) % 1440 + 1440) % 1440
+            guard utcMinuteOfDay == 23 * 60 + 59 else { return nil }
+        }
         let days = CivilDate.daysFromCivil(year: year, month: month, day: day)
         let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetMinutes * 60)
         return seconds * 1000 + Int64(millis)

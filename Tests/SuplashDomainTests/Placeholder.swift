@@ -1,2 +1,0 @@
-import XCTest
-final class PlaceholderSuplashDomainTests: XCTestCase { func testPlaceholder() {} }
