@@ -74,8 +74,16 @@ public enum RFC3339 {
         }
         let days = CivilDate.daysFromCivil(year: year, month: month, day: day)
         let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetMinutes * 60)
-        return seconds * 1000 + Int64(millis)
+        let instant = seconds * 1000 + Int64(millis)
+        // Offsets can push an edge date outside years 1–9999, which `format` cannot write.
+        guard instant >= minimumMillis, instant <= maximumMillis else { return nil }
+        return instant
     }
+
+    /// 0001-01-01T00:00:00.000Z.
+    public static let minimumMillis: Int64 = -62_135_596_800_000
+    /// 9999-12-31T23:59:59.999Z.
+    public static let maximumMillis: Int64 = 253_402_300_799_999
 
     /// Formats milliseconds since the epoch as `2026-11-29T08:15:00.000Z` (UTC, always milliseconds).
     public static func format(_ millis: Int64) -> String {

@@ -8,7 +8,9 @@ public enum Credentials {
     /// acceptable address: ≤ 254 characters, exactly one `@`, a non-empty local part,
     /// a domain containing a dot (not at either end), no spaces or control characters.
     public static func normalizedEmail(_ raw: String) -> String? {
-        let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        // NFC first, so the same address typed with a precomposed or a combining accent is one
+        // identity byte for byte (identity by id, never by text — but lookups are by bytes).
+        let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased().precomposedStringWithCanonicalMapping
         guard !email.isEmpty, email.count <= 254 else { return nil }
         for scalar in email.unicodeScalars {
             if scalar.properties.isWhitespace || scalar.properties.generalCategory == .control
