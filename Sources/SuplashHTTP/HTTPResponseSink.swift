@@ -1,0 +1,79 @@
+import Synchronization
+
+/// Where a responder sends the one response to one request.
+///
+/// `send(_:)` may be called from any thread, exactly once; later calls are ignored. The
+/// response is written on the connection's loop, after the responses to earlier requests
+/// on the same connection (pipelining order). If the client has gone meanwhile, the
+/// response is dropped quietly.
+public final class HTTPResponseSink: @unchecked Sendable {
+    // Thread-safety: `state` is guarded by its Mutex; `connection` is only dereferenced on
+    // `eventLoop`'s thread (directly when `send` runs there, otherwise via `execute`).
+
+    /// The loop that owns the connection; use it for timers (long-poll deadlines).
+    public let eventLoop: EventLoop
+    private let connection: Connection
+    let sequence: UInt64
+
+    private struct State {
+        var sent = false
+        var closed = false
+        var closeHandlers: [@Sendable () -> Void] = []
+    }
+
+    private let state = Mutex(State())
+
+    init(eventLoop: EventLoop, connection: Connection, sequence: UInt64) {
+        self.eventLoop = eventLoop
+        self.connection = connection
+        self.sequence = sequence
+    }
+
+    /// Sends `response` (see `HTTPResponse` for the headers the engine sets). Only the
+    /// first call counts.
+    public func send(_ response: HTTPResponse) {
+        let first = state.withLock { state -> Bool in
+            if state.sent { return false }
+            state.sent = true
+            state.closeHandlers = []
+            return true
+        }
+        guard first else { return }
+        if eventLoop.inEventLoop {
+            connection.deliver(sequence: sequence, response: response)
+        } else {
+            eventLoop.execute { self.connection.deliver(sequence: self.sequence, response: response) }
+        }
+    }
+
+    /// True once `send(_:)` has been called.
+    public var isSent: Bool { state.withLock { $0.sent } }
+
+    /// True when the connection closed before a response was sent (the client is gone).
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Registers `body` to run (on the loop thread) if the connection closes before the
+    /// response is sent. Runs at once (on the caller's thread) if that already happened;
+    /// never runs once `send(_:)` was called.
+    public func onClose(_ body: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            if state.sent { return false }
+            if state.closed { return true }
+            state.closeHandlers.append(body)
+            return false
+        }
+        if runNow { body() }
+    }
+
+    /// Called on the loop when the connection closes or abandons this request.
+    func connectionClosed() {
+        let handlers = state.withLock { state -> [@Sendable () -> Void] in
+            if state.sent || state.closed { return [] }
+            state.closed = true
+            let handlers = state.closeHandlers
+            state.closeHandlers = []
+            return handlers
+        }
+        for handler in handlers { handler() }
+    }
+}

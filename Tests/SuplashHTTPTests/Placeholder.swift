@@ -1,2 +1,0 @@
-import XCTest
-final class PlaceholderSuplashHTTPTests: XCTestCase { func testPlaceholder() {} }
