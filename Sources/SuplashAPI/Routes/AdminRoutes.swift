@@ -5,8 +5,8 @@ import SuplashJSON
 /// `/v1/admin/*` — spec §8 (admin API keys only).
 enum AdminRoutes {
     static func register(into router: inout Router<Route>, services: Services) {
-        router.add(method: "GET", path: "/v1/admin/users", Route { try listUsers($0, services) })
-        router.add(method: "GET", path: "/v1/admin/users/{uid}", Route { request in
+        router.add("GET", "/v1/admin/users", Route { try listUsers($0, services) })
+        router.add("GET", "/v1/admin/users/{uid}", Route { request in
             try requireAdmin(request, services)
             guard let uid = UUIDText.normalized(request.parameter("uid")),
                   let user = try services.users.user(id: uid) else { throw APIError.notFound }

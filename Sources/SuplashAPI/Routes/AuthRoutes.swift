@@ -6,10 +6,10 @@ import SuplashJSON
 /// `/v1/auth/*` — spec §3.
 enum AuthRoutes {
     static func register(into router: inout Router<Route>, services: Services) {
-        router.add(method: "POST", path: "/v1/auth/signup", Route { try signUp($0, services) })
-        router.add(method: "POST", path: "/v1/auth/login", Route { try logIn($0, services) })
-        router.add(method: "POST", path: "/v1/auth/refresh", Route { try refresh($0, services) })
-        router.add(method: "POST", path: "/v1/auth/logout", Route { try logOut($0, services) })
+        router.add("POST", "/v1/auth/signup", Route { try signUp($0, services) })
+        router.add("POST", "/v1/auth/login", Route { try logIn($0, services) })
+        router.add("POST", "/v1/auth/refresh", Route { try refresh($0, services) })
+        router.add("POST", "/v1/auth/logout", Route { try logOut($0, services) })
     }
 
     /// A new session row plus its first refresh token.

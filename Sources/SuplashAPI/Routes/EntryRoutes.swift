@@ -8,11 +8,11 @@ enum EntryRoutes {
     static let item = "/v1/water_logs/{uid}/entries/{entryId}"
 
     static func register(into router: inout Router<Route>, services: Services, configuration: APIConfiguration) {
-        router.add(method: "POST", path: collection, Route { try create($0, services) })
-        router.add(method: "GET", path: collection, Route { try list($0, services) })
-        router.add(method: "GET", path: item, Route { try get($0, services) })
-        router.add(method: "PATCH", path: item, Route { try patch($0, services) })
-        router.add(method: "DELETE", path: item, Route { try delete($0, services) })
+        router.add("POST", collection, Route { try create($0, services) })
+        router.add("GET", collection, Route { try list($0, services) })
+        router.add("GET", item, Route { try get($0, services) })
+        router.add("PATCH", item, Route { try patch($0, services) })
+        router.add("DELETE", item, Route { try delete($0, services) })
     }
 
     static func location(_ uid: String, _ id: String) -> String { "/v1/water_logs/\(uid)/entries/\(id)" }

@@ -4,12 +4,12 @@ import SuplashHTTP
 /// `users/{uid}` — spec §4 profile.
 enum UserRoutes {
     static func register(into router: inout Router<Route>, services: Services) {
-        router.add(method: "GET", path: "/v1/users/{uid}", Route { request in
+        router.add("GET", "/v1/users/{uid}", Route { request in
             let (_, uid) = try Access.authorize(request, services: services)
             guard let user = try services.users.user(id: uid) else { throw APIError.notFound }
             return profileResponse(user.profile, request: request)
         })
-        router.add(method: "PATCH", path: "/v1/users/{uid}", Route { request in
+        router.add("PATCH", "/v1/users/{uid}", Route { request in
             let (_, uid) = try Access.authorize(request, services: services)
             let patch = try request.jsonBody(mergePatch: true)
             let ifMatch = request.header("If-Match")
