@@ -33,6 +33,8 @@ public final class EventLoop: @unchecked Sendable {
     private var userTimers: [UInt64: @Sendable () -> Void] = [:]
     private var connections: [Connection?] = []
     private(set) var openConnections = 0
+    /// Connections in lingering close: answered, only waiting for the peer's EOF.
+    private var lingeringConnections = 0
     private var nextSerial: UInt64 = 0
     private var listener: SocketHandle
     private var listenerArmed = false
@@ -313,13 +315,20 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Called by a connection right after it closed its descriptor.
-    func connectionDidClose(_ connection: Connection, fd: Int32) {
+    func connectionDidClose(_ connection: Connection, fd: Int32, wasLingering: Bool) {
         let i = Int(fd)
         if i < connections.count, connections[i] === connection {
             connections[i] = nil
         }
         openConnections -= 1
+        if wasLingering { lingeringConnections -= 1 }
         context.releaseConnection()
+        checkDrained()
+    }
+
+    /// Called by a connection that has sent its last answer and now lingers.
+    func connectionStartedLingering() {
+        lingeringConnections += 1
         checkDrained()
     }
 
@@ -341,7 +350,8 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func checkDrained() {
-        if isDraining && openConnections == 0 && !reportedDrained {
+        // Lingering connections are done (answered); `stop()` closes them.
+        if isDraining && openConnections - lingeringConnections == 0 && !reportedDrained {
             reportedDrained = true
             context.loopDrained()
         }
