@@ -451,6 +451,8 @@ final class Connection {
                 outboundStart += n
                 writeDeadline = loop.now &+ idleTimeout
             default:
+                // A new backlog (EPOLLOUT not armed yet) starts its write-stall clock now.
+                if interest & CEPOLL_OUT == 0 { writeDeadline = loop.now &+ idleTimeout }
                 return true
             }
         }

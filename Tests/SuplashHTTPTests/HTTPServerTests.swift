@@ -133,6 +133,25 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(get.bodyText, "hello", "the HEAD answer carried no body bytes")
     }
 
+    func testLargeResponseToASlowReaderArrivesComplete() throws {
+        try startServer()
+        let c = try client()
+        c.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(200_000)  // let the server fill the socket buffers and wait for EPOLLOUT
+        let r = try XCTUnwrap(c.readResponse())
+        XCTAssertEqual(r.body.count, 3 << 20)
+        XCTAssertTrue(r.body.enumerated().allSatisfy { $0.element == UInt8(truncatingIfNeeded: $0.offset % 251) })
+        XCTAssertEqual(c.readResponse()?.bodyText, "hello")
+    }
+
+    func testASecondSendIsIgnored() throws {
+        try startServer()
+        let c = try client()
+        c.send("GET /twice HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(c.readResponse()?.bodyText, "first")
+        XCTAssertEqual(c.readResponse()?.bodyText, "hello")
+    }
+
     func testResponderConnectionCloseClosesTheConnection() throws {
         try startServer()
         let c = try client()

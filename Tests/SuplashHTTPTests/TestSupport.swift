@@ -187,6 +187,14 @@ final class TestResponder: HTTPResponder, @unchecked Sendable {
                 lock.withLock { closedNotifiedValue += 1 }
             }
             lock.withLock { parked.append(sink) }
+        } else if path == "/big" {
+            // 3 MiB: more than the socket buffers take at once, so EPOLLOUT is exercised.
+            var body = [UInt8](repeating: 0, count: 3 << 20)
+            for i in body.indices { body[i] = UInt8(truncatingIfNeeded: i % 251) }
+            sink.send(HTTPResponse(status: 200, body: body))
+        } else if path == "/twice" {
+            sink.send(HTTPResponse(status: 200, body: Array("first".utf8)))
+            sink.send(HTTPResponse(status: 500, body: Array("second".utf8)))
         } else if path == "/close" {
             sink.send(HTTPResponse(status: 200, headers: ["Connection": "close"], body: Array("bye".utf8)))
         } else {
