@@ -415,6 +415,30 @@ final class HTTPServerTests: XCTestCase {
         self.server = nil
     }
 
+    func testRequestArrivingWhileDrainingGets503() throws {
+        try startServer { $0.loopCount = 1 }
+        let busy = try client()
+        let late = try client()
+        busy.send("GET /delay/600 HTTP/1.1\r\nHost: x\r\n\r\n")
+        late.send("GET /hello HTTP/1.1\r\nHost: x\r\n")  // head started, not finished
+        usleep(100_000)
+        let server = try XCTUnwrap(self.server)
+        let done = expectation(description: "shutdown returned")
+        Thread.detachNewThread {
+            server.shutdown(gracePeriod: 5)
+            done.fulfill()
+        }
+        usleep(150_000)
+        late.send("\r\n")
+        let r = try XCTUnwrap(late.readResponse())
+        XCTAssertEqual(r.status, 503)
+        XCTAssertEqual(r.header("retry-after"), "1")
+        XCTAssertEqual(r.header("connection"), "close")
+        XCTAssertEqual(busy.readResponse()?.status, 200)
+        wait(for: [done], timeout: 5)
+        self.server = nil
+    }
+
     func testShutdownGracePeriodEndsLongRequests() throws {
         try startServer()
         let c = try client()
