@@ -11,7 +11,7 @@ import Glibc
 /// Loops never block. Everything a connection does happens on its loop's thread; other
 /// threads reach a loop only through `execute(_:)`, `schedule(after:_:)` and `cancel(_:)`.
 public final class EventLoop: @unchecked Sendable {
-    // Thread-safety: `taskQueue` (Mutex), `threadID`, `timerCounter`, `stopped` (Atomics) and
+    // Thread-safety: `taskQueue` (pthread lock), `threadID`, `timerCounter`, `stopped` (Atomics) and
     // the immutable `let`s are safe from any thread. Every other stored property is confined
     // to this loop's own thread: it is touched only from `run()` and from the events, tasks
     // and timers `run()` dispatches.
@@ -22,7 +22,7 @@ public final class EventLoop: @unchecked Sendable {
     let context: ServerContext
     private let epollFD: Int32
     private let wakeFD: Int32
-    private let taskQueue = Mutex<[@Sendable () -> Void]>([])
+    private let taskQueue = Locked<[@Sendable () -> Void]>([])
     private let threadID = Atomic<UInt>(0)
     private let timerCounter = Atomic<UInt64>(0)
     private let stopped = Atomic<Bool>(false)

@@ -101,7 +101,7 @@ final class ServerContext: Sendable {
     let logger: Logger
     let connectionCap: Int
     private let open = Atomic<Int>(0)
-    let loops = Mutex<[EventLoop]>([])
+    let loops = Locked<[EventLoop]>([])
     private let drainLock = ConditionLock()
     private let drainedCount = Atomic<Int>(0)
 
@@ -163,14 +163,14 @@ final class ServerContext: Sendable {
 /// server.shutdown(gracePeriod: 10)   // from a signal-handling thread
 /// ```
 public final class HTTPServer: Sendable {
-    private enum Phase {
+    private enum Phase: Sendable {
         case idle
         case running(loops: [EventLoop], threads: [pthread_t])
         case stopped
     }
 
     private let context: ServerContext
-    private let phase = Mutex<Phase>(.idle)
+    private let phase = Locked<Phase>(.idle)
 
     /// Creates a server; nothing is bound until `start()`.
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger) {
