@@ -177,7 +177,8 @@ public final class HTTPServer: Sendable {
         context = ServerContext(configuration: configuration, responder: responder, logger: logger)
     }
 
-    /// The server's loops (empty before `start()`), e.g. to keep long-poll timers on them.
+    /// The server's loops (empty before `start()` and after `shutdown`), e.g. to keep
+    /// long-poll timers on them.
     public var eventLoops: [EventLoop] {
         context.loops.withLock { $0 }
     }
@@ -224,6 +225,7 @@ public final class HTTPServer: Sendable {
                 for started in loops { started.execute { started.stop() } }
                 for thread in threads { joinThread(thread) }
                 for unstarted in loops[threads.count...] { unstarted.stopUnstarted() }
+                context.loops.withLock { $0 = [] }
                 phase.withLock { $0 = .stopped }
                 throw error
             }
@@ -271,6 +273,8 @@ public final class HTTPServer: Sendable {
         for thread in threads {
             joinThread(thread)
         }
+        // Loops reference the context; dropping the list breaks the cycle so they can be freed.
+        context.loops.withLock { $0 = [] }
         context.logger.info("http.stopped", .count("loops", loops.count))
     }
 }
