@@ -39,7 +39,7 @@ final class Connection {
         /// `true` means no further request will be read — close once answered.
         case awaitingResponses(closeAfter: Bool)
         /// Write side shut down; discarding input until EOF, `deadline` or the byte cap.
-        case lingering(deadline: UInt64, discarded: Int)
+        case lingering(deadline: UInt64)
         case closed
     }
 
@@ -65,6 +65,8 @@ final class Connection {
     private var currentRequestID = ""
     private var interest: UInt32 = CEPOLL_IN
     private var isProcessing = false
+    /// Input bytes read and thrown away after the last request we will answer.
+    private var discarded = 0
 
     private var headDeadline: UInt64 = 0
     private var idleDeadline: UInt64 = 0
@@ -112,10 +114,11 @@ final class Connection {
             switch state {
             case .readingHead, .readingBody:
                 readAndProcess()
-            case .lingering:
-                lingerRead()
-            case .awaitingResponses:
-                // Not reading: only a hang-up or error is reported here; the peer is gone.
+            case .lingering, .awaitingResponses(closeAfter: true):
+                // No further request will be read: discard input, notice EOF.
+                discardInput()
+            case .awaitingResponses(closeAfter: false):
+                // Back-pressure, not reading: only a hang-up or error is reported here.
                 if events & (CEPOLL_HUP | CEPOLL_ERR) != 0 { close() }
             case .closed:
                 return
@@ -145,17 +148,10 @@ final class Connection {
         }
     }
 
-    /// The peer finished sending. In-flight requests are still answered (half-close),
-    /// then the connection closes; a partial request is dropped.
+    /// The peer finished sending: the client is gone. Requests still in flight are
+    /// abandoned (their sinks' `onClose` handlers run); a partial request is dropped.
     private func handleEndOfInput() {
-        if pending.isEmpty {
-            close()
-            return
-        }
-        currentHead = nil
-        state = .awaitingResponses(closeAfter: true)
-        inbound = []
-        inboundStart = 0
+        close()
     }
 
     private func ingest(_ bytes: UnsafeRawBufferPointer) {
@@ -214,7 +210,7 @@ final class Connection {
                     dispatch(head, requestID: currentRequestID, body: body)
                 }
             case .error(let error):
-                let requestID = currentHead != nil ? currentRequestID : loop.makeRequestID()
+                let requestID = currentHead != nil ? currentRequestID : (parser.requestIDSoFar ?? loop.makeRequestID())
                 currentHead = nil
                 queueError(error, requestID: requestID)
             }
@@ -455,6 +451,8 @@ final class Connection {
                 outboundStart += n
                 writeDeadline = loop.now &+ idleTimeout
             default:
+                // A new backlog (EPOLLOUT not armed yet) starts its write-stall clock now.
+                if interest & CEPOLL_OUT == 0 { writeDeadline = loop.now &+ idleTimeout }
                 return true
             }
         }
@@ -468,9 +466,9 @@ final class Connection {
     private func updateInterest() {
         var desired: UInt32 = 0
         switch state {
-        case .readingHead, .readingBody, .lingering:
+        case .readingHead, .readingBody, .lingering, .awaitingResponses(closeAfter: true):
             desired = CEPOLL_IN
-        case .awaitingResponses, .closed:
+        case .awaitingResponses(closeAfter: false), .closed:
             desired = 0
         }
         if outboundStart < outbound.count { desired |= CEPOLL_OUT }
@@ -488,7 +486,7 @@ final class Connection {
         switch state {
         case .closed:
             return (0, .none)
-        case .lingering(let deadline, _):
+        case .lingering(let deadline):
             return (deadline, .linger)
         case .readingHead, .readingBody, .awaitingResponses:
             break
@@ -541,20 +539,21 @@ final class Connection {
 
     private func startLingering() {
         _ = cepoll_shutdown_write(fd)
-        state = .lingering(deadline: loop.now &+ lingerTimeout, discarded: 0)
+        state = .lingering(deadline: loop.now &+ lingerTimeout)
+        loop.connectionStartedLingering()
         inbound = []
         inboundStart = 0
     }
 
-    private func lingerRead() {
-        guard case .lingering(let deadline, var discarded) = state else { return }
+    /// Reads and throws away input (after the last answered request, and while
+    /// lingering); EOF, an error or more than `lingerMaxBytes` closes the connection.
+    private func discardInput() {
         let buffer = loop.readBuffer
         guard let base = buffer.baseAddress else { return }
         for _ in 0..<8 {
             do {
                 switch try Sys.read(fd, base, buffer.count) {
                 case .wouldBlock:
-                    state = .lingering(deadline: deadline, discarded: discarded)
                     return
                 case .done(let n):
                     if n == 0 {
@@ -572,7 +571,6 @@ final class Connection {
                 return
             }
         }
-        state = .lingering(deadline: deadline, discarded: discarded)
     }
 
     /// Server shutdown: an idle connection closes now; a busy one after its answers.
@@ -585,9 +583,11 @@ final class Connection {
     /// Closes the descriptor (once) and tells pending sinks the client is gone.
     func close() {
         guard state != .closed else { return }
+        let wasLingering: Bool
+        if case .lingering = state { wasLingering = true } else { wasLingering = false }
         state = .closed
         socket.close()
-        loop.connectionDidClose(self, fd: fd)
+        loop.connectionDidClose(self, fd: fd, wasLingering: wasLingering)
         currentHead = nil
         abandonPending()
     }

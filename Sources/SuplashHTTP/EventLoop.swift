@@ -11,7 +11,7 @@ import Glibc
 /// Loops never block. Everything a connection does happens on its loop's thread; other
 /// threads reach a loop only through `execute(_:)`, `schedule(after:_:)` and `cancel(_:)`.
 public final class EventLoop: @unchecked Sendable {
-    // Thread-safety: `taskQueue` (Mutex), `threadID`, `timerCounter`, `stopped` (Atomics) and
+    // Thread-safety: `taskQueue` (pthread lock), `threadID`, `timerCounter`, `stopped` (Atomics) and
     // the immutable `let`s are safe from any thread. Every other stored property is confined
     // to this loop's own thread: it is touched only from `run()` and from the events, tasks
     // and timers `run()` dispatches.
@@ -22,7 +22,7 @@ public final class EventLoop: @unchecked Sendable {
     let context: ServerContext
     private let epollFD: Int32
     private let wakeFD: Int32
-    private let taskQueue = Mutex<[@Sendable () -> Void]>([])
+    private let taskQueue = Locked<[@Sendable () -> Void]>([])
     private let threadID = Atomic<UInt>(0)
     private let timerCounter = Atomic<UInt64>(0)
     private let stopped = Atomic<Bool>(false)
@@ -33,6 +33,8 @@ public final class EventLoop: @unchecked Sendable {
     private var userTimers: [UInt64: @Sendable () -> Void] = [:]
     private var connections: [Connection?] = []
     private(set) var openConnections = 0
+    /// Connections in lingering close: answered, only waiting for the peer's EOF.
+    private var lingeringConnections = 0
     private var nextSerial: UInt64 = 0
     private var listener: SocketHandle
     private var listenerArmed = false
@@ -313,13 +315,20 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Called by a connection right after it closed its descriptor.
-    func connectionDidClose(_ connection: Connection, fd: Int32) {
+    func connectionDidClose(_ connection: Connection, fd: Int32, wasLingering: Bool) {
         let i = Int(fd)
         if i < connections.count, connections[i] === connection {
             connections[i] = nil
         }
         openConnections -= 1
+        if wasLingering { lingeringConnections -= 1 }
         context.releaseConnection()
+        checkDrained()
+    }
+
+    /// Called by a connection that has sent its last answer and now lingers.
+    func connectionStartedLingering() {
+        lingeringConnections += 1
         checkDrained()
     }
 
@@ -341,7 +350,8 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func checkDrained() {
-        if isDraining && openConnections == 0 && !reportedDrained {
+        // Lingering connections are done (answered); `stop()` closes them.
+        if isDraining && openConnections - lingeringConnections == 0 && !reportedDrained {
             reportedDrained = true
             context.loopDrained()
         }

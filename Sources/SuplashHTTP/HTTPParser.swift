@@ -102,6 +102,10 @@ struct HTTPRequestParser {
         self.limits = limits
     }
 
+    /// A valid incoming `X-Request-ID` of the request being parsed, once its field was
+    /// seen (kept after an error, so error answers can echo it).
+    var requestIDSoFar: String? { incomingRequestID }
+
     /// True when no byte of a next request has arrived (keep-alive idle).
     var isIdle: Bool { state == .requestLine && !headStarted }
 

@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where a responder sends the one response to one request.
 ///
@@ -7,8 +10,9 @@ import Synchronization
 /// on the same connection (pipelining order). If the client has gone meanwhile, the
 /// response is dropped quietly.
 public final class HTTPResponseSink: @unchecked Sendable {
-    // Thread-safety: `state` is guarded by its Mutex; `connection` is only dereferenced on
-    // `eventLoop`'s thread (directly when `send` runs there, otherwise via `execute`).
+    // Thread-safety: `storage` is guarded by the `busy` spin lock (see `withState`);
+    // `connection` is only dereferenced on `eventLoop`'s thread (directly when `send` runs
+    // there, otherwise via `execute`).
 
     /// The loop that owns the connection; use it for timers (long-poll deadlines).
     public let eventLoop: EventLoop
@@ -21,7 +25,21 @@ public final class HTTPResponseSink: @unchecked Sendable {
         var closeHandlers: [@Sendable () -> Void] = []
     }
 
-    private let state = Mutex(State())
+    private let busy = Atomic<Bool>(false)
+    private var storage = State()
+
+    /// Runs `body` with exclusive access to `storage`. A spin lock: critical sections are
+    /// a few loads and stores, contention is rare (send vs. onClose vs. close), and it
+    /// needs no allocation per request. Atomics are visible to ThreadSanitizer.
+    private func withState<R>(_ body: (inout State) -> R) -> R {
+        var spins = 0
+        while !busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged {
+            spins += 1
+            if spins > 64 { sched_yield() }
+        }
+        defer { busy.store(false, ordering: .releasing) }
+        return body(&storage)
+    }
 
     init(eventLoop: EventLoop, connection: Connection, sequence: UInt64) {
         self.eventLoop = eventLoop
@@ -32,7 +50,7 @@ public final class HTTPResponseSink: @unchecked Sendable {
     /// Sends `response` (see `HTTPResponse` for the headers the engine sets). Only the
     /// first call counts.
     public func send(_ response: HTTPResponse) {
-        let first = state.withLock { state -> Bool in
+        let first = withState { state -> Bool in
             if state.sent { return false }
             state.sent = true
             state.closeHandlers = []
@@ -47,16 +65,16 @@ public final class HTTPResponseSink: @unchecked Sendable {
     }
 
     /// True once `send(_:)` has been called.
-    public var isSent: Bool { state.withLock { $0.sent } }
+    public var isSent: Bool { withState { $0.sent } }
 
     /// True when the connection closed before a response was sent (the client is gone).
-    public var isClosed: Bool { state.withLock { $0.closed } }
+    public var isClosed: Bool { withState { $0.closed } }
 
     /// Registers `body` to run (on the loop thread) if the connection closes before the
     /// response is sent. Runs at once (on the caller's thread) if that already happened;
     /// never runs once `send(_:)` was called.
     public func onClose(_ body: @escaping @Sendable () -> Void) {
-        let runNow = state.withLock { state -> Bool in
+        let runNow = withState { state -> Bool in
             if state.sent { return false }
             if state.closed { return true }
             state.closeHandlers.append(body)
@@ -67,7 +85,7 @@ public final class HTTPResponseSink: @unchecked Sendable {
 
     /// Called on the loop when the connection closes or abandons this request.
     func connectionClosed() {
-        let handlers = state.withLock { state -> [@Sendable () -> Void] in
+        let handlers = withState { state -> [@Sendable () -> Void] in
             if state.sent || state.closed { return [] }
             state.closed = true
             let handlers = state.closeHandlers

@@ -101,7 +101,7 @@ final class ServerContext: Sendable {
     let logger: Logger
     let connectionCap: Int
     private let open = Atomic<Int>(0)
-    let loops = Mutex<[EventLoop]>([])
+    let loops = Locked<[EventLoop]>([])
     private let drainLock = ConditionLock()
     private let drainedCount = Atomic<Int>(0)
 
@@ -163,21 +163,22 @@ final class ServerContext: Sendable {
 /// server.shutdown(gracePeriod: 10)   // from a signal-handling thread
 /// ```
 public final class HTTPServer: Sendable {
-    private enum Phase {
+    private enum Phase: Sendable {
         case idle
         case running(loops: [EventLoop], threads: [pthread_t])
         case stopped
     }
 
     private let context: ServerContext
-    private let phase = Mutex<Phase>(.idle)
+    private let phase = Locked<Phase>(.idle)
 
     /// Creates a server; nothing is bound until `start()`.
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger) {
         context = ServerContext(configuration: configuration, responder: responder, logger: logger)
     }
 
-    /// The server's loops (empty before `start()`), e.g. to keep long-poll timers on them.
+    /// The server's loops (empty before `start()` and after `shutdown`), e.g. to keep
+    /// long-poll timers on them.
     public var eventLoops: [EventLoop] {
         context.loops.withLock { $0 }
     }
@@ -224,6 +225,7 @@ public final class HTTPServer: Sendable {
                 for started in loops { started.execute { started.stop() } }
                 for thread in threads { joinThread(thread) }
                 for unstarted in loops[threads.count...] { unstarted.stopUnstarted() }
+                context.loops.withLock { $0 = [] }
                 phase.withLock { $0 = .stopped }
                 throw error
             }
@@ -271,6 +273,8 @@ public final class HTTPServer: Sendable {
         for thread in threads {
             joinThread(thread)
         }
+        // Loops reference the context; dropping the list breaks the cycle so they can be freed.
+        context.loops.withLock { $0 = [] }
         context.logger.info("http.stopped", .count("loops", loops.count))
     }
 }
