@@ -33,6 +33,14 @@ public final class SQLiteConnection {
     private var cache: [String: OpaquePointer] = [:]
     private var isClosed = false
 
+    /// When `false`, preparing `BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT` or `RELEASE` fails
+    /// with `SQLITE_AUTH` (kind `.misuse`). The writer turns it off while a group job's body
+    /// runs, so a job cannot end the shared transaction. Writer connections only.
+    var allowsTransactionControl = true
+    /// Set by the authorizer when the statement being prepared is transaction control;
+    /// such statements are never cached (the authorizer only runs at prepare time).
+    fileprivate var preparedTransactionControl = false
+
     /// How many statements this connection has compiled with `sqlite3_prepare_v3` for
     /// `query`/`run`/`queryOne`/`scalar` (a cache hit does not count). For tests and metrics.
     public private(set) var statementsPrepared = 0
@@ -71,6 +79,14 @@ public final class SQLiteConnection {
         self.role = role
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, Int32(clamping: busyTimeoutMs))
+        if role == .writer {
+            sqlite3_set_authorizer(db, { userData, action, _, _, _, _ in
+                guard action == SQLITE_TRANSACTION || action == SQLITE_SAVEPOINT, let userData else { return SQLITE_OK }
+                let connection = Unmanaged<SQLiteConnection>.fromOpaque(userData).takeUnretainedValue()
+                connection.preparedTransactionControl = true
+                return connection.allowsTransactionControl ? SQLITE_OK : SQLITE_DENY
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
         guard applyPragmas else { return }
         do {
             switch role {
@@ -221,23 +237,30 @@ public final class SQLiteConnection {
     /// runs `body`, then resets it and clears its bindings whatever happened.
     private func withStatement(_ sql: String, _ args: [SQLValue], _ body: (OpaquePointer) throws -> Void) throws {
         try checkOpen()
-        let statement = try cachedStatement(sql)
+        let (statement, cached) = try cachedStatement(sql)
         defer {
-            sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
+            if cached {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            } else {
+                sqlite3_finalize(statement)
+            }
         }
         try bind(args, to: statement)
         try body(statement)
     }
 
-    private func cachedStatement(_ sql: String) throws -> OpaquePointer {
+    /// The statement for `sql` and whether it lives in the cache (otherwise the caller
+    /// finalizes it after use).
+    private func cachedStatement(_ sql: String) throws -> (OpaquePointer, cached: Bool) {
         if let statement = cache[sql] {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
-            return statement
+            return (statement, true)
         }
         var statement: OpaquePointer?
         var trailing = false
+        preparedTransactionControl = false
         let rc = sql.withCString { cString -> Int32 in
             var tail: UnsafePointer<CChar>?
             let rc = sqlite3_prepare_v3(handle, cString, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, &tail)
@@ -255,12 +278,15 @@ public final class SQLiteConnection {
             throw StorageError.misuse("query/run take exactly one statement; use execute for scripts")
         }
         statementsPrepared += 1
+        if preparedTransactionControl {
+            return (statement, false)
+        }
         if cache.count >= Self.statementCacheCapacity {
             for cached in cache.values { sqlite3_finalize(cached) }
             cache.removeAll(keepingCapacity: true)
         }
         cache[sql] = statement
-        return statement
+        return (statement, true)
     }
 
     /// `true` if `tail` holds anything but whitespace and semicolons.

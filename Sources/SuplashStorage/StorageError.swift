@@ -37,8 +37,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         case readOnly
         /// `SQLITE_MISMATCH` (20), or a row value of an unexpected type when decoding.
         case typeMismatch
-        /// `SQLITE_MISUSE` (21) / `SQLITE_RANGE` (25): the library was used wrongly
-        /// (closed database, unknown column name, parameter count, write on the writer thread).
+        /// `SQLITE_MISUSE` (21) / `SQLITE_RANGE` (25) / `SQLITE_AUTH` (23): the library was
+        /// used wrongly (closed database, unknown column name, parameter count, a blocking
+        /// write on the writer thread, transaction control inside a group write job).
         case misuse
         /// Anything else; look at `code`.
         case other
@@ -86,7 +87,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         case SQLITE_FULL: return .full
         case SQLITE_READONLY: return .readOnly
         case SQLITE_MISMATCH: return .typeMismatch
-        case SQLITE_MISUSE, SQLITE_RANGE: return .misuse
+        case SQLITE_MISUSE, SQLITE_RANGE, SQLITE_AUTH: return .misuse
         default: return .other
         }
     }

@@ -3,7 +3,8 @@
 /// Valid only during the job's body, on the writer thread. Do not keep it.
 public final class WriteContext {
     /// The writer connection. Inside `SQLiteDatabase.write` a transaction and the job's
-    /// `SAVEPOINT` are already open: do not run `BEGIN`, `COMMIT`, `ROLLBACK` or `RELEASE`.
+    /// `SAVEPOINT` are already open: `BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT` and `RELEASE`
+    /// are refused there (`StorageError` kind `.misuse`, code `SQLITE_AUTH`).
     /// Inside `writeExclusive` no transaction is open and the job manages its own.
     public let connection: SQLiteConnection
     private(set) var callbacks: [@Sendable () -> Void] = []

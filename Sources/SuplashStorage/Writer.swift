@@ -202,7 +202,9 @@ final class Writer: @unchecked Sendable {
                     continue
                 }
                 let context = WriteContext(connection: connection)
+                connection.allowsTransactionControl = false
                 let outcome = job.run(context)
+                connection.allowsTransactionControl = true
                 guard connection.isInTransaction else {
                     // The job's statement made SQLite roll back everything (or the job ran
                     // transaction control itself).

@@ -143,6 +143,43 @@ final class SQLiteConnectionTests: XCTestCase {
         assertStorageError(.misuse) { try connection.execute("SELECT 1") }
     }
 
+    func testStatementCacheIsBounded() throws {
+        for i in 0...SQLiteConnection.statementCacheCapacity {
+            XCTAssertEqual(try connection.scalarInt64("SELECT \(i)"), Int64(i))
+        }
+        XCTAssertLessThanOrEqual(connection.cachedStatementCount, SQLiteConnection.statementCacheCapacity)
+        XCTAssertEqual(try connection.scalarInt64("SELECT 1"), 1)
+    }
+
+    func testTransactionControlThroughRunIsNotCached() throws {
+        try connection.execute("CREATE TABLE t (x)")
+        let cached = connection.cachedStatementCount
+        try connection.run("BEGIN")
+        try connection.run("INSERT INTO t VALUES (1)")
+        try connection.run("COMMIT")
+        XCTAssertEqual(connection.cachedStatementCount, cached + 1)
+        XCTAssertFalse(connection.isInTransaction)
+    }
+
+    func testErrorKindMapping() {
+        let cases: [(Int32, StorageError.Kind)] = [
+            (2067, .constraintUnique), (1555, .constraintPrimaryKey), (787, .constraintForeignKey),
+            (275, .constraintCheck), (1299, .constraintNotNull), (19, .constraint), (1811, .constraint),
+            (5, .busy), (261, .busy), (517, .busy), (6, .busy), (11, .corrupt), (267, .corrupt), (26, .corrupt),
+            (10, .ioError), (266, .ioError), (1290, .ioError), (14, .ioError), (13, .full), (8, .readOnly),
+            (1032, .readOnly), (20, .typeMismatch), (21, .misuse), (23, .misuse), (25, .misuse), (1, .other), (7, .other),
+        ]
+        for (code, kind) in cases {
+            XCTAssertEqual(StorageError.kind(for: code), kind, "code \(code)")
+        }
+    }
+
+    func testOpeningAFileThatIsNotADatabaseFails() throws {
+        try directory.write("garbage.sqlite", String(repeating: "this is not a database ", count: 100))
+        assertStorageError(.corrupt) { try SQLiteConnection(path: directory.file("garbage.sqlite"), role: .writer) }
+        assertStorageError(.corrupt) { try SQLiteDatabase(path: directory.file("garbage.sqlite")) }
+    }
+
     func testOpeningAMissingFileReadOnlyFails() {
         assertStorageError(.ioError) { try SQLiteConnection(path: directory.file("missing.sqlite"), role: .reader) }
     }

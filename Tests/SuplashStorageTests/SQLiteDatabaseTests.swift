@@ -211,6 +211,39 @@ final class SQLiteDatabaseTests: XCTestCase {
         XCTAssertEqual(refused.all, [.misuse])
     }
 
+    func testGroupJobsCannotRunTransactionControl() throws {
+        let db = self.db!
+        let gate = Gate()
+        let done = DispatchGroup()
+        let kinds = Collector<String>()
+        done.enter()
+        holdWriter(db, until: gate, done: done)
+        let statements = ["COMMIT", "ROLLBACK", "BEGIN", "SAVEPOINT x", "RELEASE suplash_job", "END"]
+        for (i, sql) in statements.enumerated() {
+            done.enter()
+            db.writeAsync({ context in
+                try context.connection.run("INSERT INTO t(n) VALUES (?)", [.int(i)])
+                if i % 2 == 0 { try context.connection.execute(sql) } else { try context.connection.run(sql) }
+            }, completion: { result in
+                if case .failure(let error as StorageError) = result { kinds.append("\(error.kind)") }
+                done.leave()
+            })
+        }
+        done.enter()
+        db.writeAsync({ try $0.connection.run("INSERT INTO t(n) VALUES (100)") }, completion: { result in
+            if case .success = result { kinds.append("ok") }
+            done.leave()
+        })
+        waitUntil { db.pendingWriteCount == statements.count + 1 }
+        gate.open()
+        done.wait()
+        XCTAssertEqual(kinds.all, Array(repeating: "misuse", count: statements.count) + ["ok"])
+        XCTAssertEqual(try db.read { try $0.query("SELECT n FROM t").map { try $0.int64(0) } }, [100])
+        // Exclusive jobs may; and a plain writer connection still may.
+        try db.writeExclusive { try $0.connection.execute("BEGIN; INSERT INTO t(n) VALUES (101); COMMIT;") }
+        XCTAssertEqual(try db.read { try $0.scalarInt64("SELECT count(*) FROM t") }, 2)
+    }
+
     func testReadersDoNotWaitForTheWriter() throws {
         let db = self.db!
         try db.write { try $0.connection.run("INSERT INTO t(n) VALUES (1)") }
