@@ -197,7 +197,7 @@ public enum Migrator {
 
     private static func applied(on connection: SQLiteConnection) throws -> [AppliedMigration] {
         let exists = try connection.scalarInt64(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
         return exists == 0 ? [] : try readApplied(connection)
     }
 
