@@ -46,6 +46,8 @@ public enum MigrationError: Error, CustomStringConvertible {
     /// Running a migration's SQL failed; nothing of it was applied.
     case failed(version: Int, name: String, underlying: any Error)
 
+    /// A one-line English explanation naming versions, names and file names only (no SQL,
+    /// no SQLite message): safe to log and to print from the CLI.
     public var description: String {
         switch self {
         case .unreadableDirectory(let path):
