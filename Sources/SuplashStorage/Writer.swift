@@ -1,0 +1,265 @@
+import CSQLite
+import Foundation
+
+/// Statistics of the writer thread, cumulative since the database was opened.
+public struct WriterStatistics: Sendable, Equatable {
+    /// Group transactions committed successfully (one fsync each in WAL + `synchronous=FULL`).
+    public var commits: Int = 0
+    /// Group jobs run (successful or not); excludes exclusive jobs.
+    public var jobs: Int = 0
+    /// Group jobs that threw (rolled back to their savepoint) or whose commit failed.
+    public var failedJobs: Int = 0
+    /// Exclusive jobs run (`writeExclusive`, `checkpoint`, migrations).
+    public var exclusiveJobs: Int = 0
+    /// The largest number of jobs that shared one transaction.
+    public var largestBatch: Int = 0
+}
+
+/// A queued unit of work for the writer thread, type-erased.
+struct WriterJob: Sendable {
+    /// Runs outside the group transaction, alone.
+    let exclusive: Bool
+    /// Runs the body on the writer thread; returns whether it succeeded and how to complete it.
+    let run: @Sendable (WriteContext) -> WriterOutcome
+    /// Completes the job with `error` without running it.
+    let fail: @Sendable (any Error) -> Void
+}
+
+/// The result of running a job body, completed later (after the commit).
+struct WriterOutcome {
+    let succeeded: Bool
+    /// Completes the job. `commitError == nil`: the work is durable (or, for a failed job,
+    /// its own error is reported). Otherwise the job gets `commitError` if it had succeeded.
+    let complete: (_ commitError: (any Error)?) -> Void
+}
+
+/// The single writer thread, its queue and its connection.
+///
+/// `@unchecked Sendable`: `queue`, `state`, `writerThread` and `statistics` are guarded by
+/// `condition`; `connection` is touched only by the writer thread (it is handed over before
+/// the thread starts and closed by that thread when it stops).
+final class Writer: @unchecked Sendable {
+    private enum State { case running, closing, finished }
+
+    private let condition = NSCondition()
+    private var queue: [WriterJob] = []
+    private var state: State = .running
+    private var writerThread: pthread_t?
+    private var statistics = WriterStatistics()
+
+    private let connection: SQLiteConnection
+    private let maxBatchSize: Int
+
+    private static let savepoint = "suplash_job"
+
+    init(connection: SQLiteConnection, maxBatchSize: Int) {
+        self.connection = connection
+        self.maxBatchSize = max(1, maxBatchSize)
+    }
+
+    func start() {
+        let thread = Thread { [self] in self.runLoop() }
+        thread.name = "suplash-sqlite-writer"
+        thread.start()
+    }
+
+    // MARK: - Caller side
+
+    /// Queues `job`, or fails it at once if the writer is closing.
+    func submit(_ job: WriterJob) {
+        condition.lock()
+        guard state == .running else {
+            condition.unlock()
+            job.fail(StorageError.closed())
+            return
+        }
+        queue.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// `true` when called on the writer thread.
+    var isWriterThread: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let writerThread else { return false }
+        return pthread_equal(writerThread, pthread_self()) != 0
+    }
+
+    var snapshot: WriterStatistics {
+        condition.lock()
+        defer { condition.unlock() }
+        return statistics
+    }
+
+    var pendingCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queue.count
+    }
+
+    /// Stops accepting jobs, lets the writer drain the queue, and (unless called on the
+    /// writer thread itself) waits until it has closed its connection and exited.
+    func close() {
+        condition.lock()
+        if state == .running {
+            state = .closing
+            condition.broadcast()
+        }
+        let onWriter = writerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+        if !onWriter {
+            while state != .finished { condition.wait() }
+        }
+        condition.unlock()
+    }
+
+    // MARK: - Writer thread
+
+    private func runLoop() {
+        condition.lock()
+        writerThread = pthread_self()
+        condition.unlock()
+
+        while let batch = nextBatch() {
+            if batch.count == 1, batch[0].exclusive {
+                runExclusive(batch[0])
+            } else {
+                runGroup(batch)
+            }
+        }
+        connection.close()
+
+        condition.lock()
+        state = .finished
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits for work; returns every waiting group job up to `maxBatchSize` (stopping at an
+    /// exclusive job, which always runs alone, in queue order), or `nil` once closed and drained.
+    private func nextBatch() -> [WriterJob]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while queue.isEmpty && state == .running { condition.wait() }
+        guard !queue.isEmpty else { return nil }
+        if queue[0].exclusive {
+            return [queue.removeFirst()]
+        }
+        var count = 0
+        while count < queue.count, count < maxBatchSize, !queue[count].exclusive { count += 1 }
+        let batch = Array(queue[0..<count])
+        queue.removeFirst(count)
+        return batch
+    }
+
+    private func record(_ update: (inout WriterStatistics) -> Void) {
+        condition.lock()
+        update(&statistics)
+        condition.unlock()
+    }
+
+    private func runExclusive(_ job: WriterJob) {
+        let context = WriteContext(connection: connection)
+        let outcome = job.run(context)
+        var leftover: (any Error)?
+        if connection.isInTransaction {
+            try? connection.execute("ROLLBACK")
+            leftover = StorageError.misuse("an exclusive write job left a transaction open; it was rolled back")
+        }
+        record { $0.exclusiveJobs += 1 }
+        outcome.complete(leftover)
+        if outcome.succeeded, leftover == nil {
+            for callback in context.callbacks { callback() }
+        }
+    }
+
+    /// Group commit: one `BEGIN IMMEDIATE`, one `SAVEPOINT` per job, one `COMMIT`, then every
+    /// job is completed, then the committed jobs' `afterCommit` callbacks run. If SQLite ends
+    /// the transaction on its own (e.g. `SQLITE_FULL`), the jobs run so far fail with that
+    /// error and the rest continue in a fresh transaction.
+    private func runGroup(_ batch: [WriterJob]) {
+        var index = 0
+        while index < batch.count {
+            do {
+                try connection.execute("BEGIN IMMEDIATE")
+            } catch {
+                for job in batch[index...] { job.fail(error) }
+                record { $0.jobs += batch.count - index; $0.failedJobs += batch.count - index }
+                return
+            }
+            let start = index
+            var ran: [(outcome: WriterOutcome, context: WriteContext)] = []
+            var transactionError: (any Error)?
+
+            while index < batch.count {
+                let job = batch[index]
+                index += 1
+                do {
+                    try connection.execute("SAVEPOINT \(Self.savepoint)")
+                } catch {
+                    ran.append((WriterOutcome(succeeded: false) { _ in job.fail(error) }, WriteContext(connection: connection)))
+                    if !connection.isInTransaction { transactionError = error; break }
+                    continue
+                }
+                let context = WriteContext(connection: connection)
+                connection.allowsTransactionControl = false
+                let outcome = job.run(context)
+                connection.allowsTransactionControl = true
+                guard connection.isInTransaction else {
+                    // The job's statement made SQLite roll back everything (or the job ran
+                    // transaction control itself).
+                    transactionError = StorageError(code: SQLITE_ABORT, kind: .other,
+                                                    message: "the group transaction was rolled back by SQLite")
+                    ran.append((outcome, context))
+                    break
+                }
+                if outcome.succeeded {
+                    do {
+                        try connection.execute("RELEASE \(Self.savepoint)")
+                        ran.append((outcome, context))
+                    } catch {
+                        transactionError = error
+                        ran.append((outcome, context))
+                        break
+                    }
+                } else {
+                    do {
+                        try connection.execute("ROLLBACK TO \(Self.savepoint); RELEASE \(Self.savepoint)")
+                        ran.append((outcome, context))
+                    } catch {
+                        transactionError = error
+                        ran.append((outcome, context))
+                        break
+                    }
+                }
+            }
+
+            var commitError = transactionError
+            if commitError == nil {
+                do {
+                    try connection.execute("COMMIT")
+                } catch {
+                    commitError = error
+                }
+            }
+            if commitError != nil, connection.isInTransaction {
+                try? connection.execute("ROLLBACK")
+            }
+
+            let committed = commitError == nil
+            let failed = ran.filter { !committed || !$0.outcome.succeeded }.count
+            record {
+                $0.jobs += index - start
+                $0.failedJobs += failed
+                if committed { $0.commits += 1 }
+                $0.largestBatch = max($0.largestBatch, index - start)
+            }
+            for entry in ran { entry.outcome.complete(commitError) }
+            if committed {
+                for entry in ran where entry.outcome.succeeded {
+                    for callback in entry.context.callbacks { callback() }
+                }
+            }
+        }
+    }
+}

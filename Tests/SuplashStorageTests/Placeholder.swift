@@ -1,2 +1,0 @@
-import XCTest
-final class PlaceholderSuplashStorageTests: XCTestCase { func testPlaceholder() {} }
