@@ -16,7 +16,7 @@ struct Environment {
     let migrations: [Migration]
     let logger: Logger
 
-    static func open(_ configuration: Configuration, logger: Logger, migrate: Bool) throws -> Environment {
+    static func make(_ configuration: Configuration, logger: Logger, migrate: Bool) throws -> Environment {
         let dataDir = configuration.string("server.dataDir")
         try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
@@ -73,7 +73,7 @@ struct Environment {
             return bytes
         }
         let secret = SecureRandom.bytes(32)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             // Another process created it first: use theirs.
             if let data = FileManager.default.contents(atPath: path),
@@ -84,9 +84,9 @@ struct Environment {
             throw Configuration.LoadError(description: "cannot create \(path)")
         }
         let text = Array((Base64URL.encode(secret) + "\n").utf8)
-        let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let written = text.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         fsync(fd)
-        close(fd)
+        Glibc.close(fd)
         guard written == text.count else { throw Configuration.LoadError(description: "cannot write \(path)") }
         return secret
     }
@@ -107,7 +107,7 @@ enum ServeCommand {
         let limits = ResourceLimits.raiseOpenFileLimit()
         logger.info("open_file_limit", .number("soft", limits.soft), .number("hard", limits.hard))
 
-        let env = try Environment.open(configuration, logger: logger, migrate: true)
+        let env = try Environment.make(configuration, logger: logger, migrate: true)
         let store = SQLiteStore(database: env.database)
         let secret = try env.jwtSecret()
         let tokens = TokenService(secret: secret,
@@ -152,8 +152,8 @@ enum ServeCommand {
         let server = HTTPServer(configuration: http, responder: application, logger: logger)
         let port = try server.start()
         let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
-        print("listening on http://\(shown):\(port)")
-        fflush(stdout)
+        // The readiness line is the one thing on stdout; logs go to stderr.
+        FileHandle.standardOutput.write(Data("listening on http://\(shown):\(port)\n".utf8))
 
         var received: Int32 = 0
         sigwait(&signals, &received)

@@ -1,4 +1,5 @@
 import Foundation
+import SuplashAPI
 import SuplashCrypto
 import SuplashDomain
 import SuplashLogging
@@ -28,7 +29,7 @@ func main() -> Int32 {
         case "serve":
             return try ServeCommand.run(configuration, logger: logger)
         case "migrate":
-            let env = try Environment.open(configuration, logger: logger, migrate: true)
+            let env = try Environment.make(configuration, logger: logger, migrate: true)
             let applied = try Migrator.applied(env.database)
             env.database.close()
             print("schema at version \(applied.last?.version ?? 0) (\(applied.count) migrations applied)")
@@ -57,7 +58,7 @@ func main() -> Int32 {
 /// `admin-key create --name NAME | list | revoke NAME`.
 enum AdminKeyCommand {
     static func run(_ parsed: ParsedCommandLine, configuration: Configuration, logger: Logger) throws -> Int32 {
-        let env = try Environment.open(configuration, logger: logger, migrate: true)
+        let env = try Environment.make(configuration, logger: logger, migrate: true)
         defer { env.database.close() }
         let store = SQLiteStore(database: env.database)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
