@@ -37,7 +37,7 @@ final class OperationsTests: XCTestCase {
         try (original + "\n-- edited after it was applied\n").write(toFile: file, atomically: true, encoding: .utf8)
         let (status, _, err) = try TestServer.runCLI(["migrate", "--data-dir", data], environment: env)
         XCTAssertNotEqual(status, 0)
-        XCTAssertTrue(err.contains("0001"), err)
+        XCTAssertTrue(err.contains("checksum") && err.contains("initial"), err)
         let (serveStatus, _, _) = try TestServer.runCLI(["serve", "--port", "0", "--data-dir", data], environment: env)
         XCTAssertNotEqual(serveStatus, 0)
     }

@@ -55,7 +55,7 @@ final class TestServer: @unchecked Sendable {
     init(dataDir: String? = nil, environment: [String: String] = [:]) throws {
         self.dataDir = dataDir ?? TestServer.makeDataDir()
         stderrPath = self.dataDir + "/server.stderr"
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process = Process()
         process.executableURL = URL(fileURLWithPath: TestServer.executable)
         process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.dataDir]
