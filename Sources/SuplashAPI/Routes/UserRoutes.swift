@@ -7,7 +7,7 @@ enum UserRoutes {
         router.add("GET", "/v1/users/{uid}", Route { request in
             let (_, uid) = try Access.authorize(request, services: services)
             guard let user = try services.users.user(id: uid) else { throw APIError.notFound }
-            return profileResponse(user.profile, request: request)
+            return profileResponse(user.profile, request: request, conditional: true)
         })
         router.add("PATCH", "/v1/users/{uid}", Route { request in
             let (_, uid) = try Access.authorize(request, services: services)
@@ -20,13 +20,14 @@ enum UserRoutes {
                 }
                 return try ProfileValidation.applyMergePatch(patch, to: current, isKnownTimeZone: timeZones.isKnown)
             }
-            return profileResponse(updated, request: request)
+            return profileResponse(updated, request: request, conditional: false)
         })
     }
 
-    static func profileResponse(_ profile: UserProfile, request: APIRequest) -> HTTPResponse {
+    /// The profile with its ETag; `conditional` (GET/HEAD) honours `If-None-Match` → 304.
+    static func profileResponse(_ profile: UserProfile, request: APIRequest, conditional: Bool) -> HTTPResponse {
         let etag = EntityTag.forVersion(profile.version)
-        if request.http.method == "GET", EntityTag.ifNoneMatchHits(request.header("If-None-Match"), current: etag) {
+        if conditional, EntityTag.ifNoneMatchHits(request.header("If-None-Match"), current: etag) {
             return .empty(304, headers: [("ETag", etag)])
         }
         return .json(200, Presenter.profile(profile), headers: [("ETag", etag)])
