@@ -68,6 +68,12 @@ public final class Application: HTTPResponder {
             finish(APIError.methodNotAllowed(allowed).response(), request: request, route: "unmatched", start: start,
                    sink: sink)
         case .found(let route, let parameters, let template):
+            let limits = checkRateLimits(request, template: template)
+            if let limited = limits.limited {
+                finish(limited.response(), request: request, route: template, start: start, sink: sink,
+                       extraHeaders: limits.headers)
+                return
+            }
             let accepted = pool.submit { [self] in
                 let response: HTTPResponse
                 do {
@@ -82,7 +88,7 @@ public final class Application: HTTPResponder {
                     }
                     response = apiError.response()
                 }
-                finish(response, request: request, route: template, start: start, sink: sink)
+                finish(response, request: request, route: template, start: start, sink: sink, extraHeaders: limits.headers)
             }
             if !accepted {
                 finish(APIError.unavailable("The server is overloaded; retry later.").response(), request: request,
@@ -91,10 +97,48 @@ public final class Application: HTTPResponder {
         }
     }
 
-    private func finish(_ response: HTTPResponse, request: HTTPRequest, route: String, start: UInt64, sink: HTTPResponseSink) {
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
+    /// Operational routes are never limited (load balancers and scrapers poll them).
+    static let unlimitedRoutes: Set<String> = ["/healthz", "/readyz", "/metrics"]
+
+    /// The address, `/v1/auth/*` and device layers (spec §7); the user layer runs in the
+    /// authenticator once the caller is known.
+    private func checkRateLimits(_ request: HTTPRequest, template: String) -> RateLimitOutcome {
+        var outcome = RateLimitOutcome()
+        guard !Self.unlimitedRoutes.contains(template) else { return outcome }
+        let limits = services.rateLimits
+        let address = limits.clientAddress(peer: request.remoteAddress,
+                                           forwardedFor: request.headers.first(name: "X-Forwarded-For"))
+        let now = RateLimits.now()
+        var tightest = 2.0
+        if template.hasPrefix("/v1/auth/"), let layer = limits.authPerAddress {
+            outcome.apply(layer, layer.take(address, now: now), tightest: &tightest)
+        }
+        if let layer = limits.perAddress {
+            outcome.apply(layer, layer.take(address, now: now), tightest: &tightest)
+        }
+        if let layer = limits.perDevice, let device = request.headers.first(name: "X-Device-ID"), device.utf8.count <= 64 {
+            outcome.apply(layer, layer.take(device.lowercased(), now: now), tightest: &tightest)
+        }
+        return outcome
+    }
+
+    /// Adds rate-limit and security headers, compresses, records metrics, logs one line
+    /// (typed fields only) and sends.
+    private func finish(_ response: HTTPResponse, request: HTTPRequest, route: String, start: UInt64, sink: HTTPResponseSink,
+                        extraHeaders: [(String, String)] = []) {
+        var response = response
+        for (name, value) in extraHeaders where !response.headers.contains(name: name) {
+            response.headers.add(name: name, value: value)
+        }
+        response.headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        if request.headers.contains(name: "Authorization") {
+            response.headers.add(name: "Cache-Control", value: "no-store")
+        }
+        ResponseCompression.apply(to: &response, acceptEncoding: request.headers.first(name: "Accept-Encoding"))
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000_000
+        services.metrics.record(route: route, method: request.method, status: response.status, seconds: seconds)
         logger.info("request", .requestID(request.requestID), .method(request.method), .route(route),
-                    .status(response.status), .durationMs(elapsed))
+                    .status(response.status), .durationMs(seconds * 1000))
         sink.send(response)
     }
 

@@ -15,11 +15,17 @@ public struct Services: Sendable {
     public var timeZones: TimeZoneDatabase
     /// True when storage answers and every migration is applied (`/readyz`).
     public var readiness: @Sendable () -> Bool
+    public var operations: any OperationsRepository
+    public var rateLimits: RateLimits
+    public var metrics: Metrics
+    /// Folder for `POST /v1/admin/backup` snapshots.
+    public var backupDirectory: String
 
     public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
                 tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,
                 pageTokens: PageTokenCodec, passwordHashing: PasswordHashing, timeZones: TimeZoneDatabase,
-                readiness: @escaping @Sendable () -> Bool) {
+                readiness: @escaping @Sendable () -> Bool, operations: any OperationsRepository,
+                rateLimits: RateLimits, metrics: Metrics, backupDirectory: String) {
         self.users = users
         self.sessions = sessions
         self.entries = entries
@@ -30,6 +36,10 @@ public struct Services: Sendable {
         self.passwordHashing = passwordHashing
         self.timeZones = timeZones
         self.readiness = readiness
+        self.operations = operations
+        self.rateLimits = rateLimits
+        self.metrics = metrics
+        self.backupDirectory = backupDirectory
     }
 
     /// A new UUIDv7 (RFC 9562) for server-generated ids.

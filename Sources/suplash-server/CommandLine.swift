@@ -54,6 +54,7 @@ struct ParsedCommandLine {
                                     create an admin API key; prints only the key
           admin-key list [--data-dir DIR]
           admin-key revoke NAME [--data-dir DIR]
+          config [defaults]         print the effective configuration (or the built-in defaults) as JSON
           help                      this text
 
         Configuration: config/suplash.json, overridden by SUPLASH_<SECTION>_<KEY> variables,

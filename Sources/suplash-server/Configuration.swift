@@ -20,6 +20,8 @@ struct Configuration: Sendable {
         ("server.maxBodyBytes", .number(JSONNumber(1_048_576))),
         ("server.batchMaxBodyBytes", .number(JSONNumber(4_194_304))),
         ("server.shutdownGraceSeconds", .number(JSONNumber(10))),
+        ("server.trustedProxies", .string("")),
+        ("server.backupDir", .string("")),
         ("storage.driver", .string("sqlite")),
         ("storage.sqlitePath", .string("")),
         ("storage.migrationsDir", .string("")),
@@ -32,6 +34,12 @@ struct Configuration: Sendable {
         ("auth.argon2Iterations", .number(JSONNumber(2))),
         ("auth.argon2Parallelism", .number(JSONNumber(1))),
         ("auth.hashingConcurrency", .number(JSONNumber(0))),
+        ("ratelimit.enabled", .bool(true)),
+        ("ratelimit.authPerIpPerHour", .number(JSONNumber(120))),
+        ("ratelimit.ipPerMinute", .number(JSONNumber(1200))),
+        ("ratelimit.devicePerMinute", .number(JSONNumber(300))),
+        ("ratelimit.userPerMinute", .number(JSONNumber(600))),
+        ("ratelimit.loginFailuresPerAccountPer15Minutes", .number(JSONNumber(10))),
         ("log.level", .string("info")),
     ]
 
@@ -112,6 +120,25 @@ struct Configuration: Sendable {
     }
 
     func string(_ key: String) -> String { values[key]?.stringValue ?? "" }
+
+    /// The configuration as nested JSON (`{"server": {...}, ...}`), with `auth.jwtSecret`
+    /// redacted; `defaultsOnly` prints the built-in table.
+    func rendered(defaultsOnly: Bool) -> String {
+        var sections: [(String, [(String, JSONValue)])] = []
+        for (key, value) in Self.defaults {
+            let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
+            var v = defaultsOnly ? value : (values[key] ?? value)
+            if key == "auth.jwtSecret", !(v.stringValue ?? "").isEmpty { v = .string("(set)") }
+            if let i = sections.firstIndex(where: { $0.0 == parts[0] }) {
+                sections[i].1.append((parts[1], v))
+            } else {
+                sections.append((parts[0], [(parts[1], v)]))
+            }
+        }
+        return JSONValue.object(sections.map { ($0.0, JSONValue.object($0.1)) }).serializedString()
+    }
+
+    func bool(_ key: String) -> Bool { values[key]?.boolValue ?? false }
 
     func int(_ key: String) throws -> Int {
         guard let v = values[key]?.int64Value, let i = Int(exactly: v) else {

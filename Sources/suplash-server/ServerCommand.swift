@@ -117,6 +117,22 @@ enum ServeCommand {
         let revocations = RevocationView(
             revokedSessions: try store.sessionsRevoked(since: nowMs - (tokens.accessTokenTTL + 60) * 1000))
         let adminKeys = AdminKeyCache(repository: store)
+        let rateLimits: RateLimits
+        if configuration.bool("ratelimit.enabled") {
+            rateLimits = RateLimits(
+                authPerAddressPerHour: try configuration.int("ratelimit.authPerIpPerHour"),
+                perAddressPerMinute: try configuration.int("ratelimit.ipPerMinute"),
+                perDevicePerMinute: try configuration.int("ratelimit.devicePerMinute"),
+                perUserPerMinute: try configuration.int("ratelimit.userPerMinute"),
+                loginFailuresPerAccountPer15Minutes: try configuration.int("ratelimit.loginFailuresPerAccountPer15Minutes"),
+                trustedProxies: Set(configuration.string("server.trustedProxies").split(separator: ",")
+                    .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }))
+        } else {
+            rateLimits = .disabled
+        }
+        let metrics = Metrics()
+        var backupDir = configuration.string("server.backupDir")
+        if backupDir.isEmpty { backupDir = env.dataDir + "/backups" }
         var concurrency = try configuration.int("auth.hashingConcurrency")
         if concurrency <= 0 { concurrency = ProcessInfo.processInfo.activeProcessorCount }
         let hashing = try PasswordHashing(
@@ -128,10 +144,12 @@ enum ServeCommand {
         let migrations = env.migrations
         let services = Services(
             users: store, sessions: store, entries: store, tokens: tokens, revocations: revocations,
-            authenticator: Authenticator(tokens: tokens, revocations: revocations, adminKeys: adminKeys),
+            authenticator: Authenticator(tokens: tokens, revocations: revocations, adminKeys: adminKeys,
+                                         perUserLimit: rateLimits.perUser),
             pageTokens: PageTokenCodec(key: HMACSHA256.authenticationCode(key: secret, message: Array("suplash page tokens v1".utf8))),
             passwordHashing: hashing, timeZones: TimeZoneDatabase(),
-            readiness: { (try? Migrator.pending(database, migrations).isEmpty) ?? false })
+            readiness: { (try? Migrator.pending(database, migrations).isEmpty) ?? false },
+            operations: store, rateLimits: rateLimits, metrics: metrics, backupDirectory: backupDir)
 
         var api = APIConfiguration()
         api.defaultBodyLimit = try configuration.int("server.maxBodyBytes")
@@ -150,6 +168,14 @@ enum ServeCommand {
         http.defaultBodyLimit = api.defaultBodyLimit
         http.errorResponse = { error, _ in APIError.engineResponse(error) }
         let server = HTTPServer(configuration: http, responder: application, logger: logger)
+        metrics.gauge("suplash_open_connections", help: "Open client connections.") { Double(server.openConnections) }
+        metrics.gauge("suplash_writer_queue_depth", help: "Write jobs waiting for the writer.") {
+            Double(database.pendingWriteCount)
+        }
+        metrics.gauge("suplash_writer_mean_batch_size", help: "Write jobs per commit since start (group commit).") {
+            let s = database.writerStatistics
+            return s.commits > 0 ? Double(s.jobs) / Double(s.commits) : 0
+        }
         let port = try server.start()
         let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
         // The readiness line is the one thing on stdout; logs go to stderr.

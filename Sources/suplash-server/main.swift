@@ -34,6 +34,9 @@ func main() -> Int32 {
             env.database.close()
             print("schema at version \(applied.last?.version ?? 0) (\(applied.count) migrations applied)")
             return 0
+        case "config":
+            print(configuration.rendered(defaultsOnly: parsed.positional.first == "defaults"))
+            return 0
         case "admin-key":
             return try AdminKeyCommand.run(parsed, configuration: configuration, logger: logger)
         default:

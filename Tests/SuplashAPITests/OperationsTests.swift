@@ -67,3 +67,20 @@ final class OperationsTests: XCTestCase {
         XCTAssertTrue(err.contains("storage.readers"), err)
     }
 }
+
+/// `config/suplash.json` documents exactly the built-in defaults.
+final class ConfigurationFileTests: XCTestCase {
+    func testShippedConfigFileEqualsTheBuiltInDefaults() throws {
+        let (s1, effective, e1) = try TestServer.runCLI(["config"], environment: [:])
+        let (s2, defaults, e2) = try TestServer.runCLI(["config", "defaults"], environment: [:])
+        XCTAssertEqual(s1, 0, e1)
+        XCTAssertEqual(s2, 0, e2)
+        XCTAssertEqual(effective, defaults)
+        XCTAssertTrue(defaults.contains("\"ratelimit\""))
+    }
+
+    func testEnvironmentOverridesAKey() throws {
+        let (_, out, _) = try TestServer.runCLI(["config"], environment: ["SUPLASH_RATELIMIT_USER_PER_MINUTE": "7"])
+        XCTAssertTrue(out.contains("\"userPerMinute\":7"), out)
+    }
+}

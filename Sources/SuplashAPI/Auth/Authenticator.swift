@@ -5,15 +5,19 @@ public struct Authenticator: Sendable {
     let tokens: TokenService
     let revocations: RevocationView
     let adminKeys: AdminKeyCache
+    /// The per-user layer of spec §7 (nil = off).
+    let perUserLimit: RateLimitLayer?
 
-    public init(tokens: TokenService, revocations: RevocationView, adminKeys: AdminKeyCache) {
+    public init(tokens: TokenService, revocations: RevocationView, adminKeys: AdminKeyCache,
+                perUserLimit: RateLimitLayer? = nil) {
         self.tokens = tokens
         self.revocations = revocations
         self.adminKeys = adminKeys
+        self.perUserLimit = perUserLimit
     }
 
     /// The caller of `request`.
-    /// - Throws: 401 `unauthenticated` without a bearer token, 401 `invalid_token` for a
+    /// - Throws: 429 `rate_limited` past the per-user limit, 401 `unauthenticated` without a bearer token, 401 `invalid_token` for a
     ///   bad, expired, tampered or revoked one; 503 when admin keys cannot be read.
     public func authenticate(_ request: APIRequest) throws(APIError) -> Principal {
         guard let header = request.header("Authorization") else { throw APIError.unauthorized() }
@@ -28,6 +32,15 @@ public struct Authenticator: Sendable {
         }
         let (userID, sessionID) = try tokens.verifyAccessToken(token, now: request.now)
         guard !revocations.isRevoked(sessionID: sessionID) else { throw APIError.invalidToken() }
+        if let layer = perUserLimit {
+            let decision = layer.take(userID, now: RateLimits.now())
+            if !decision.allowed {
+                throw APIError(status: 429, code: "rate_limited", title: "Too Many Requests",
+                               detail: "Too many requests for this user; retry after the time in Retry-After.",
+                               headers: [("Retry-After", String(decision.resetSeconds)),
+                                         ("RateLimit-Policy", layer.policyHeader), ("RateLimit", layer.header(decision))])
+            }
+        }
         return .user(id: userID, sessionID: sessionID)
     }
 }

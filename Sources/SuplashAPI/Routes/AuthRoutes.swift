@@ -37,12 +37,21 @@ enum AuthRoutes {
 
     static func logIn(_ request: APIRequest, _ services: Services) throws -> HTTPResponse {
         let input = try Credentials.login(try request.jsonBody())
-        let user = try input.email.flatMap { try services.users.user(email: $0) }
+        // Failed logins are limited per account (credential stuffing). The key is the
+        // normalised email whether or not an account exists. Past the budget every attempt
+        // fails exactly like a wrong password (same status, body and Argon2id work), so the
+        // limit neither reveals accounts nor lets a botnet keep testing passwords.
+        let invalid = APIError(status: 401, code: "invalid_credentials", title: "Unauthorized",
+                               detail: "The email or password is wrong.")
+        let accountKey = input.email ?? "invalid"
+        let failureBudget = services.rateLimits.loginFailuresPerAccount
+        let withinBudget = failureBudget.map { $0.take(accountKey, now: RateLimits.now()).allowed } ?? true
+        let user = withinBudget ? try input.email.flatMap { try services.users.user(email: $0) } : nil
         // Unknown email and wrong password take the same path: one Argon2id verification.
         guard services.passwordHashing.verify(input.password, phc: user?.passwordHash), let user else {
-            throw APIError(status: 401, code: "invalid_credentials", title: "Unauthorized",
-                           detail: "The email or password is wrong.")
+            throw invalid
         }
+        failureBudget?.refund(accountKey)
         let now = request.now
         let (session, refreshToken) = newSession(userID: user.profile.id, now: now, services: services)
         try services.sessions.createSession(session)

@@ -1,7 +1,8 @@
 import SuplashHTTP
 import SuplashJSON
 
-/// `GET /healthz` (alive) and `GET /readyz` (storage reachable, migrations applied) — spec §7.
+/// `GET /healthz` (alive), `GET /readyz` (storage reachable, migrations applied) and
+/// `GET /metrics` (Prometheus text) — spec §7.
 enum HealthRoutes {
     static func register(into router: inout Router<Route>, services: Services) {
         router.add("GET", "/healthz", Route { _ in
@@ -12,6 +13,11 @@ enum HealthRoutes {
                 throw APIError.unavailable("Storage is not ready.")
             }
             return .json(200, .object([("status", .string("ready"))]))
+        })
+        router.add("GET", "/metrics", Route { _ in
+            var response = HTTPResponse(status: 200, body: Array(services.metrics.render().utf8))
+            response.headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
+            return response
         })
     }
 }

@@ -1,0 +1,46 @@
+import Foundation
+@testable import SuplashAPI
+import XCTest
+
+/// Token buckets, trusted proxies and gzip (spec §7), unit-level.
+final class RateLimitTests: XCTestCase {
+    func testBucketAllowsLimitThenRefillsOverTheWindow() {
+        let layer = RateLimitLayer(name: "t", limit: 3, window: 60)
+        XCTAssertTrue(layer.take("a", now: 0).allowed)
+        XCTAssertTrue(layer.take("a", now: 0).allowed)
+        let third = layer.take("a", now: 0)
+        XCTAssertTrue(third.allowed)
+        XCTAssertEqual(third.remaining, 0)
+        let limited = layer.take("a", now: 0)
+        XCTAssertFalse(limited.allowed)
+        XCTAssertEqual(limited.resetSeconds, 20, "one token every 20 s")
+        XCTAssertTrue(layer.take("b", now: 0).allowed, "keys are independent")
+        XCTAssertTrue(layer.take("a", now: 20).allowed)
+        XCTAssertEqual(layer.policyHeader, "\"t\";q=3;w=60")
+    }
+
+    func testIdleBucketsAreEvicted() {
+        let layer = RateLimitLayer(name: "t", limit: 1, window: 1, maxKeys: 64)
+        for i in 0..<10_000 { _ = layer.take("k\(i)", now: Double(i)) }
+        XCTAssertLessThanOrEqual(layer.trackedKeys, 64)
+    }
+
+    func testForwardedForCountsOnlyFromTrustedProxies() {
+        let limits = RateLimits(trustedProxies: ["10.0.0.1"])
+        XCTAssertEqual(limits.clientAddress(peer: "127.0.0.9", forwardedFor: "203.0.113.7"), "127.0.0.9")
+        XCTAssertEqual(limits.clientAddress(peer: "10.0.0.1", forwardedFor: "198.51.100.1, 203.0.113.7"), "203.0.113.7")
+        XCTAssertEqual(limits.clientAddress(peer: "10.0.0.1", forwardedFor: "203.0.113.7, 10.0.0.1"), "203.0.113.7")
+        XCTAssertEqual(limits.clientAddress(peer: "10.0.0.1", forwardedFor: nil), "10.0.0.1")
+    }
+
+    func testGzipRoundTripsAndHonoursQZero() throws {
+        XCTAssertTrue(ResponseCompression.acceptsGzip("gzip, deflate, br"))
+        XCTAssertTrue(ResponseCompression.acceptsGzip("br;q=1.0, gzip;q=0.8"))
+        XCTAssertFalse(ResponseCompression.acceptsGzip("gzip;q=0"))
+        XCTAssertFalse(ResponseCompression.acceptsGzip("identity"))
+        let body = Array(String(repeating: "{\"amountMl\":250}", count: 200).utf8)
+        let compressed = try XCTUnwrap(ResponseCompression.gzip(body))
+        XCTAssertLessThan(compressed.count, body.count / 4)
+        XCTAssertEqual(Array(compressed.prefix(2)), [0x1f, 0x8b], "gzip magic")
+    }
+}
