@@ -13,13 +13,15 @@ public struct Services: Sendable {
     public var pageTokens: PageTokenCodec
     public var passwordHashing: PasswordHashing
     public var timeZones: TimeZoneDatabase
+    /// Hydration, bills and account data (issue 4).
+    public var domain: DomainServices
     /// True when storage answers and every migration is applied (`/readyz`).
     public var readiness: @Sendable () -> Bool
 
     public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
                 tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,
                 pageTokens: PageTokenCodec, passwordHashing: PasswordHashing, timeZones: TimeZoneDatabase,
-                readiness: @escaping @Sendable () -> Bool) {
+                domain: DomainServices, readiness: @escaping @Sendable () -> Bool) {
         self.users = users
         self.sessions = sessions
         self.entries = entries
@@ -29,6 +31,7 @@ public struct Services: Sendable {
         self.pageTokens = pageTokens
         self.passwordHashing = passwordHashing
         self.timeZones = timeZones
+        self.domain = domain
         self.readiness = readiness
     }
 

@@ -32,6 +32,7 @@ struct Configuration: Sendable {
         ("auth.argon2Iterations", .number(JSONNumber(2))),
         ("auth.argon2Parallelism", .number(JSONNumber(1))),
         ("auth.hashingConcurrency", .number(JSONNumber(0))),
+        ("billing.tariffsDir", .string("")),
         ("log.level", .string("info")),
     ]
 

@@ -28,6 +28,7 @@ public struct Authenticator: Sendable {
         }
         let (userID, sessionID) = try tokens.verifyAccessToken(token, now: request.now)
         guard !revocations.isRevoked(sessionID: sessionID) else { throw APIError.invalidToken() }
+        guard !revocations.isRevoked(userID: userID) else { throw APIError.invalidToken() }
         return .user(id: userID, sessionID: sessionID)
     }
 }
