@@ -143,6 +143,10 @@ final class BillRulesTests: XCTestCase {
         XCTAssertEqual(BillStatus(b, today: d("2026-11-21")), .overdue)
         b.paidAt = 1
         XCTAssertEqual(BillStatus(b, today: d("2026-11-21")), .paid)
+        XCTAssertTrue(BillValidation.isCurrencyCode("TRY"))
+        XCTAssertTrue(BillValidation.isCurrencyCode("EUR"))
+        XCTAssertFalse(BillValidation.isCurrencyCode("ABC"), "checked against Foundation's ISO 4217 list")
+        XCTAssertFalse(BillValidation.isCurrencyCode("TL"))
         XCTAssertEqual(BillRules.maskSubscriberNo("1234567"), "****567")
         XCTAssertEqual(BillRules.maskSubscriberNo("42"), "**")
         XCTAssertEqual(BillRules.decimalText(milli: 12_500), "12.5")
