@@ -17,6 +17,7 @@ public enum Badge: String, Sendable, CaseIterable {
 
 /// An earned badge; earned badges are never taken away (spec §4 achievements).
 public struct EarnedBadge: Sendable, Equatable {
+    /// Which badge.
     public var badge: Badge
     /// ms since the epoch: the commit that earned it.
     public var earnedAt: Int64

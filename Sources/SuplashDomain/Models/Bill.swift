@@ -37,6 +37,7 @@ public struct BillContent: Sendable, Equatable {
 public enum BillStatus: String, Sendable {
     case paid, overdue, unpaid
 
+    /// The status of `content` on the user's local day `today`.
     public init(_ content: BillContent, today: LocalDate) {
         if content.paidAt != nil {
             self = .paid
@@ -52,9 +53,13 @@ public enum BillStatus: String, Sendable {
 public struct Bill: Sendable, Equatable {
     /// Lower-case UUID, unique per user.
     public var id: String
+    /// The owner.
     public var userID: String
+    /// The writable fields.
     public var content: BillContent
+    /// ms since the epoch.
     public var createdAt: Int64
+    /// ms since the epoch.
     public var updatedAt: Int64
     /// Starts at 1, +1 per write (a delete too).
     public var version: Int64

@@ -16,8 +16,11 @@ public struct DayContextContent: Sendable, Equatable {
 public struct DayContext: Sendable, Equatable {
     /// The local date in the profile's time zone.
     public var date: LocalDate
+    /// The writable fields.
     public var content: DayContextContent
+    /// ms since the epoch.
     public var createdAt: Int64
+    /// ms since the epoch.
     public var updatedAt: Int64
     /// Starts at 1, +1 per write.
     public var version: Int64
@@ -33,9 +36,11 @@ public struct DayContext: Sendable, Equatable {
 
 /// What a user drank on one local day (the per-day aggregate behind summary, stats and streaks).
 public struct DayTotal: Sendable, Equatable {
+    /// The local date.
     public var date: LocalDate
     /// Sum of the day's live entries, ml.
     public var totalMl: Int
+    /// Live entries on the day.
     public var entriesCount: Int
 
     public init(date: LocalDate, totalMl: Int, entriesCount: Int) {

@@ -17,6 +17,7 @@ public struct TariffTier: Sendable, Equatable {
 /// A provider's water tariff in effect from `validFrom` (spec §4 estimate). Tariffs are data
 /// files in `config/tariffs/` (README "Tariffs").
 public struct Tariff: Sendable, Equatable {
+    /// Unique id, e.g. `iski-residential-2025-06-01`.
     public var id: String
     /// Provider code, as on bills (`ISKI`).
     public var provider: String
@@ -34,6 +35,7 @@ public struct Tariff: Sendable, Equatable {
 
     /// Errors reading a tariff file; messages name fields only.
     public struct FormatError: Error, Sendable, CustomStringConvertible {
+        /// Names the field at fault, never file contents.
         public var description: String
     }
 
@@ -103,6 +105,7 @@ public struct Tariff: Sendable, Equatable {
 
 /// Every loaded tariff, by provider (spec §4 estimate).
 public struct TariffCatalog: Sendable {
+    /// Every tariff, by provider then `validFrom`.
     public let tariffs: [Tariff]
 
     /// - Throws: `Tariff.FormatError` when two tariffs share an id.

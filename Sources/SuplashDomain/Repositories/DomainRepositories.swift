@@ -45,7 +45,9 @@ public enum BillCreateOutcome: Sendable, Equatable {
 
 /// A keyset position in the bills list (period desc, id desc).
 public struct BillCursor: Sendable, Equatable {
+    /// The last row's period.
     public var period: YearMonth
+    /// The last row's id.
     public var id: String
 
     public init(period: YearMonth, id: String) {
@@ -84,6 +86,7 @@ public protocol BillRepository: Sendable {
 
 /// Everything of one user (spec §4 export): `{profile, waterEntries, days, bills, achievements}`.
 public struct AccountExport: Sendable {
+    /// `users/{uid}`.
     public var profile: UserProfile
     /// Live entries, oldest first.
     public var entries: [WaterEntry]
@@ -91,6 +94,7 @@ public struct AccountExport: Sendable {
     public var days: [DayContext]
     /// Live bills, period desc.
     public var bills: [Bill]
+    /// `achievements/{uid}`.
     public var achievements: Achievements
 
     public init(profile: UserProfile, entries: [WaterEntry], days: [DayContext], bills: [Bill], achievements: Achievements) {

@@ -14,7 +14,9 @@ public struct BillDelta: Sendable, Equatable {
 
 /// `comparison` of a bill (spec §4).
 public struct BillComparison: Sendable, Equatable {
+    /// vs the previous month of the same subscription, or nil.
     public var previousMonth: BillDelta?
+    /// vs the same month a year earlier, or nil.
     public var sameMonthLastYear: BillDelta?
     /// Suggestion codes, e.g. `possible_leak`, `usage_down`.
     public var suggestions: [String]
@@ -26,6 +28,7 @@ public struct BillEstimate: Sendable, Equatable {
     public var estimatedMilliM3: Int64
     /// `estimatedMilliM3` priced with `tariff`, minor units.
     public var estimatedAmountMinor: Int64
+    /// The tariff in effect on the month's first day.
     public var tariff: Tariff
 }
 

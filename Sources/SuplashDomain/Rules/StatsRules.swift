@@ -11,12 +11,15 @@ public enum StatsInterval: String, Sendable, CaseIterable {
 /// One stats bucket (spec §4): `start` is the bucket's first day (a Monday for weeks, the
 /// 1st for months), the figures cover only its days inside the requested range.
 public struct StatsBucket: Sendable, Equatable {
+    /// First day of the bucket.
     public var start: LocalDate
     /// ml.
     public var totalMl: Int
     /// Sum of the day goals of the bucket's days in range, ml.
     public var goalMl: Int
+    /// Days in range whose total reached their goal.
     public var daysGoalMet: Int
+    /// Live entries in range.
     public var entriesCount: Int
 
     public init(start: LocalDate, totalMl: Int = 0, goalMl: Int = 0, daysGoalMet: Int = 0, entriesCount: Int = 0) {

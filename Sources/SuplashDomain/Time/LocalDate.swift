@@ -2,6 +2,7 @@
 /// the user's profile `timezone`). Ordered, hashable, and convertible to a day number
 /// (days since 1970-01-01) for plain integer arithmetic — calendar days, not 24-hour spans.
 public struct LocalDate: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// 1–9999.
     public let year: Int
     /// 1–12.
     public let month: Int
@@ -81,6 +82,7 @@ public struct LocalDate: Sendable, Hashable, Comparable, CustomStringConvertible
         pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
     }
 
+    /// Calendar order.
     public static func < (a: LocalDate, b: LocalDate) -> Bool {
         (a.year, a.month, a.day) < (b.year, b.month, b.day)
     }
@@ -88,6 +90,7 @@ public struct LocalDate: Sendable, Hashable, Comparable, CustomStringConvertible
 
 /// A calendar month `YYYY-MM` (a bill's `period`, spec §4 bills).
 public struct YearMonth: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// 1–9999.
     public let year: Int
     /// 1–12.
     public let month: Int
@@ -121,6 +124,7 @@ public struct YearMonth: Sendable, Hashable, Comparable, CustomStringConvertible
     /// `YYYY-MM`.
     public var description: String { pad(year, 4) + "-" + pad(month, 2) }
 
+    /// Calendar order.
     public static func < (a: YearMonth, b: YearMonth) -> Bool { (a.year, a.month) < (b.year, b.month) }
 }
 

@@ -4,7 +4,9 @@ import SuplashJSON
 /// Validation of `water_logs/{uid}/days/{date}` bodies (spec §4): `{maxTemperatureC?,
 /// activeMinutes?}`; out-of-range values → 422.
 public enum DayValidation {
+    /// Members a client may write.
     public static let writableFields: Set<String> = ["maxTemperatureC", "activeMinutes"]
+    /// Members the server owns.
     public static let readOnlyFields: Set<String> = ["date", "createdAt", "updatedAt", "version"]
 
     /// Reads a PUT body (the whole document: an omitted or null field is "none").
@@ -24,9 +26,11 @@ public enum DayValidation {
 
 /// Validation of bills (spec §4 bills table). One copy of the rules for REST and sync.
 public enum BillValidation {
+    /// Members a client may write.
     public static let writableFields: Set<String> = [
         "provider", "subscriberNo", "period", "consumptionM3", "amountMinor", "currency", "dueDate", "paidAt",
     ]
+    /// Members the server owns (`status` is computed).
     public static let readOnlyFields: Set<String> = ["status", "createdAt", "updatedAt", "version", "deleted"]
     /// Largest `amountMinor` (2^53 − 1, exact in every JSON client).
     public static let maxAmountMinor: Int64 = 9_007_199_254_740_991
@@ -35,6 +39,7 @@ public enum BillValidation {
     public struct Create: Sendable, Equatable {
         /// Lower-case UUID, or nil for "server generates a UUIDv7".
         public var id: String?
+        /// The bill's fields.
         public var content: BillContent
     }
 
