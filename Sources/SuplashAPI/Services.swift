@@ -13,6 +13,8 @@ public struct Services: Sendable {
     public var pageTokens: PageTokenCodec
     public var passwordHashing: PasswordHashing
     public var timeZones: TimeZoneDatabase
+    /// Hydration, bills and account data (issue 4).
+    public var domain: DomainServices
     /// True when storage answers and every migration is applied (`/readyz`).
     public var readiness: @Sendable () -> Bool
     public var operations: any OperationsRepository
@@ -24,7 +26,7 @@ public struct Services: Sendable {
     public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
                 tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,
                 pageTokens: PageTokenCodec, passwordHashing: PasswordHashing, timeZones: TimeZoneDatabase,
-                readiness: @escaping @Sendable () -> Bool, operations: any OperationsRepository,
+                domain: DomainServices, readiness: @escaping @Sendable () -> Bool, operations: any OperationsRepository,
                 rateLimits: RateLimits, metrics: Metrics, backupDirectory: String) {
         self.users = users
         self.sessions = sessions
@@ -35,6 +37,7 @@ public struct Services: Sendable {
         self.pageTokens = pageTokens
         self.passwordHashing = passwordHashing
         self.timeZones = timeZones
+        self.domain = domain
         self.readiness = readiness
         self.operations = operations
         self.rateLimits = rateLimits

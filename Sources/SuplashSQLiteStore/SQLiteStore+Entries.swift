@@ -53,6 +53,7 @@ extension SQLiteStore: WaterEntryRepository {
                     .text(content.source.rawValue), content.healthKitUUID.sqlValue, content.note.sqlValue,
                     .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
                 ])
+            try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: [content.loggedAt], now: now)
             return .created(WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now,
                                        version: 1, deleted: false))
         }
@@ -94,6 +95,7 @@ extension SQLiteStore: WaterEntryRepository {
                     content.healthKitUUID.sqlValue, content.note.sqlValue, .integer(now), .integer(next.version),
                     .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""), .text(userID), .text(id),
                 ])
+            try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: [current.content.loggedAt, content.loggedAt], now: now)
             return next
         }
     }
@@ -113,6 +115,7 @@ extension SQLiteStore: WaterEntryRepository {
                 WHERE user_id = ? AND id = ?
                 """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
                       .text(userID), .text(id)])
+            try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: [current.content.loggedAt], now: now)
         }
     }
 

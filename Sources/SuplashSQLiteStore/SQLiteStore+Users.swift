@@ -90,6 +90,7 @@ extension SQLiteStore: UserRepository {
                     updated_at = ?, version = ?, change_position = ?, lww_at = ?, lww_device = ''
                 WHERE id = ?
                 """, SQLiteStore.profileValues(next) + [.integer(position), .integer(lwwAt), .text(userID)])
+            try SQLiteStore.profileChanged(c, previous: current, current: next, now: now)
             return next
         }
     }

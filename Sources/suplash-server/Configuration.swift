@@ -40,6 +40,7 @@ struct Configuration: Sendable {
         ("ratelimit.devicePerMinute", .number(JSONNumber(300))),
         ("ratelimit.userPerMinute", .number(JSONNumber(600))),
         ("ratelimit.loginFailuresPerAccountPer15Minutes", .number(JSONNumber(10))),
+        ("billing.tariffsDir", .string("")),
         ("log.level", .string("info")),
     ]
 

@@ -115,7 +115,8 @@ enum ServeCommand {
                                   refreshTokenTTL: Int64(try configuration.int("auth.refreshTokenTtlSeconds")))
         let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
         let revocations = RevocationView(
-            revokedSessions: try store.sessionsRevoked(since: nowMs - (tokens.accessTokenTTL + 60) * 1000))
+            revokedSessions: try store.sessionsRevoked(since: nowMs - (tokens.accessTokenTTL + 60) * 1000),
+            revokedUsers: try store.accountsErased(since: nowMs - (tokens.accessTokenTTL + 60) * 1000))
         let adminKeys = AdminKeyCache(repository: store)
         let rateLimits: RateLimits
         if configuration.bool("ratelimit.enabled") {
@@ -148,6 +149,8 @@ enum ServeCommand {
                                          perUserLimit: rateLimits.perUser),
             pageTokens: PageTokenCodec(key: HMACSHA256.authenticationCode(key: secret, message: Array("suplash page tokens v1".utf8))),
             passwordHashing: hashing, timeZones: TimeZoneDatabase(),
+            domain: DomainServices(hydration: store, bills: store, accountData: store,
+                                   tariffs: try TariffFiles.load(configuration.string("billing.tariffsDir"), logger: logger)),
             readiness: { (try? Migrator.pending(database, migrations).isEmpty) ?? false },
             operations: store, rateLimits: rateLimits, metrics: metrics, backupDirectory: backupDir)
 

@@ -32,6 +32,7 @@ public struct Authenticator: Sendable {
         }
         let (userID, sessionID) = try tokens.verifyAccessToken(token, now: request.now)
         guard !revocations.isRevoked(sessionID: sessionID) else { throw APIError.invalidToken() }
+        guard !revocations.isRevoked(userID: userID) else { throw APIError.invalidToken() }
         if let layer = perUserLimit {
             let decision = layer.take(userID, now: RateLimits.now())
             if !decision.allowed {

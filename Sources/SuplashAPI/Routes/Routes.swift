@@ -9,6 +9,9 @@ enum Routes {
         UserRoutes.register(into: &router, services: services)
         EntryRoutes.register(into: &router, services: services, configuration: configuration)
         AdminRoutes.register(into: &router, services: services)
+        HydrationRoutes.register(into: &router, services: services)
+        BillRoutes.register(into: &router, services: services)
+        AccountDataRoutes.register(into: &router, services: services)
     }
 }
 
