@@ -37,7 +37,7 @@ let package = Package(
 
         // MARK: The API: routes, auth, problems
         .target(name: "SuplashAPI", dependencies: [
-            "SuplashHTTP", "SuplashDomain", "SuplashJSON", "SuplashCrypto", "SuplashLogging",
+            "SuplashHTTP", "SuplashDomain", "SuplashJSON", "SuplashCrypto", "SuplashLogging", "CZlib",
         ]),
 
         // MARK: The executable: CLI, config, wiring

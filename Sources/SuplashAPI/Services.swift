@@ -15,11 +15,13 @@ public struct Services: Sendable {
     public var timeZones: TimeZoneDatabase
     /// True when storage answers and every migration is applied (`/readyz`).
     public var readiness: @Sendable () -> Bool
+    /// Offline sync (issue 3): change feed, push, long polls, Idempotency-Key, batch import.
+    public var sync: SyncServices?
 
     public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
                 tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,
                 pageTokens: PageTokenCodec, passwordHashing: PasswordHashing, timeZones: TimeZoneDatabase,
-                readiness: @escaping @Sendable () -> Bool) {
+                readiness: @escaping @Sendable () -> Bool, sync: SyncServices? = nil) {
         self.users = users
         self.sessions = sessions
         self.entries = entries
@@ -30,6 +32,7 @@ public struct Services: Sendable {
         self.passwordHashing = passwordHashing
         self.timeZones = timeZones
         self.readiness = readiness
+        self.sync = sync
     }
 
     /// A new UUIDv7 (RFC 9562) for server-generated ids.

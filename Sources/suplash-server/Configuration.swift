@@ -32,6 +32,8 @@ struct Configuration: Sendable {
         ("auth.argon2Iterations", .number(JSONNumber(2))),
         ("auth.argon2Parallelism", .number(JSONNumber(1))),
         ("auth.hashingConcurrency", .number(JSONNumber(0))),
+        ("sync.tombstoneRetentionDays", .number(JSONNumber(90))),
+        ("sync.maintenanceIntervalSeconds", .number(JSONNumber(3600))),
         ("log.level", .string("info")),
     ]
 

@@ -131,7 +131,12 @@ enum ServeCommand {
             authenticator: Authenticator(tokens: tokens, revocations: revocations, adminKeys: adminKeys),
             pageTokens: PageTokenCodec(key: HMACSHA256.authenticationCode(key: secret, message: Array("suplash page tokens v1".utf8))),
             passwordHashing: hashing, timeZones: TimeZoneDatabase(),
-            readiness: { (try? Migrator.pending(database, migrations).isEmpty) ?? false })
+            readiness: { (try? Migrator.pending(database, migrations).isEmpty) ?? false },
+            sync: SyncWiring.services(store: store, secret: secret))
+        let maintenance = SyncMaintenance(repository: store, idempotency: store,
+                                          retentionDays: try configuration.int("sync.tombstoneRetentionDays"),
+                                          intervalSeconds: Double(max(1, try configuration.int("sync.maintenanceIntervalSeconds"))),
+                                          logger: logger)
 
         var api = APIConfiguration()
         api.defaultBodyLimit = try configuration.int("server.maxBodyBytes")
@@ -160,6 +165,7 @@ enum ServeCommand {
         logger.info("shutting_down", .number("signal", Int(received)))
         server.shutdown(gracePeriod: Double(try configuration.int("server.shutdownGraceSeconds")))
         application.shutdown()
+        maintenance.stop()
         do {
             _ = try database.checkpoint()
         } catch {

@@ -9,6 +9,7 @@ enum Routes {
         UserRoutes.register(into: &router, services: services)
         EntryRoutes.register(into: &router, services: services, configuration: configuration)
         AdminRoutes.register(into: &router, services: services)
+        SyncRoutes.register(into: &router, services: services, configuration: configuration)
     }
 }
 
