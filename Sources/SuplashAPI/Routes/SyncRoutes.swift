@@ -316,7 +316,7 @@ enum SyncRoutes {
 /// `LongPollRegistry` under its user, with a deadline timer on the connection's loop.
 /// No thread is held while it waits; a wake re-reads the page on the worker pool.
 ///
-/// `@unchecked Sendable`: `timer` is guarded by `lock`; the rest is immutable.
+/// `@unchecked Sendable`: `timer` and `closed` are guarded by `lock`; the rest is immutable.
 final class LongPollWaiter: LongPollParked, @unchecked Sendable {
     private let query: SyncRoutes.PullQuery
     private let sinceDatabase: String?
@@ -325,6 +325,7 @@ final class LongPollWaiter: LongPollParked, @unchecked Sendable {
     private let sync: SyncServices
     private let lock = NSLock()
     private var timer: TimerID?
+    private var closed = false
 
     init(query: SyncRoutes.PullQuery, sinceDatabase: String?, timeoutToken: String, later: DeferredResponse,
          sync: SyncServices) {
@@ -343,6 +344,7 @@ final class LongPollWaiter: LongPollParked, @unchecked Sendable {
         }
         lock.withLock { timer = id }
         later.onClose { [self] in
+            lock.withLock { closed = true }
             sync.longPolls.remove(self, userID: query.userID)
             cancelTimer()
         }
@@ -351,7 +353,7 @@ final class LongPollWaiter: LongPollParked, @unchecked Sendable {
 
     /// Registers, then reads; answers when the page has changes.
     private func attempt() {
-        if later.isDone { return }
+        if later.isDone || lock.withLock({ closed }) { return }
         sync.longPolls.add(self, userID: query.userID)
         do {
             let (page, response) = try SyncRoutes.readPage(query, sinceDatabase: sinceDatabase, sync)
@@ -362,7 +364,7 @@ final class LongPollWaiter: LongPollParked, @unchecked Sendable {
     }
 
     func wake() {
-        if later.isDone { return }
+        if later.isDone || lock.withLock({ closed }) { return }
         later.onWorker { [self] in attempt() }
     }
 
