@@ -90,8 +90,8 @@ public final class Application: HTTPResponder {
                         let later = DeferredResponse(sink: sink, pool: pool) { [self] response in
                             finish(response, request: request, route: template, start: start, sink: sink)
                         }
-                        guard let now = try deferred(apiRequest, later) else { return }
-                        response = now
+                        guard let immediate = try deferred(apiRequest, later) else { return }
+                        response = immediate
                     } else {
                         response = try runIdempotent(apiRequest, route.handler)
                     }

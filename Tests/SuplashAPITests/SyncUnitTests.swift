@@ -120,6 +120,31 @@ final class SyncUnitTests: XCTestCase {
     }
 }
 
+extension SyncUnitTests {
+    func testRegistryWakesOnlyTheCommittedUsersWaitersOnce() {
+        let registry = LongPollRegistry()
+        let a1 = FakeWaiter(), a2 = FakeWaiter(), b = FakeWaiter(), gone = FakeWaiter()
+        registry.add(a1, userID: "a")
+        registry.add(a2, userID: "a")
+        registry.add(b, userID: "b")
+        registry.add(gone, userID: "a")
+        registry.remove(gone, userID: "a")  // disconnect
+        XCTAssertEqual(registry.waitingCount, 3)
+        registry.wake(userID: "a")
+        registry.wake(userID: "a")
+        XCTAssertEqual([a1.wakes, a2.wakes, b.wakes, gone.wakes], [1, 1, 0, 0])
+        XCTAssertEqual(registry.waitingCount, 1)
+    }
+}
+
+/// Counts wakes. `@unchecked Sendable`: `count` is guarded by `lock`.
+final class FakeWaiter: LongPollParked, @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func wake() { lock.withLock { count += 1 } }
+    var wakes: Int { lock.withLock { count } }
+}
+
 /// Collects notified user ids. `@unchecked Sendable`: `ids` is guarded by `lock`.
 final class Touched: @unchecked Sendable {
     private let lock = NSLock()
