@@ -9,10 +9,21 @@ public struct Route: Sendable {
     public var bodyLimit: Int?
     /// Runs on a worker thread; may block on storage or hashing.
     public var handler: @Sendable (APIRequest) throws -> HTTPResponse
+    /// For routes that may answer later (long poll): runs on a worker thread and returns
+    /// the response, or nil after taking charge of `DeferredResponse` to answer later.
+    public var deferred: (@Sendable (APIRequest, DeferredResponse) throws -> HTTPResponse?)?
 
     public init(bodyLimit: Int? = nil, _ handler: @escaping @Sendable (APIRequest) throws -> HTTPResponse) {
         self.bodyLimit = bodyLimit
         self.handler = handler
+    }
+
+    /// A route whose handler may park the request and answer later (spec §5 long poll).
+    public init(bodyLimit: Int? = nil,
+                deferred: @escaping @Sendable (APIRequest, DeferredResponse) throws -> HTTPResponse?) {
+        self.bodyLimit = bodyLimit
+        self.handler = { _ in throw APIError.internalError }
+        self.deferred = deferred
     }
 }
 
@@ -78,15 +89,20 @@ public final class Application: HTTPResponder {
                 let response: HTTPResponse
                 do {
                     let now = Int64(Date().timeIntervalSince1970 * 1000)
-                    let apiRequest = try APIRequest(http: request, parameters: parameters, route: template, now: now)
-                    response = try route.handler(apiRequest)
-                } catch {
-                    let apiError = APIError(error)
-                    if apiError.status >= 500 && apiError.status != 503 {
-                        logger.error("handler_failed", .requestID(request.requestID), .route(template),
-                                     .errorType(String(reflecting: type(of: error))))
+                    let limit = route.bodyLimit ?? configuration.defaultBodyLimit
+                    let decoded = try RequestDecoding.decode(request, limit: limit)
+                    let apiRequest = try APIRequest(http: decoded, parameters: parameters, route: template, now: now)
+                    if let deferred = route.deferred {
+                        let later = DeferredResponse(sink: sink, pool: pool) { [self] response in
+                            finish(response, request: request, route: template, start: start, sink: sink)
+                        }
+                        guard let immediate = try deferred(apiRequest, later) else { return }
+                        response = immediate
+                    } else {
+                        response = try runIdempotent(apiRequest, route.handler)
                     }
-                    response = apiError.response()
+                } catch {
+                    response = problem(for: error, request: request, route: template)
                 }
                 finish(response, request: request, route: template, start: start, sink: sink, extraHeaders: limits.headers)
             }
@@ -95,6 +111,16 @@ public final class Application: HTTPResponder {
                        route: template, start: start, sink: sink)
             }
         }
+    }
+
+    /// The problem response for a handler error (the one mapping), logging bugs.
+    func problem(for error: any Error, request: HTTPRequest, route: String) -> HTTPResponse {
+        let apiError = APIError(error)
+        if apiError.status >= 500 && apiError.status != 503 {
+            logger.error("handler_failed", .requestID(request.requestID), .route(route),
+                         .errorType(String(reflecting: type(of: error))))
+        }
+        return apiError.response()
     }
 
     /// Operational routes are never limited (load balancers and scrapers poll them).

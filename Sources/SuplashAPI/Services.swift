@@ -22,12 +22,14 @@ public struct Services: Sendable {
     public var metrics: Metrics
     /// Folder for `POST /v1/admin/backup` snapshots.
     public var backupDirectory: String
+    /// Offline sync (issue 3): change feed, push, long polls, Idempotency-Key, batch import.
+    public var sync: SyncServices?
 
     public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
                 tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,
                 pageTokens: PageTokenCodec, passwordHashing: PasswordHashing, timeZones: TimeZoneDatabase,
                 domain: DomainServices, readiness: @escaping @Sendable () -> Bool, operations: any OperationsRepository,
-                rateLimits: RateLimits, metrics: Metrics, backupDirectory: String) {
+                rateLimits: RateLimits, metrics: Metrics, backupDirectory: String, sync: SyncServices? = nil) {
         self.users = users
         self.sessions = sessions
         self.entries = entries
@@ -43,6 +45,7 @@ public struct Services: Sendable {
         self.rateLimits = rateLimits
         self.metrics = metrics
         self.backupDirectory = backupDirectory
+        self.sync = sync
     }
 
     /// A new UUIDv7 (RFC 9562) for server-generated ids.

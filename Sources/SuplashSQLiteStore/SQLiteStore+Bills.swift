@@ -52,7 +52,7 @@ extension SQLiteStore: BillRepository {
             }
             if (try c.query("SELECT 1 FROM users WHERE id = ?", [.text(userID)])).isEmpty { throw RepositoryError.notFound }
             try SQLiteStore.checkUnique(c, userID: userID, excluding: id, content)
-            let position = try SQLiteStore.nextChangePosition(c)
+            let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 INSERT INTO bills (provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date,
                     paid_at, user_id, id, created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -87,7 +87,7 @@ extension SQLiteStore: BillRepository {
             next.content = content
             next.updatedAt = now
             next.version = current.version + 1
-            let position = try SQLiteStore.nextChangePosition(c)
+            let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE bills SET provider = ?, subscriber_no = ?, period = ?, consumption_milli_m3 = ?, amount_minor = ?,
                     currency = ?, due_date = ?, paid_at = ?, updated_at = ?, version = ?, change_position = ?, lww_at = ?,
@@ -109,7 +109,7 @@ extension SQLiteStore: BillRepository {
                 throw RepositoryError.notFound
             }
             guard precondition(current) else { throw RepositoryError.preconditionFailed }
-            let position = try SQLiteStore.nextChangePosition(c)
+            let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE bills SET deleted = 1, updated_at = ?, version = version + 1, change_position = ?, lww_at = ?,
                     lww_device = ?

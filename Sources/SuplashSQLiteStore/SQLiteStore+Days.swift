@@ -9,7 +9,7 @@ extension SQLiteStore: HydrationRepository {
             guard let profile = try SQLiteStore.loadProfile(c, userID: userID) else { throw RepositoryError.notFound }
             let existing = try c.query("SELECT created_at, version, lww_at FROM days WHERE user_id = ? AND local_date = ?",
                                        [.text(userID), .text(date.description)]).first
-            let position = try SQLiteStore.nextChangePosition(c)
+            let position = try self.takeChangePosition(ctx, userID: userID)
             let createdAt = existing?[0].int64 ?? now
             let version = (existing?[1].int64 ?? 0) + 1
             let lwwAt = max(now, (existing?[2].int64 ?? 0) + 1)

@@ -43,7 +43,7 @@ extension SQLiteStore: WaterEntryRepository {
             if (try c.query("SELECT 1 FROM users WHERE id = ?", [.text(userID)])).isEmpty {
                 throw RepositoryError.notFound
             }
-            let position = try SQLiteStore.nextChangePosition(c)
+            let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -85,7 +85,7 @@ extension SQLiteStore: WaterEntryRepository {
             next.content = content
             next.updatedAt = now
             next.version = current.version + 1
-            let position = try SQLiteStore.nextChangePosition(c)
+            let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE water_entries SET amount_ml = ?, logged_at = ?, source = ?, health_kit_uuid = ?, note = ?,
                     updated_at = ?, version = ?, change_position = ?, lww_at = ?, lww_device = ?
@@ -108,7 +108,7 @@ extension SQLiteStore: WaterEntryRepository {
                 throw RepositoryError.notFound
             }
             guard precondition(current) else { throw RepositoryError.preconditionFailed }
-            let position = try SQLiteStore.nextChangePosition(c)
+            let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE water_entries SET deleted = 1, updated_at = ?, version = version + 1, change_position = ?,
                     lww_at = ?, lww_device = ?

@@ -38,7 +38,7 @@ extension SQLiteStore: UserRepository {
             let c = ctx.connection
             let existing = try c.query("SELECT 1 FROM users WHERE email = ?", [.text(profile.email)])
             if !existing.isEmpty { throw RepositoryError.emailTaken }
-            let position = try SQLiteStore.nextChangePosition(c)
+            let position = try self.takeChangePosition(ctx, userID: profile.id)
             let p = profile
             _ = try c.run("""
                 INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,
@@ -83,7 +83,7 @@ extension SQLiteStore: UserRepository {
             next.updatedAt = now
             next.version = current.version + 1
             let lwwAt = max(now, (row["lww_at"].int64 ?? 0) + 1)
-            let position = try SQLiteStore.nextChangePosition(c)
+            let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE users SET email = ?, email_verified = ?, display_name = ?, weight_kg = ?, activity_level = ?,
                     wake_time = ?, sleep_time = ?, timezone = ?, locale = ?, daily_goal_ml = ?, cup_sizes_ml = ?,

@@ -9,6 +9,8 @@ import SuplashStorage
 public final class SQLiteStore: Sendable {
     /// The underlying database (exposed for operations: readiness, checkpoint, backup).
     public let database: SQLiteDatabase
+    /// Reports the users each commit touched (wired to the long-poll registry).
+    public let changeNotifier = ChangeNotifier()
 
     public init(database: SQLiteDatabase) {
         self.database = database

@@ -41,6 +41,8 @@ struct Configuration: Sendable {
         ("ratelimit.userPerMinute", .number(JSONNumber(600))),
         ("ratelimit.loginFailuresPerAccountPer15Minutes", .number(JSONNumber(10))),
         ("billing.tariffsDir", .string("")),
+        ("sync.tombstoneRetentionDays", .number(JSONNumber(90))),
+        ("sync.maintenanceIntervalSeconds", .number(JSONNumber(3600))),
         ("log.level", .string("info")),
     ]
 

@@ -152,7 +152,12 @@ enum ServeCommand {
             domain: DomainServices(hydration: store, bills: store, accountData: store,
                                    tariffs: try TariffFiles.load(configuration.string("billing.tariffsDir"), logger: logger)),
             readiness: { (try? Migrator.pending(database, migrations).isEmpty) ?? false },
-            operations: store, rateLimits: rateLimits, metrics: metrics, backupDirectory: backupDir)
+            operations: store, rateLimits: rateLimits, metrics: metrics, backupDirectory: backupDir,
+            sync: SyncWiring.services(store: store, secret: secret))
+        let maintenance = SyncMaintenance(repository: store, idempotency: store,
+                                          retentionDays: try configuration.int("sync.tombstoneRetentionDays"),
+                                          intervalSeconds: Double(max(1, try configuration.int("sync.maintenanceIntervalSeconds"))),
+                                          logger: logger)
 
         var api = APIConfiguration()
         api.defaultBodyLimit = try configuration.int("server.maxBodyBytes")
@@ -189,6 +194,7 @@ enum ServeCommand {
         logger.info("shutting_down", .number("signal", Int(received)))
         server.shutdown(gracePeriod: Double(try configuration.int("server.shutdownGraceSeconds")))
         application.shutdown()
+        maintenance.stop()
         do {
             _ = try database.checkpoint()
         } catch {

@@ -1,0 +1,327 @@
+import SuplashDomain
+import SuplashJSON
+import SuplashStorage
+
+/// One collection of the change feed: its name, the query of a user's rows after a
+/// position (served by a `(user, change_position)` index), and the row decoder.
+///
+/// A collection joins the feed by adding one source to `SQLiteStore.feedSources`.
+/// Query parameters: `?1` user id, `?2` position (exclusive), `?3` limit, `?4` 1 to include
+/// tombstones. Rows must carry a `change_position` column and be ordered by it.
+struct FeedSource: Sendable {
+    let collection: String
+    let sql: String
+    let decode: @Sendable (SQLiteRow) -> SyncChange
+}
+
+extension SQLiteStore: SyncRepository {
+    static let profileFeed = FeedSource(
+        collection: "profile",
+        sql: """
+            SELECT \(userColumns), change_position FROM users
+            WHERE id = ?1 AND change_position > ?2 AND ?3 > 0 AND ?4 >= 0
+            """,
+        decode: { row in
+            let profile = SQLiteStore.decodeUser(row).profile
+            return SyncChange(collection: "profile", id: profile.id, version: profile.version,
+                              updatedAt: profile.updatedAt, deleted: false,
+                              position: row["change_position"].int64 ?? 0, document: .profile(profile))
+        })
+
+    static let waterEntriesFeed = FeedSource(
+        collection: "water_entries",
+        sql: """
+            SELECT \(entryColumns), change_position FROM water_entries
+            WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR ?4 = 1)
+            ORDER BY change_position
+            LIMIT ?3
+            """,
+        decode: { row in
+            let entry = SQLiteStore.decodeEntry(row)
+            return SyncChange(collection: "water_entries", id: entry.id, version: entry.version,
+                              updatedAt: entry.updatedAt, deleted: entry.deleted,
+                              position: row["change_position"].int64 ?? 0,
+                              document: entry.deleted ? nil : .waterEntry(entry))
+        })
+
+    /// Every collection of the feed (bills, days, achievements join here).
+    static let feedSources: [FeedSource] = [profileFeed, waterEntriesFeed]
+
+    public func changes(userID: String, after: Int64, limit: Int, includeTombstones: Bool) throws -> SyncPage {
+        try read { c in
+            try c.execute("BEGIN")
+            defer { try? c.execute("COMMIT") }
+            var all: [SyncChange] = []
+            for source in SQLiteStore.feedSources {
+                let rows = try c.query(source.sql, [.text(userID), .integer(after), .integer(Int64(limit + 1)),
+                                                    .integer(includeTombstones ? 1 : 0)])
+                all += rows.map(source.decode)
+            }
+            all.sort { $0.position < $1.position }
+            let hasMore = all.count > limit
+            let head = try c.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1") ?? 0
+            let horizon = try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0
+            let id = try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? ""
+            return SyncPage(changes: Array(all.prefix(limit)), hasMore: hasMore, databaseID: id, purgeHorizon: horizon,
+                            headPosition: head)
+        }
+    }
+
+    public func databaseID() throws -> String {
+        try read { c in try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? "" }
+    }
+
+    /// Last-write-wins order (spec §5): true when (`at`, `device`) loses against the stored
+    /// (`storedAt`, `storedDevice`). Equal pairs: the later arrival wins, so it does not lose.
+    static func loses(at: Int64, device: String, storedAt: Int64, storedDevice: String) -> Bool {
+        at < storedAt || (at == storedAt && device < storedDevice)
+    }
+
+    public func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
+                               profilePatch: @escaping @Sendable (JSONValue, UserProfile) throws -> UserProfile)
+        throws -> (outcomes: [SyncMutationOutcome], headPosition: Int64) {
+        try write { ctx in
+            let c = ctx.connection
+            if (try c.query("SELECT 1 FROM users WHERE id = ?", [.text(userID)])).isEmpty {
+                throw RepositoryError.notFound
+            }
+            var outcomes: [SyncMutationOutcome] = []
+            for m in mutations {
+                switch m.collection {
+                case "water_entries":
+                    outcomes.append(try self.applyEntryMutation(ctx, userID: userID, deviceID: deviceID, now: now, m))
+                case "profile":
+                    outcomes.append(try self.applyProfileMutation(ctx, userID: userID, deviceID: deviceID, now: now, m,
+                                                                  profilePatch))
+                default:
+                    outcomes.append(.rejected(SyncRejection(code: "unknown_collection")))
+                }
+            }
+            let head = try c.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1") ?? 0
+            return (outcomes, head)
+        }
+    }
+
+    private func applyEntryMutation(_ ctx: WriteContext, userID: String, deviceID: String, now: Int64,
+                                    _ m: SyncMutation) throws -> SyncMutationOutcome {
+        let c = ctx.connection
+        let stored = try c.query("SELECT \(SQLiteStore.entryColumns), lww_device FROM water_entries WHERE user_id = ? AND id = ?",
+                                 [.text(userID), .text(m.id)]).first
+        if let row = stored,
+           SQLiteStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
+                             storedDevice: row["lww_device"].text ?? "") {
+            let current = SQLiteStore.decodeEntry(row)
+            return .superseded(current: current.deleted ? nil : .waterEntry(current))
+        }
+        let current = stored.map(SQLiteStore.decodeEntry)
+        switch m.write {
+        case .upsertEntry(let content):
+            if let hk = content.healthKitUUID,
+               !(try c.query("SELECT 1 FROM water_entries WHERE user_id = ? AND health_kit_uuid = ? AND deleted = 0 AND id <> ?",
+                             [.text(userID), .text(hk), .text(m.id)])).isEmpty {
+                return .rejected(SyncRejection(code: "health_kit_uuid_exists"))
+            }
+            let position = try takeChangePosition(ctx, userID: userID)
+            let entry = WaterEntry(id: m.id, userID: userID, content: content, createdAt: current?.createdAt ?? now,
+                                   updatedAt: now, version: (current?.version ?? 0) + 1, deleted: false)
+            _ = try c.run("""
+                INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
+                    created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12, ?13)
+                ON CONFLICT (user_id, id) DO UPDATE SET amount_ml = ?3, logged_at = ?4, source = ?5,
+                    health_kit_uuid = ?6, note = ?7, updated_at = ?9, version = ?10, deleted = 0,
+                    change_position = ?11, lww_at = ?12, lww_device = ?13
+                """, [
+                    .text(userID), .text(m.id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
+                    .text(content.source.rawValue), content.healthKitUUID.sqlValue, content.note.sqlValue,
+                    .integer(entry.createdAt), .integer(now), .integer(entry.version), .integer(position),
+                    .integer(m.clientUpdatedAt), .text(deviceID),
+                ])
+            // Daily totals and achievements change in the same transaction (spec §4).
+            let touched = [content.loggedAt] + (current.flatMap { $0.deleted ? nil : $0.content.loggedAt }.map { [$0] } ?? [])
+            try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: touched, now: now)
+            return .applied(SyncChange(collection: "water_entries", id: m.id, version: entry.version, updatedAt: now,
+                                       deleted: false, position: position, document: .waterEntry(entry)))
+        case .delete:
+            let position = try takeChangePosition(ctx, userID: userID)
+            let version = (current?.version ?? 0) + 1
+            // A delete of an unknown id leaves a tombstone too, so that an older upsert
+            // arriving later loses against it.
+            _ = try c.run("""
+                INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
+                    created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
+                VALUES (?1, ?2, 0, 0, 'api', NULL, NULL, ?3, ?3, ?4, 1, ?5, ?6, ?7)
+                ON CONFLICT (user_id, id) DO UPDATE SET updated_at = ?3, version = ?4, deleted = 1,
+                    change_position = ?5, lww_at = ?6, lww_device = ?7
+                """, [.text(userID), .text(m.id), .integer(now), .integer(version), .integer(position),
+                      .integer(m.clientUpdatedAt), .text(deviceID)])
+            if let current, !current.deleted {
+                try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: [current.content.loggedAt], now: now)
+            }
+            return .applied(SyncChange(collection: "water_entries", id: m.id, version: version, updatedAt: now,
+                                       deleted: true, position: position, document: nil))
+        case .patchProfile:
+            return .rejected(SyncRejection(code: "invalid_mutation"))
+        }
+    }
+
+    private func applyProfileMutation(_ ctx: WriteContext, userID: String, deviceID: String, now: Int64,
+                                      _ m: SyncMutation,
+                                      _ profilePatch: @Sendable (JSONValue, UserProfile) throws -> UserProfile)
+        throws -> SyncMutationOutcome {
+        let c = ctx.connection
+        guard m.id == userID else { return .rejected(SyncRejection(code: "permission_denied")) }
+        guard case .patchProfile(let patch) = m.write else {
+            return .rejected(SyncRejection(code: "operation_not_allowed"))
+        }
+        guard let row = try c.query("SELECT \(SQLiteStore.userColumns), lww_at, lww_device FROM users WHERE id = ?",
+                                    [.text(userID)]).first else {
+            throw RepositoryError.notFound
+        }
+        let current = SQLiteStore.decodeUser(row).profile
+        if SQLiteStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
+                             storedDevice: row["lww_device"].text ?? "") {
+            return .superseded(current: .profile(current))
+        }
+        var next: UserProfile
+        do {
+            next = try profilePatch(patch, current)
+        } catch let failure as ValidationFailure {
+            return .rejected(SyncRejection(code: "validation_failed", errors: failure.errors))
+        }
+        next.id = current.id
+        next.email = current.email
+        next.emailVerified = current.emailVerified
+        next.createdAt = current.createdAt
+        next.updatedAt = now
+        next.version = current.version + 1
+        let position = try takeChangePosition(ctx, userID: userID)
+        _ = try c.run("""
+            UPDATE users SET email = ?, email_verified = ?, display_name = ?, weight_kg = ?, activity_level = ?,
+                wake_time = ?, sleep_time = ?, timezone = ?, locale = ?, daily_goal_ml = ?, cup_sizes_ml = ?,
+                updated_at = ?, version = ?, change_position = ?, lww_at = ?, lww_device = ?
+            WHERE id = ?
+            """, SQLiteStore.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
+                                                    .text(userID)])
+        // A new time zone or goal re-buckets days and re-evaluates goals, as for REST writes.
+        try SQLiteStore.profileChanged(c, previous: current, current: next, now: now)
+        return .applied(SyncChange(collection: "profile", id: userID, version: next.version, updatedAt: now,
+                                   deleted: false, position: position, document: .profile(next)))
+    }
+
+    public func purgeTombstones(deletedBefore: Int64) throws -> (purged: Int, horizon: Int64) {
+        try write { ctx in
+            let c = ctx.connection
+            let rows = try c.query("DELETE FROM water_entries WHERE deleted = 1 AND updated_at < ? RETURNING change_position",
+                                   [.integer(deletedBefore)])
+            let maxPurged = rows.compactMap { $0[0].int64 }.max() ?? 0
+            _ = try c.run("UPDATE sync_state SET purge_horizon = max(purge_horizon, ?) WHERE singleton = 1",
+                          [.integer(maxPurged)])
+            let horizon = try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0
+            return (rows.count, horizon)
+        }
+    }
+
+    /// The SQL of the water-entries feed source; public to the tests, which check with
+    /// `EXPLAIN QUERY PLAN` that it is served by the `water_entries_changes` index.
+    public static var waterEntriesFeedSQL: String { waterEntriesFeed.sql }
+}
+
+extension SQLiteStore: IdempotencyRepository {
+    public func idempotencyRecord(caller: String, key: String, now: Int64) throws -> IdempotencyRecord? {
+        try read { c in
+            guard let row = try c.query("""
+                SELECT fingerprint, status, headers, body, expires_at FROM idempotency_records
+                WHERE caller = ? AND idempotency_key = ? AND expires_at > ?
+                """, [.text(caller), .text(key), .integer(now)]).first else { return nil }
+            var headers: [[String]] = []
+            if let text = row["headers"].text, case .array(let items)? = try? JSONParser.parse(Array(text.utf8)) {
+                for item in items {
+                    if case .array(let pair) = item, pair.count == 2, let n = pair[0].stringValue, let v = pair[1].stringValue {
+                        headers.append([n, v])
+                    }
+                }
+            }
+            return IdempotencyRecord(fingerprint: row["fingerprint"].bytes ?? [], status: Int(row["status"].int64 ?? 500),
+                                     headers: headers, body: row["body"].bytes ?? [],
+                                     expiresAt: row["expires_at"].int64 ?? 0)
+        }
+    }
+
+    public func saveIdempotencyRecord(caller: String, key: String, record: IdempotencyRecord, now: Int64) throws {
+        let headers = JSONValue.array(record.headers.map { .array($0.map(JSONValue.string)) }).serializedString()
+        try write { ctx in
+            _ = try ctx.connection.run("""
+                INSERT OR REPLACE INTO idempotency_records
+                    (caller, idempotency_key, fingerprint, status, headers, body, created_at, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.text(caller), .text(key), .blob(record.fingerprint), .integer(Int64(record.status)),
+                      .text(headers), .blob(record.body), .integer(now), .integer(record.expiresAt)])
+        }
+    }
+
+    public func purgeIdempotencyRecords(now: Int64) throws -> Int {
+        try write { ctx in
+            try ctx.connection.run("DELETE FROM idempotency_records WHERE expires_at <= ?", [.integer(now)])
+        }
+    }
+}
+
+extension SQLiteStore: WaterEntryBatchRepository {
+    public func createEntries(userID: String, items: [(id: String, content: WaterEntryContent)], deviceID: String?,
+                              now: Int64) throws -> [BatchItemOutcome] {
+        let list = items.map { BatchItem(id: $0.id, content: $0.content) }
+        return try write { ctx in
+            let c = ctx.connection
+            if (try c.query("SELECT 1 FROM users WHERE id = ?", [.text(userID)])).isEmpty {
+                throw RepositoryError.notFound
+            }
+            var outcomes: [BatchItemOutcome] = []
+            outcomes.reserveCapacity(list.count)
+            var touched: [Int64] = []
+            for item in list {
+                if let (existing, _) = try SQLiteStore.fetchEntry(c, userID: userID, id: item.id) {
+                    if existing.deleted {
+                        outcomes.append(.rejected(code: "entry_deleted"))
+                    } else if existing.content == item.content {
+                        outcomes.append(.existing(existing))
+                    } else {
+                        outcomes.append(.rejected(code: "entry_exists"))
+                    }
+                    continue
+                }
+                if let hk = item.content.healthKitUUID,
+                   let row = try c.query("""
+                       SELECT \(SQLiteStore.entryColumns) FROM water_entries
+                       WHERE user_id = ? AND health_kit_uuid = ? AND deleted = 0
+                       """, [.text(userID), .text(hk)]).first {
+                    outcomes.append(.existing(SQLiteStore.decodeEntry(row)))
+                    continue
+                }
+                let position = try self.takeChangePosition(ctx, userID: userID)
+                let content = item.content
+                _ = try c.run("""
+                    INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
+                        created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)
+                    """, [
+                        .text(userID), .text(item.id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
+                        .text(content.source.rawValue), content.healthKitUUID.sqlValue, content.note.sqlValue,
+                        .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
+                    ])
+                outcomes.append(.created(WaterEntry(id: item.id, userID: userID, content: content, createdAt: now,
+                                                    updatedAt: now, version: 1, deleted: false)))
+                touched.append(content.loggedAt)
+            }
+            // Daily totals and achievements change in the same transaction, once per batch.
+            try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: touched, now: now)
+            return outcomes
+        }
+    }
+}
+
+/// A `Sendable` pair for the batch write job.
+private struct BatchItem: Sendable {
+    let id: String
+    let content: WaterEntryContent
+}
