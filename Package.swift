@@ -11,6 +11,7 @@ let package = Package(
     targets: [
         // MARK: C libraries (system-library targets and one tiny shim)
         .target(name: "CEpoll", path: "Sources/CEpoll"),
+        .target(name: "CMalloc", path: "Sources/CMalloc"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
@@ -42,7 +43,7 @@ let package = Package(
 
         // MARK: The executable: CLI, config, wiring
         .executableTarget(name: "suplash-server", dependencies: [
-            "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
+            "CMalloc", "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
             "SuplashCrypto", "SuplashLogging", "SuplashJSON",
         ]),
 

@@ -1,3 +1,4 @@
+import CMalloc
 import Foundation
 import SuplashAPI
 import SuplashCrypto
@@ -104,6 +105,10 @@ enum ServeCommand {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
+        // Argon2id allocates its 19 MiB per hash with malloc. glibc raises its mmap threshold
+        // after the first such block is freed, so later blocks would come from (and stay in)
+        // each worker thread's heap arena. A fixed threshold keeps them mmapped: freed at once.
+        _ = cmalloc_set_mmap_threshold(1 << 20)
         let limits = ResourceLimits.raiseOpenFileLimit()
         logger.info("open_file_limit", .number("soft", limits.soft), .number("hard", limits.hard))
 

@@ -1,0 +1,6 @@
+#include <malloc.h>
+#include "CMalloc.h"
+
+int cmalloc_set_mmap_threshold(int bytes) {
+    return mallopt(M_MMAP_THRESHOLD, bytes);
+}
