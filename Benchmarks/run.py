@@ -40,6 +40,7 @@ PB_VERSION = "0.40.6"
 PASSWORD = "bench-password-123"
 LOGGED_AT_OURS = "2026-01-01T00:00:00Z"
 LOGGED_AT_PB = "2026-01-01 00:00:00.000Z"
+PB_SKIP_TOTAL = False
 
 LUA = r"""
 local method = os.getenv("WRK_METHOD") or "GET"
@@ -260,7 +261,10 @@ class PocketBase:
         login = json.dumps({"identity": self.email, "password": PASSWORD})
         return {
             "create": ("POST", base, body, self.auth),
-            "list": ("GET", base + "?perPage=20&sort=-loggedAt,-id&skipTotal=1", "", self.auth),
+            # PocketBase's default list (what its SDK's getList asks): page 1 with totalItems,
+            # i.e. OFFSET + COUNT. `--pb-skip-total` measures its cheaper variant instead.
+            "list": ("GET", base + "?perPage=20&sort=-loggedAt,-id" + ("&skipTotal=1" if PB_SKIP_TOTAL else ""), "",
+                     self.auth),
             "get": ("GET", f"{base}/{self.entry_id}", "", self.auth),
             "health": ("GET", "/api/health", "", ""),
             "login": ("POST", "/api/collections/users/auth-with-password", login, ""),
@@ -273,6 +277,92 @@ class PocketBase:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Nginx:
+    """The machine's HTTP floor: nginx answering a static 200 (for /healthz only)."""
+    name = "nginx (floor)"
+
+    def start(self):
+        self.dir = tempfile.mkdtemp(prefix="bench-nginx-")
+        self.port = free_port()
+        conf = os.path.join(self.dir, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(f"""worker_processes 2;
+pid {self.dir}/nginx.pid;
+error_log {self.dir}/error.log;
+daemon off;
+events {{ worker_connections 20000; }}
+http {{
+    access_log off;
+    client_body_temp_path {self.dir};
+    proxy_temp_path {self.dir};
+    fastcgi_temp_path {self.dir};
+    uwsgi_temp_path {self.dir};
+    scgi_temp_path {self.dir};
+    server {{
+        listen 127.0.0.1:{self.port};
+        location / {{ default_type application/json; return 200 '{{"status":"ok"}}'; }}
+    }}
+}}
+""")
+        self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", self.dir], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                if Conn(self.port).call("GET", "/")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise SystemExit("nginx did not start")
+
+    def setup(self, entries):
+        pass
+
+    def workload(self, name):
+        return ("GET", "/", "", "") if name == "health" else None
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGQUIT)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def ensure_nginx():
+    if shutil.which("nginx") or os.path.exists("/usr/sbin/nginx"):
+        os.environ["PATH"] += ":/usr/sbin"
+        return True
+    if os.geteuid() == 0:
+        subprocess.run(["apt-get", "install", "-y", "-qq", "nginx-light"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    os.environ["PATH"] += ":/usr/sbin"
+    return shutil.which("nginx") is not None
+
+
+def cold_start(binary, entries):
+    """Time from exec to the `listening` line on a database holding `entries` entries."""
+    ours = Ours(binary)
+    ours.start()
+    ours.setup(entries)
+    data_dir = ours.dir
+    ours.proc.send_signal(signal.SIGTERM)
+    ours.proc.wait(timeout=60)
+    times = []
+    for _ in range(5):
+        t0 = time.monotonic()
+        env = dict(os.environ, SUPLASH_LOG_LEVEL="warning")
+        p = subprocess.Popen([binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", data_dir],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=ROOT)
+        p.stdout.readline()
+        times.append((time.monotonic() - t0) * 1000)
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=60)
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return times
 
 
 def run_wrk(lua, server, spec, connections, duration):
@@ -321,15 +411,20 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=15)
     ap.add_argument("--connections", default="32,128")
-    ap.add_argument("--workloads", default="create,list,get,health,login,sync,idle")
+    ap.add_argument("--workloads", default="create,list,get,health,login,sync,idle,longpoll,coldstart")
     ap.add_argument("--entries", type=int, default=10_000)
     ap.add_argument("--idle", type=int, default=10_000, help="idle keep-alive connections for the RSS workload")
     ap.add_argument("--quick", action="store_true", help="1 run x 5 s, 32 connections")
     ap.add_argument("--skip-build", action="store_true")
+    ap.add_argument("--pb-skip-total", action="store_true", help="PocketBase list with skipTotal=1 (no COUNT)")
+    ap.add_argument("--coldstart-entries", type=int, default=1_000_000)
+    ap.add_argument("--longpoll-waiters", type=int, default=10_000)
     args = ap.parse_args()
     if args.quick:
         args.runs, args.duration, args.connections = 1, 5, "32"
     conns = [int(c) for c in args.connections.split(",")]
+    global PB_SKIP_TOTAL
+    PB_SKIP_TOTAL = args.pb_skip_total
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
     if not args.skip_build:
@@ -349,8 +444,24 @@ def main():
           f"{args.runs} run(s) x {args.duration} s, wrk -t2, connections {conns}, {args.entries} seeded entries")
     print(f"# durability: suplash = {Ours(ours_bin).durability()}; pocketbase = {PocketBase(pb_bin).durability()}")
     print("# wrk runs on the same 2 cores as the server under test\n")
+    have_nginx = ensure_nginx()
     for workload in args.workloads.split(","):
+        if workload == "longpoll":
+            print(f"## long polls ({args.longpoll_waiters} waiting; wake latency)\n")
+            out = subprocess.run([sys.executable, os.path.join(ROOT, "Benchmarks", "longpoll", "longpoll_bench.py"),
+                                  "--server", ours_bin, "--waiters", str(args.longpoll_waiters), "--wakes", "300"],
+                                 capture_output=True, text=True, timeout=900, cwd=ROOT)
+            print("```\n" + (out.stdout + out.stderr).strip() + "\n```\n")
+            continue
+        if workload == "coldstart":
+            times = cold_start(ours_bin, args.coldstart_entries)
+            print(f"## cold start to `listening` with {args.coldstart_entries} entries\n")
+            print(f"min {min(times):.0f} ms, median {statistics.median(times):.0f} ms, max {max(times):.0f} ms "
+                  f"(5 starts)\n")
+            continue
         servers = [Ours(ours_bin), PocketBase(pb_bin)]
+        if workload == "health" and have_nginx:
+            servers.append(Nginx())
         for s in servers:
             s.start()
             s.setup(args.entries if workload in ("list", "get", "sync") else 1)
@@ -391,6 +502,8 @@ def main():
                     ratio = ""
                     if s.name == "suplash" and "pocketbase" in med and med["pocketbase"]["rps"] > 0:
                         ratio = f"{m['rps'] / med['pocketbase']['rps']:.2f}x"
+                        if "nginx (floor)" in med and med["nginx (floor)"]["rps"] > 0:
+                            ratio += f" ({m['rps'] / med['nginx (floor)']['rps']:.2f}x of nginx)"
                     invalid = " INVALID" if m["status"] or m["errors"] else ""
                     print(f"| {s.name} | {c} | {m['rps']:.0f}{invalid} | {fmt_ms(m['p50'])} | {fmt_ms(m['p99'])} | "
                           f"{m['errors']} | {m['status']} | {ratio} | {vm_hwm_kib(s.proc.pid) / 1024:.1f} |")
