@@ -143,6 +143,10 @@ public protocol SyncRepository: Sendable {
 
     /// Applies `mutations` in order, in one write transaction, with last-write-wins on
     /// (`clientUpdatedAt`, `deviceID`); each applied mutation takes a change position.
+    /// Entry and day writes recompute daily totals, goals and achievements in the same
+    /// transaction. Rejections: `health_kit_uuid_exists`, `bill_exists`, `permission_denied`,
+    /// `operation_not_allowed` (profile delete), `read_only_collection` (`achievements`),
+    /// `unknown_collection`.
     /// - Parameter profilePatch: applies a profile merge patch (throws `ValidationFailure`).
     /// - Returns: one outcome per mutation and the change position after the transaction.
     func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
