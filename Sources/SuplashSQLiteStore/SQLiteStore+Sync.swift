@@ -44,8 +44,8 @@ extension SQLiteStore: SyncRepository {
                               document: entry.deleted ? nil : .waterEntry(entry))
         })
 
-    /// Every collection of the feed (bills, days, achievements join here).
-    static let feedSources: [FeedSource] = [profileFeed, waterEntriesFeed]
+    /// Every collection of the feed (spec §5).
+    static let feedSources: [FeedSource] = [profileFeed, waterEntriesFeed, billsFeed, daysFeed, achievementsFeed]
 
     public func changes(userID: String, after: Int64, limit: Int, includeTombstones: Bool) throws -> SyncPage {
         try read { c in
@@ -63,7 +63,7 @@ extension SQLiteStore: SyncRepository {
             let horizon = try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0
             let id = try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? ""
             return SyncPage(changes: Array(all.prefix(limit)), hasMore: hasMore, databaseID: id, purgeHorizon: horizon,
-                            headPosition: head)
+                            headPosition: head, profile: try SQLiteStore.loadProfile(c, userID: userID))
         }
     }
 
@@ -93,6 +93,12 @@ extension SQLiteStore: SyncRepository {
                 case "profile":
                     outcomes.append(try self.applyProfileMutation(ctx, userID: userID, deviceID: deviceID, now: now, m,
                                                                   profilePatch))
+                case "bills":
+                    outcomes.append(try self.applyBillMutation(ctx, userID: userID, deviceID: deviceID, now: now, m))
+                case "days":
+                    outcomes.append(try self.applyDayMutation(ctx, userID: userID, deviceID: deviceID, now: now, m))
+                case "achievements":
+                    outcomes.append(.rejected(SyncRejection(code: "read_only_collection")))
                 default:
                     outcomes.append(.rejected(SyncRejection(code: "unknown_collection")))
                 }
@@ -160,7 +166,7 @@ extension SQLiteStore: SyncRepository {
             }
             return .applied(SyncChange(collection: "water_entries", id: m.id, version: version, updatedAt: now,
                                        deleted: true, position: position, document: nil))
-        case .patchProfile:
+        case .patchProfile, .upsertBill, .putDay:
             return .rejected(SyncRejection(code: "invalid_mutation"))
         }
     }
@@ -212,8 +218,12 @@ extension SQLiteStore: SyncRepository {
     public func purgeTombstones(deletedBefore: Int64) throws -> (purged: Int, horizon: Int64) {
         try write { ctx in
             let c = ctx.connection
-            let rows = try c.query("DELETE FROM water_entries WHERE deleted = 1 AND updated_at < ? RETURNING change_position",
-                                   [.integer(deletedBefore)])
+            // Every collection with tombstones (each purge served by its `…_tombstones` index).
+            var rows: [SQLiteRow] = []
+            for table in ["water_entries", "bills"] {
+                rows += try c.query("DELETE FROM \(table) WHERE deleted = 1 AND updated_at < ? RETURNING change_position",
+                                    [.integer(deletedBefore)])
+            }
             let maxPurged = rows.compactMap { $0[0].int64 }.max() ?? 0
             _ = try c.run("UPDATE sync_state SET purge_horizon = max(purge_horizon, ?) WHERE singleton = 1",
                           [.integer(maxPurged)])

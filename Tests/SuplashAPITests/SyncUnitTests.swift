@@ -62,9 +62,10 @@ final class SyncUnitTests: XCTestCase {
         guard case .superseded(nil) = second[0] else { return XCTFail("\(second)") }
 
         let snapshot = try store.changes(userID: user.id, after: 0, limit: 10, includeTombstones: false)
-        XCTAssertEqual(snapshot.changes.map(\.collection), ["profile"])
+        // The entry earned `first_log`: achievements joined the feed (badges are kept).
+        XCTAssertEqual(snapshot.changes.map(\.collection), ["profile", "achievements"])
         let feed = try store.changes(userID: user.id, after: 0, limit: 10, includeTombstones: true)
-        XCTAssertEqual(feed.changes.map(\.collection), ["profile", "water_entries"])
+        XCTAssertEqual(feed.changes.map(\.collection), ["profile", "water_entries", "achievements"])
         XCTAssertEqual(feed.purgeHorizon, 0)
         let (purged, horizon) = try store.purgeTombstones(deletedBefore: now + 1)
         XCTAssertEqual(purged, 1)

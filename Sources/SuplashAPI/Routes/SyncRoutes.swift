@@ -60,7 +60,7 @@ enum SyncRoutes {
             query.after = decoded.position
             sinceDatabase = decoded.databaseID
         }
-        let (page, response) = try readPage(query, sinceDatabase: sinceDatabase, sync)
+        let (page, response) = try readPage(query, sinceDatabase: sinceDatabase, sync, now: request.now)
         if !page.changes.isEmpty || wait == 0 { return response }
         let timeoutToken = query.sinceToken ?? sync.tokens.encode(databaseID: page.databaseID, position: page.headPosition)
         let waiter = LongPollWaiter(query: query, sinceDatabase: sinceDatabase, timeoutToken: timeoutToken,
@@ -72,7 +72,9 @@ enum SyncRoutes {
     /// Reads one page and builds its response.
     /// - Throws: 410 `sync_token_expired` for a token of another database, from before the
     ///   purge horizon, or ahead of the database.
-    static func readPage(_ query: PullQuery, sinceDatabase: String?, _ sync: SyncServices) throws -> (SyncPage, HTTPResponse) {
+    ///   `now` (ms) is the instant the page's computed fields (bill status, current streak) refer to.
+    static func readPage(_ query: PullQuery, sinceDatabase: String?, _ sync: SyncServices,
+                         now: Int64) throws -> (SyncPage, HTTPResponse) {
         let page = try sync.repository.changes(userID: query.userID, after: query.after, limit: query.limit,
                                                includeTombstones: query.sinceToken != nil)
         if let sinceDatabase {
@@ -82,35 +84,17 @@ enum SyncRoutes {
         }
         let position = page.hasMore ? (page.changes.last?.position ?? query.after) : max(page.headPosition, query.after)
         let token = sync.tokens.encode(databaseID: page.databaseID, position: position)
-        return (page, pageResponse(page.changes, token: token, hasMore: page.hasMore))
+        let presenter = SyncPresenter(profile: page.profile, now: now)
+        return (page, pageResponse(page.changes.map(presenter.change), token: token, hasMore: page.hasMore))
     }
 
-    static func pageResponse(_ changes: [SyncChange], token: String, hasMore: Bool) -> HTTPResponse {
+    /// `{changes, nextToken, hasMore}` with already presented changes.
+    static func pageResponse(_ changes: [JSONValue], token: String, hasMore: Bool) -> HTTPResponse {
         .json(200, .object([
-            ("changes", .array(changes.map(present))),
+            ("changes", .array(changes)),
             ("nextToken", .string(token)),
             ("hasMore", .bool(hasMore)),
         ]))
-    }
-
-    /// `{collection, id, version, updatedAt, deleted, data}` (spec §5).
-    static func present(_ change: SyncChange) -> JSONValue {
-        .object([
-            ("collection", .string(change.collection)),
-            ("id", .string(change.id)),
-            ("version", .number(JSONNumber(change.version))),
-            ("updatedAt", .string(RFC3339.format(change.updatedAt))),
-            ("deleted", .bool(change.deleted)),
-            ("data", change.document.map(present) ?? .null),
-        ])
-    }
-
-    /// The document as its REST route shows it.
-    static func present(_ document: SyncDocument) -> JSONValue {
-        switch document {
-        case .profile(let p): Presenter.profile(p)
-        case .waterEntry(let e): Presenter.entry(e)
-        }
     }
 
     // MARK: - POST /v1/sync
@@ -131,9 +115,11 @@ enum SyncRoutes {
                              detail: "This collection is computed by the server.")
         case "unknown_collection":
             error = APIError(status: 422, code: code, title: "Unknown Collection",
-                             detail: "Writable collections: water_entries, profile.")
+                             detail: "Writable collections: water_entries, bills, days, profile.")
         case "health_kit_uuid_exists":
             error = .conflict(code, "Another entry holds this healthKitUUID.")
+        case "bill_exists":
+            error = .conflict(code, "Another live bill has the same provider, subscriberNo and period.")
         case "permission_denied":
             error = APIError(status: 403, code: code, title: "Forbidden", detail: "The profile id must be the caller's id.")
         case "operation_not_allowed":
@@ -156,7 +142,11 @@ enum SyncRoutes {
         r.rejectOthers(writable: ["collection", "id", "op", "data", "clientUpdatedAt"], readOnly: [])
         let collection = r.string("collection", maxLength: 64, required: true).value
         let rawID = members.first(where: { $0.0 == "id" })?.1.stringValue ?? ""
-        let id = r.formatted("id", required: true, formatMessage: "must be a UUID", parse: UUIDText.normalized).value
+        // Days are named by their local date (spec §4 `days/{date}`); every other document by a UUID.
+        let id = collection == "days"
+            ? r.formatted("id", required: true, formatMessage: "must be a date YYYY-MM-DD",
+                          parse: { LocalDate(parsing: $0)?.description }).value
+            : r.formatted("id", required: true, formatMessage: "must be a UUID", parse: UUIDText.normalized).value
         let op = r.oneOf("op", ["upsert", "delete"], required: true).value
         let clock = r.formatted("clientUpdatedAt", required: true, formatMessage: "must be an RFC 3339 timestamp",
                                 parse: RFC3339.parse).value
@@ -165,7 +155,7 @@ enum SyncRoutes {
             return (id ?? rawID, .failure(RejectedMutation(code: "validation_failed", errors: r.errors)))
         }
         if collection == "achievements" { return (id, .failure(RejectedMutation(code: "read_only_collection"))) }
-        guard collection == "water_entries" || collection == "profile" else {
+        guard ["water_entries", "bills", "days", "profile"].contains(collection) else {
             return (id, .failure(RejectedMutation(code: "unknown_collection")))
         }
         if clock > now + maxClockSkewMillis { return (id, .failure(RejectedMutation(code: "clock_skew"))) }
@@ -193,10 +183,34 @@ enum SyncRoutes {
             } catch {
                 return (id, .failure(RejectedMutation(code: "validation_failed", errors: error.errors)))
             }
+        case "bills", "days":
+            return (id, parseDomainUpsert(collection: collection, id: id, data: data, clock: clock))
         default:
             guard id == userID else { return (id, .failure(RejectedMutation(code: "permission_denied"))) }
             return (id, .success(SyncMutation(collection: collection, id: id, write: .patchProfile(.object(dataMembers)),
                                               clientUpdatedAt: clock)))
+        }
+    }
+
+    /// Validates the `data` of a `bills` or `days` upsert with the rules of its REST twin:
+    /// `BillValidation.create` (`POST …/bills`; a `data.id` must equal the mutation id) or
+    /// `DayValidation.put` (`PUT …/days/{date}`).
+    static func parseDomainUpsert(collection: String, id: String, data: JSONValue,
+                                  clock: Int64) -> Result<SyncMutation, RejectedMutation> {
+        do {
+            if collection == "days" {
+                let content = try DayValidation.put(data)
+                return .success(SyncMutation(collection: collection, id: id, write: .putDay(content), clientUpdatedAt: clock))
+            }
+            let input = try BillValidation.create(data)
+            if let bodyID = input.id, bodyID != id {
+                return .failure(RejectedMutation(code: "validation_failed",
+                                                 errors: [FieldError("/id", .invalidFormat, "must equal the mutation id")]))
+            }
+            return .success(SyncMutation(collection: collection, id: id, write: .upsertBill(input.content),
+                                         clientUpdatedAt: clock))
+        } catch {
+            return .failure(RejectedMutation(code: "validation_failed", errors: error.errors))
         }
     }
 
@@ -231,6 +245,8 @@ enum SyncRoutes {
             profilePatch: { patch, profile in
                 try ProfileValidation.applyMergePatch(patch, to: profile, isKnownTimeZone: timeZones.isKnown)
             })
+        // Computed fields of superseded documents (bill status, a day's goal) as after this push.
+        let presenter = SyncPresenter(profile: try services.users.user(id: uid)?.profile, now: request.now)
         var applied = outcomes.makeIterator()
         var results: [JSONValue] = []
         for (id, result) in parsed {
@@ -243,7 +259,7 @@ enum SyncRoutes {
                 case .applied?:
                     members.append(("status", .string("applied")))
                 case .superseded(let current)?:
-                    members += [("status", .string("superseded")), ("current", current.map(present) ?? .null)]
+                    members += [("status", .string("superseded")), ("current", current.map(presenter.document) ?? .null)]
                 case .rejected(let rejection)?:
                     members += [("status", .string("rejected")),
                                 ("error", Self.rejection(rejection.code, errors: rejection.errors))]
@@ -356,7 +372,8 @@ final class LongPollWaiter: LongPollParked, @unchecked Sendable {
         if later.isDone || lock.withLock({ closed }) { return }
         sync.longPolls.add(self, userID: query.userID)
         do {
-            let (page, response) = try SyncRoutes.readPage(query, sinceDatabase: sinceDatabase, sync)
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let (page, response) = try SyncRoutes.readPage(query, sinceDatabase: sinceDatabase, sync, now: now)
             if !page.changes.isEmpty { answer(response) }
         } catch {
             answer(APIError(error).response())

@@ -1,19 +1,26 @@
 import SuplashJSON
 
 /// A document as the change feed and sync push see it (spec §5). One case per
-/// collection; a collection that joins the feed (bills, days, achievements) adds a case.
+/// collection of the feed.
 public enum SyncDocument: Sendable, Equatable {
     /// `profile` — `users/{uid}`.
     case profile(UserProfile)
     /// `water_entries` — `water_logs/{uid}/entries/{id}`.
     case waterEntry(WaterEntry)
+    /// `bills` — `invoices/{uid}/bills/{billId}` (a live bill; tombstones carry no document).
+    case bill(Bill)
+    /// `days` — `water_logs/{uid}/days/{date}`; the change id is the local date `YYYY-MM-DD`.
+    case day(DayContext)
+    /// `achievements` — `achievements/{uid}`; the change id is the user id. Computed, read-only.
+    case achievements(Achievements)
 }
 
 /// One change of the feed: a document at its latest version (spec §5 change object).
 public struct SyncChange: Sendable, Equatable {
-    /// Collection name: `profile`, `water_entries` (later `bills`, `days`, `achievements`).
+    /// Collection name: `profile`, `water_entries`, `bills`, `days` or `achievements`.
     public var collection: String
-    /// Document id (lower-case UUID).
+    /// Document id: a lower-case UUID (the user id for `profile` and `achievements`), or the
+    /// local date `YYYY-MM-DD` for `days`.
     public var id: String
     /// Document version (+1 per write, a delete too).
     public var version: Int64
@@ -50,13 +57,19 @@ public struct SyncPage: Sendable {
     public var purgeHorizon: Int64
     /// The database's current change position in the same snapshot.
     public var headPosition: Int64
+    /// The user's profile in the same snapshot (nil when the user does not exist): its time
+    /// zone and base goal present computed fields (bill `status`, a day's `goalMl`, the
+    /// current streak) as the REST routes do.
+    public var profile: UserProfile?
 
-    public init(changes: [SyncChange], hasMore: Bool, databaseID: String, purgeHorizon: Int64, headPosition: Int64) {
+    public init(changes: [SyncChange], hasMore: Bool, databaseID: String, purgeHorizon: Int64, headPosition: Int64,
+                profile: UserProfile? = nil) {
         self.changes = changes
         self.hasMore = hasMore
         self.databaseID = databaseID
         self.purgeHorizon = purgeHorizon
         self.headPosition = headPosition
+        self.profile = profile
     }
 }
 
@@ -67,15 +80,21 @@ public enum SyncWrite: Sendable {
     /// Upsert of the profile: a merge patch of its writable fields, applied to the current
     /// profile inside the write transaction by the `profilePatch` closure of the push.
     case patchProfile(JSONValue)
-    /// A delete (tombstone) of the document.
+    /// Upsert of a whole bill, validated by `BillValidation.create` (as `POST …/bills`).
+    case upsertBill(BillContent)
+    /// Upsert of a day context, validated by `DayValidation.put` (as `PUT …/days/{date}`):
+    /// the whole day is replaced, an omitted field is cleared.
+    case putDay(DayContextContent)
+    /// A delete: a tombstone for `water_entries` and `bills`; for `days` it clears the day's
+    /// context (as a `PUT` of `{}`); refused for `profile`.
     case delete
 }
 
 /// A sync mutation after structural validation.
 public struct SyncMutation: Sendable {
-    /// `water_entries` or `profile`.
+    /// `water_entries`, `bills`, `days` or `profile`.
     public var collection: String
-    /// Lower-case UUID of the document.
+    /// The document id: a lower-case UUID, or the local date `YYYY-MM-DD` for `days`.
     public var id: String
     public var write: SyncWrite
     /// The client's clock for last-write-wins, ms since the epoch.
@@ -124,14 +143,18 @@ public protocol SyncRepository: Sendable {
 
     /// Applies `mutations` in order, in one write transaction, with last-write-wins on
     /// (`clientUpdatedAt`, `deviceID`); each applied mutation takes a change position.
+    /// Entry and day writes recompute daily totals, goals and achievements in the same
+    /// transaction. Rejections: `health_kit_uuid_exists`, `bill_exists`, `permission_denied`,
+    /// `operation_not_allowed` (profile delete), `read_only_collection` (`achievements`),
+    /// `unknown_collection`.
     /// - Parameter profilePatch: applies a profile merge patch (throws `ValidationFailure`).
     /// - Returns: one outcome per mutation and the change position after the transaction.
     func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
                         profilePatch: @escaping @Sendable (JSONValue, UserProfile) throws -> UserProfile)
         throws -> (outcomes: [SyncMutationOutcome], headPosition: Int64)
 
-    /// Deletes tombstones whose delete happened before `deletedBefore` (ms) and raises the
-    /// purge horizon to the largest purged position.
+    /// Deletes tombstones (water entries and bills) whose delete happened before
+    /// `deletedBefore` (ms) and raises the purge horizon to the largest purged position.
     /// - Returns: how many were purged and the horizon afterwards.
     func purgeTombstones(deletedBefore: Int64) throws -> (purged: Int, horizon: Int64)
 }
