@@ -20,6 +20,12 @@ public struct Services: Sendable {
     public var metrics: Metrics
     /// Folder for `POST /v1/admin/backup` snapshots.
     public var backupDirectory: String
+    /// Email codes through the outbox (issue 5); nil = the email routes answer 503.
+    public var mail: EmailCodes? = nil
+    /// Sign in with Apple token verification; nil = `/v1/auth/apple` answers 503.
+    public var apple: AppleSignIn? = nil
+    /// Apple `sub` → user links.
+    public var appleIdentities: (any AppleIdentityRepository)? = nil
 
     public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
                 tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,

@@ -142,7 +142,7 @@ enum ServeCommand {
             concurrency: concurrency)
         let database = env.database
         let migrations = env.migrations
-        let services = Services(
+        var services = Services(
             users: store, sessions: store, entries: store, tokens: tokens, revocations: revocations,
             authenticator: Authenticator(tokens: tokens, revocations: revocations, adminKeys: adminKeys,
                                          perUserLimit: rateLimits.perUser),
@@ -150,6 +150,8 @@ enum ServeCommand {
             passwordHashing: hashing, timeZones: TimeZoneDatabase(),
             readiness: { (try? Migrator.pending(database, migrations).isEmpty) ?? false },
             operations: store, rateLimits: rateLimits, metrics: metrics, backupDirectory: backupDir)
+        let outbox = try MailWiring.install(into: &services, configuration: configuration, dataDir: env.dataDir, store: store,
+                                            secret: secret, logger: logger)
 
         var api = APIConfiguration()
         api.defaultBodyLimit = try configuration.int("server.maxBodyBytes")
@@ -176,6 +178,7 @@ enum ServeCommand {
             let s = database.writerStatistics
             return s.commits > 0 ? Double(s.jobs) / Double(s.commits) : 0
         }
+        outbox.start()
         let port = try server.start()
         let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
         // The readiness line is the one thing on stdout; logs go to stderr.
@@ -186,6 +189,7 @@ enum ServeCommand {
         logger.info("shutting_down", .number("signal", Int(received)))
         server.shutdown(gracePeriod: Double(try configuration.int("server.shutdownGraceSeconds")))
         application.shutdown()
+        outbox.stop()
         do {
             _ = try database.checkpoint()
         } catch {
