@@ -67,6 +67,12 @@ public struct RSAPublicKey: Sendable, Hashable {
         return result == 1
     }
 
+    /// A NUL-terminated C string with static lifetime (nil for a literal stored as a scalar).
+    private static func cString(_ s: StaticString) -> UnsafePointer<CChar>? {
+        guard s.hasPointerRepresentation else { return nil }
+        return UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+
     /// A new `EVP_PKEY` (caller frees) from `n` and `e`, or nil.
     private func makeKey() -> OpaquePointer? {
         guard let builder = OSSL_PARAM_BLD_new() else { return nil }
@@ -77,9 +83,11 @@ public struct RSAPublicKey: Sendable, Hashable {
             BN_free(n)
             BN_free(e)
         }
-        guard let n, let e,
-              OSSL_PARAM_BLD_push_BN(builder, "n", n) == 1,
-              OSSL_PARAM_BLD_push_BN(builder, "e", e) == 1,
+        // The builder keeps the parameter-name pointers until `to_param`, so they must be
+        // static C strings (a Swift String argument is a temporary).
+        guard let n, let e, let nName = Self.cString("n"), let eName = Self.cString("e"),
+              OSSL_PARAM_BLD_push_BN(builder, nName, n) == 1,
+              OSSL_PARAM_BLD_push_BN(builder, eName, e) == 1,
               let params = OSSL_PARAM_BLD_to_param(builder) else {
             ERR_clear_error()
             return nil

@@ -96,6 +96,12 @@ public struct AppleIdentity: Sendable, Equatable {
     public var email: String?
     /// The `email_verified` claim (`true` or `"true"`).
     public var emailVerified: Bool
+
+    public init(sub: String, email: String?, emailVerified: Bool) {
+        self.sub = sub
+        self.email = email
+        self.emailVerified = emailVerified
+    }
 }
 
 /// Verifies Sign in with Apple identity tokens (RS256 JWTs signed by Apple): signature
