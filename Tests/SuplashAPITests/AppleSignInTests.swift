@@ -208,7 +208,7 @@ final class AppleSignInTests: XCTestCase {
         let (apple, _) = try keys()
         let s = try srv()
         let existing = try s.signUp(password: "verified account pw")
-        let code = try XCTUnwrap(MailFiles.latestCode(dataDir: s.dataDir, to: existing.email))
+        let code = try XCTUnwrap(MailFiles.latestCode(dataDir: s.dataDir, to: existing.email, wait: 10))
         XCTAssertEqual(try s.request("POST", "/v1/auth/email/verify", json: ["code": .string(code)], token: existing.token).status, 204)
         let linked = try signIn(apple.token(claims(email: existing.email)))
         XCTAssertEqual(linked.status, 200, linked.text)

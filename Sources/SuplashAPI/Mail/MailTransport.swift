@@ -18,7 +18,7 @@ public enum MailDeliveryError: Error, Sendable, Equatable {
 /// message may be handed over again after a crash, so transports must be idempotent by
 /// `message.id` (Resend: `Idempotency-Key`; file: the file name).
 public protocol MailTransport: Sendable {
-    /// Delivers `message` from `from` (an RFC 5322 mailbox, e.g. `Suplash <no-reply@suplash.app>`).
+    /// Delivers `message` (the transport knows the sender mailbox, `mail.from`).
     /// - Throws: `MailDeliveryError`.
     func deliver(_ message: OutboxMessage) throws(MailDeliveryError)
 }

@@ -135,7 +135,9 @@ public final class OutboxWorker: @unchecked Sendable {
             if attempted >= policy.batchSize { continue }
             let now = clock()
             var wakeAt = now + policy.scanIntervalMs
-            if let next = try? repository.nextAttemptTime() { wakeAt = min(wakeAt, max(next, now)) }
+            // The 250 ms floor keeps a message whose failure could not be recorded (a failing
+            // write) from being retried in a tight loop; a wake-up still cuts the wait short.
+            if let next = try? repository.nextAttemptTime() { wakeAt = min(wakeAt, max(next, now + 250)) }
             condition.withLock {
                 while !woken && !stopped {
                     let remaining = wakeAt - clock()

@@ -19,9 +19,9 @@ enum AppleRoutes {
         let now = request.now
         let identity = try apple.verify(token: input.identityToken, nonce: input.nonce, now: now / 1000)
         // Without a usable email claim the account gets a reserved placeholder (RFC 2606 `.invalid`).
-        let email = identity.email.flatMap(Credentials.normalizedEmail)
-            ?? "apple-\(SHA256.hex(Array(identity.sub.utf8)).prefix(20))@privaterelay.invalid"
-        let emailVerified = identity.email != nil && identity.emailVerified
+        let claimed = identity.email.flatMap(Credentials.normalizedEmail)
+        let email = claimed ?? "apple-\(SHA256.hex(Array(identity.sub.utf8)).prefix(20))@privaterelay.invalid"
+        let emailVerified = claimed != nil && identity.emailVerified
         let profile = UserProfile(id: services.newID(now: now), email: email, displayName: input.displayName, now: now)
         let (session, refreshToken) = AuthRoutes.newSession(userID: profile.id, now: now, services: services)
         let result = try identities.signInWithApple(sub: identity.sub, email: email, emailVerified: emailVerified,
