@@ -97,6 +97,7 @@ public struct AppleIdentity: Sendable, Equatable {
     /// The `email_verified` claim (`true` or `"true"`).
     public var emailVerified: Bool
 
+    /// An identity as read from verified claims.
     public init(sub: String, email: String?, emailVerified: Bool) {
         self.sub = sub
         self.email = email
@@ -116,6 +117,9 @@ public struct AppleSignIn: Sendable {
     /// Clock skew allowed on `exp` and `iat`, seconds.
     public let leewaySeconds: Int64
 
+    /// - Parameters:
+    ///   - audiences: accepted `aud` values (empty: every token is refused).
+    ///   - leewaySeconds: clock skew allowed on `exp`/`iat` (default 60).
     public init(keySet: AppleKeySet, audiences: Set<String>, leewaySeconds: Int64 = 60) {
         self.keySet = keySet
         self.audiences = audiences

@@ -12,6 +12,7 @@ public struct EmailCodePolicy: Sendable {
     /// Minimum time between two codes of one purpose for one user, ms (default 60 s).
     public var resendIntervalMs: Int64 = 60_000
 
+    /// The spec §3 defaults.
     public init() {}
 }
 

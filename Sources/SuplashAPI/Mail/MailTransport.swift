@@ -52,6 +52,7 @@ public struct ResendTransport: MailTransport {
         self.session = URLSession(configuration: configuration)
     }
 
+    /// One `POST {url}/emails`; 2xx delivers, 408/409/425/429/5xx and network errors are temporary, other statuses permanent.
     public func deliver(_ message: OutboxMessage) throws(MailDeliveryError) {
         var request = URLRequest(url: endpoint, timeoutInterval: timeoutSeconds)
         request.httpMethod = "POST"
@@ -125,11 +126,15 @@ public struct FileMailTransport: MailTransport {
     public let directory: String
     let from: String
 
+    /// - Parameters:
+    ///   - directory: the folder for `.eml` files (created with mode 0700 when missing).
+    ///   - from: the `From:` mailbox.
     public init(directory: String, from: String) {
         self.directory = directory
         self.from = from
     }
 
+    /// Writes `<directory>/<id>.eml` (temporary file, fsync, rename); I/O errors are temporary.
     public func deliver(_ message: OutboxMessage) throws(MailDeliveryError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,

@@ -15,6 +15,7 @@ public struct OutboxRetryPolicy: Sendable {
     /// Messages taken per pass.
     public var batchSize = 16
 
+    /// The defaults above.
     public init() {}
 
     /// The delay after failed attempt number `attempts` (1-based), "equal jitter": half of

@@ -21,6 +21,7 @@ public struct OutboxMessage: Sendable, Equatable {
     /// Delivery attempts made so far.
     public var attempts: Int
 
+    /// A message; `createdAt` in ms since the epoch.
     public init(id: String, recipient: String, subject: String, text: String, createdAt: Int64, attempts: Int = 0) {
         self.id = id
         self.recipient = recipient
@@ -42,6 +43,7 @@ public struct NewEmailCode: Sendable {
     /// ms since the epoch.
     public var expiresAt: Int64
 
+    /// A code row; times in ms since the epoch.
     public init(userID: String, purpose: EmailCodePurpose, codeHash: [UInt8], createdAt: Int64, expiresAt: Int64) {
         self.userID = userID
         self.purpose = purpose
@@ -131,6 +133,7 @@ public struct AppleSignInResult: Sendable {
     /// verified owner (see README "Decisions").
     public var revokedSessionIDs: [String]
 
+    /// The outcome of one sign-in.
     public init(user: UserProfile, created: Bool, revokedSessionIDs: [String]) {
         self.user = user
         self.created = created
