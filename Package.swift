@@ -56,6 +56,8 @@ let package = Package(
         .testTarget(name: "SuplashAPITests", dependencies: [
             "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
             "SuplashCrypto", "SuplashJSON",
+            // Test-only RSA key generation and RS256 signing for Sign in with Apple tokens.
+            "COpenSSL",
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -24,6 +24,12 @@ public struct Services: Sendable {
     public var backupDirectory: String
     /// Offline sync (issue 3): change feed, push, long polls, Idempotency-Key, batch import.
     public var sync: SyncServices?
+    /// Email codes through the outbox (issue 5); nil = the email routes answer 503.
+    public var mail: EmailCodes? = nil
+    /// Sign in with Apple token verification; nil = `/v1/auth/apple` answers 503.
+    public var apple: AppleSignIn? = nil
+    /// Apple `sub` → user links.
+    public var appleIdentities: (any AppleIdentityRepository)? = nil
 
     public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
                 tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,

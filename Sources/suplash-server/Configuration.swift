@@ -43,6 +43,12 @@ struct Configuration: Sendable {
         ("billing.tariffsDir", .string("")),
         ("sync.tombstoneRetentionDays", .number(JSONNumber(90))),
         ("sync.maintenanceIntervalSeconds", .number(JSONNumber(3600))),
+        ("mail.transport", .string("file")),
+        ("mail.resendURL", .string("https://api.resend.com")),
+        ("mail.resendApiKey", .string("")),
+        ("mail.from", .string("Suplash <no-reply@suplash.app>")),
+        ("apple.jwksURL", .string("https://appleid.apple.com/auth/keys")),
+        ("apple.audiences", .string("")),
         ("log.level", .string("info")),
     ]
 
@@ -124,14 +130,14 @@ struct Configuration: Sendable {
 
     func string(_ key: String) -> String { values[key]?.stringValue ?? "" }
 
-    /// The configuration as nested JSON (`{"server": {...}, ...}`), with `auth.jwtSecret`
-    /// redacted; `defaultsOnly` prints the built-in table.
+    /// The configuration as nested JSON (`{"server": {...}, ...}`), with `auth.jwtSecret` and
+    /// `mail.resendApiKey` redacted; `defaultsOnly` prints the built-in table.
     func rendered(defaultsOnly: Bool) -> String {
         var sections: [(String, [(String, JSONValue)])] = []
         for (key, value) in Self.defaults {
             let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
             var v = defaultsOnly ? value : (values[key] ?? value)
-            if key == "auth.jwtSecret", !(v.stringValue ?? "").isEmpty { v = .string("(set)") }
+            if key == "auth.jwtSecret" || key == "mail.resendApiKey", !(v.stringValue ?? "").isEmpty { v = .string("(set)") }
             if let i = sections.firstIndex(where: { $0.0 == parts[0] }) {
                 sections[i].1.append((parts[1], v))
             } else {

@@ -148,7 +148,7 @@ enum ServeCommand {
             concurrency: concurrency)
         let database = env.database
         let migrations = env.migrations
-        let services = Services(
+        var services = Services(
             users: store, sessions: store, entries: store, tokens: tokens, revocations: revocations,
             authenticator: Authenticator(tokens: tokens, revocations: revocations, adminKeys: adminKeys,
                                          perUserLimit: rateLimits.perUser),
@@ -163,6 +163,8 @@ enum ServeCommand {
                                           retentionDays: try configuration.int("sync.tombstoneRetentionDays"),
                                           intervalSeconds: Double(max(1, try configuration.int("sync.maintenanceIntervalSeconds"))),
                                           logger: logger)
+        let outbox = try MailWiring.install(into: &services, configuration: configuration, dataDir: env.dataDir, store: store,
+                                            secret: secret, logger: logger)
 
         var api = APIConfiguration()
         api.defaultBodyLimit = try configuration.int("server.maxBodyBytes")
@@ -189,6 +191,7 @@ enum ServeCommand {
             let s = database.writerStatistics
             return s.commits > 0 ? Double(s.jobs) / Double(s.commits) : 0
         }
+        outbox.start()
         let port = try server.start()
         let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
         // The readiness line is the one thing on stdout; logs go to stderr.
@@ -200,6 +203,7 @@ enum ServeCommand {
         server.shutdown(gracePeriod: Double(try configuration.int("server.shutdownGraceSeconds")))
         application.shutdown()
         maintenance.stop()
+        outbox.stop()
         do {
             _ = try database.checkpoint()
         } catch {

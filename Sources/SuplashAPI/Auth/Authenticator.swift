@@ -30,9 +30,9 @@ public struct Authenticator: Sendable {
             guard let name else { throw APIError.invalidToken() }
             return .admin(name: name)
         }
-        let (userID, sessionID) = try tokens.verifyAccessToken(token, now: request.now)
-        guard !revocations.isRevoked(sessionID: sessionID) else { throw APIError.invalidToken() }
-        guard !revocations.isRevoked(userID: userID) else { throw APIError.invalidToken() }
+        let (userID, sessionID, issuedAt) = try tokens.verifyAccessTokenIssuedAt(token, now: request.now)
+        guard !revocations.isRevoked(sessionID: sessionID), !revocations.isRevoked(userID: userID),
+              !revocations.isRevoked(userID: userID, issuedAt: issuedAt) else { throw APIError.invalidToken() }
         if let layer = perUserLimit {
             let decision = layer.take(userID, now: RateLimits.now())
             if !decision.allowed {

@@ -3,14 +3,20 @@ import Foundation
 /// The in-memory view of revoked sessions that every authenticated request consults
 /// (spec §3: revocation takes effect at once). It is filled from the database at
 /// start-up (sessions revoked within one access-token lifetime) and updated by the
-/// code paths that revoke (logout, refresh-token reuse, account deletion; later password
-/// reset), after their write has committed. An erased account revokes every token of its
-/// user at once.
+/// code paths that revoke (logout, refresh-token reuse, password reset, account deletion),
+/// after their write has committed.
+///
+/// Besides single sessions it holds erased accounts (every token refused) and per-user
+/// cut-offs: "access tokens of user X issued before T are revoked" (password reset revokes
+/// every session of a user at once).
 public final class RevocationView: @unchecked Sendable {
     // Guarded by `lock`.
     private var revokedSessions: Set<String>
-    // Guarded by `lock`.
+    // Guarded by `lock`: erased accounts.
     private var revokedUsers: Set<String>
+    // Guarded by `lock`: user id → Unix seconds; that user's access tokens with `iat` before it
+    // are revoked. At most one entry per user, so bounded by the number of users.
+    private var userCutoffs: [String: Int64] = [:]
     private let lock = NSLock()
 
     /// - Parameters:
@@ -39,5 +45,18 @@ public final class RevocationView: @unchecked Sendable {
     /// Marks session `id` revoked.
     public func revoke(sessionID id: String) {
         _ = lock.withLock { revokedSessions.insert(id) }
+    }
+
+    /// Revokes every access token of `userID` whose `iat` (Unix seconds) is before `seconds`.
+    /// Tokens issued within the cut-off second itself are covered by revoking their sessions
+    /// (`revoke(sessionID:)`), which the password-reset write reports.
+    public func revokeUser(_ userID: String, issuedBefore seconds: Int64) {
+        lock.withLock { userCutoffs[userID] = max(userCutoffs[userID] ?? seconds, seconds) }
+    }
+
+    /// True when an access token of `userID` issued at `issuedAt` (Unix seconds) falls under
+    /// a per-user cut-off.
+    public func isRevoked(userID: String, issuedAt: Int64) -> Bool {
+        lock.withLock { userCutoffs[userID].map { issuedAt < $0 } ?? false }
     }
 }

@@ -10,6 +10,8 @@ enum AuthRoutes {
         router.add("POST", "/v1/auth/login", Route { try logIn($0, services) })
         router.add("POST", "/v1/auth/refresh", Route { try refresh($0, services) })
         router.add("POST", "/v1/auth/logout", Route { try logOut($0, services) })
+        EmailCodeRoutes.register(into: &router, services: services)
+        AppleRoutes.register(into: &router, services: services)
     }
 
     /// A new session row plus its first refresh token.
@@ -28,6 +30,7 @@ enum AuthRoutes {
         let profile = UserProfile(id: services.newID(now: now), email: input.email, displayName: input.displayName, now: now)
         let (session, refreshToken) = newSession(userID: profile.id, now: now, services: services)
         let stored = try services.users.createUser(profile, passwordHash: phc, session: session)
+        services.mail?.sendVerificationAfterSignUp(stored, now: now)
         return .json(201, .object([
             ("user", Presenter.profile(stored)),
             ("session", services.tokens.sessionJSON(userID: stored.id, sessionID: session.id,

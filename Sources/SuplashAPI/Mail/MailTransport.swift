@@ -1,0 +1,188 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SuplashDomain
+import SuplashJSON
+
+/// Why a delivery attempt failed. `kind` is a fixed word (`network`, `timeout`, `http_503`,
+/// `io`), never provider text, so it can be logged and stored.
+public enum MailDeliveryError: Error, Sendable, Equatable {
+    /// Worth retrying later (network, timeout, 408, 409, 429, 5xx, file-system hiccup).
+    case temporary(kind: String)
+    /// Retrying cannot help (other 4xx: bad key, bad sender); the message is abandoned.
+    case permanent(kind: String)
+}
+
+/// Delivers one outbox message. Called only from the single delivery worker thread; a
+/// message may be handed over again after a crash, so transports must be idempotent by
+/// `message.id` (Resend: `Idempotency-Key`; file: the file name).
+public protocol MailTransport: Sendable {
+    /// Delivers `message` (the transport knows the sender mailbox, `mail.from`).
+    /// - Throws: `MailDeliveryError`.
+    func deliver(_ message: OutboxMessage) throws(MailDeliveryError)
+}
+
+/// The Resend HTTP API: `POST {baseURL}/emails` with `Authorization: Bearer {apiKey}`,
+/// `Idempotency-Key: {message id}` and JSON `{from, to: [recipient], subject, text}`.
+/// Uses FoundationNetworking's `URLSession` (https through libcurl) with a timeout.
+public struct ResendTransport: MailTransport {
+    let endpoint: URL
+    let apiKey: String
+    let from: String
+    let timeoutSeconds: Double
+    let session: URLSession
+
+    /// - Parameters:
+    ///   - baseURL: e.g. `https://api.resend.com` (a trailing `/` is fine).
+    ///   - timeoutSeconds: per request (default 10).
+    /// - Returns: nil when `baseURL` is not an http(s) URL.
+    public init?(baseURL: String, apiKey: String, from: String, timeoutSeconds: Double = 10) {
+        var base = baseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let url = URL(string: base + "/emails"), let scheme = url.scheme?.lowercased(),
+              scheme == "https" || scheme == "http", url.host != nil else { return nil }
+        self.endpoint = url
+        self.apiKey = apiKey
+        self.from = from
+        self.timeoutSeconds = timeoutSeconds
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeoutSeconds
+        configuration.timeoutIntervalForResource = timeoutSeconds * 2
+        self.session = URLSession(configuration: configuration)
+    }
+
+    /// One `POST {url}/emails`; 2xx delivers, 408/409/425/429/5xx and network errors are temporary, other statuses permanent.
+    public func deliver(_ message: OutboxMessage) throws(MailDeliveryError) {
+        var request = URLRequest(url: endpoint, timeoutInterval: timeoutSeconds)
+        request.httpMethod = "POST"
+        request.setValue("Bearer " + apiKey, forHTTPHeaderField: "Authorization")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue(message.id, forHTTPHeaderField: "Idempotency-Key")
+        request.setValue("suplash-sync", forHTTPHeaderField: "User-Agent")
+        let body: JSONValue = .object([
+            ("from", .string(from)), ("to", .array([.string(message.recipient)])),
+            ("subject", .string(message.subject)), ("text", .string(message.text)),
+        ])
+        request.httpBody = Data(body.serialized())
+        let status = HTTPCall.perform(request, session: session, timeoutSeconds: timeoutSeconds * 2 + 1)
+        switch status {
+        case .failure(let kind):
+            throw .temporary(kind: kind)
+        case .success(let code, _):
+            switch code {
+            case 200..<300: return
+            case 408, 409, 425, 429, 500...599: throw .temporary(kind: "http_\(code)")
+            default: throw .permanent(kind: "http_\(code)")
+            }
+        }
+    }
+}
+
+/// A blocking HTTP exchange over `URLSession` for worker threads (never event loops).
+enum HTTPCall {
+    enum Outcome: Sendable {
+        case success(status: Int, body: [UInt8])
+        case failure(kind: String)
+    }
+
+    /// Result box filled by the session's completion handler.
+    private final class Box: @unchecked Sendable {
+        // Guarded by `lock`.
+        var outcome: Outcome = .failure(kind: "timeout")
+        let lock = NSLock()
+    }
+
+    /// Runs `request`, waiting at most `timeoutSeconds`.
+    static func perform(_ request: URLRequest, session: URLSession, timeoutSeconds: Double) -> Outcome {
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        let task = session.dataTask(with: request) { data, response, error in
+            let outcome: Outcome
+            if let http = response as? HTTPURLResponse, error == nil {
+                outcome = .success(status: http.statusCode, body: data.map { Array($0) } ?? [])
+            } else if let error = error as? URLError, error.code == .timedOut {
+                outcome = .failure(kind: "timeout")
+            } else {
+                outcome = .failure(kind: "network")
+            }
+            box.lock.withLock { box.outcome = outcome }
+            done.signal()
+        }
+        task.resume()
+        if done.wait(timeout: .now() + timeoutSeconds) == .timedOut {
+            task.cancel()
+            return .failure(kind: "timeout")
+        }
+        return box.lock.withLock { box.outcome }
+    }
+}
+
+/// Development transport: one RFC 5322 `.eml` file per message, `<directory>/<message id>.eml`,
+/// mode 0600 in a 0700 directory. Written to a temporary name and renamed, so a message
+/// handed over twice is still one file.
+public struct FileMailTransport: MailTransport {
+    /// The folder holding the `.eml` files (`<dataDir>/mail`).
+    public let directory: String
+    let from: String
+
+    /// - Parameters:
+    ///   - directory: the folder for `.eml` files (created with mode 0700 when missing).
+    ///   - from: the `From:` mailbox.
+    public init(directory: String, from: String) {
+        self.directory = directory
+        self.from = from
+    }
+
+    /// Writes `<directory>/<id>.eml` (temporary file, fsync, rename); I/O errors are temporary.
+    public func deliver(_ message: OutboxMessage) throws(MailDeliveryError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .temporary(kind: "io")
+        }
+        let safeID = String(message.id.unicodeScalars.filter {
+            CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_"
+        })
+        guard !safeID.isEmpty else { throw .permanent(kind: "bad_id") }
+        let path = directory + "/" + safeID + ".eml"
+        let temporary = path + ".tmp"
+        let bytes = Array(Self.render(message, from: from).utf8)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .temporary(kind: "io") }
+        fchmod(fd, 0o600)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd)
+        close(fd)
+        guard written == bytes.count, synced == 0, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw .temporary(kind: "io")
+        }
+    }
+
+    /// The message as RFC 5322 text with CRLF line ends; a non-ASCII subject is an RFC 2047
+    /// encoded word; the body is UTF-8 (`Content-Transfer-Encoding: 8bit`).
+    public static func render(_ message: OutboxMessage, from: String) -> String {
+        let date = Date(timeIntervalSince1970: Double(message.createdAt) / 1000)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
+        let subject = message.subject.unicodeScalars.allSatisfy({ $0.isASCII })
+            ? message.subject
+            : "=?UTF-8?B?" + Data(message.subject.utf8).base64EncodedString() + "?="
+        let headers = [
+            "Message-ID: <\(message.id)@suplash>",
+            "Date: \(formatter.string(from: date))",
+            "From: \(from)",
+            "To: \(message.recipient)",
+            "Subject: \(subject)",
+            "MIME-Version: 1.0",
+            "Content-Type: text/plain; charset=utf-8",
+            "Content-Transfer-Encoding: 8bit",
+        ]
+        let body = message.text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\r\n")
+        return headers.joined(separator: "\r\n") + "\r\n\r\n" + body + "\r\n"
+    }
+}
