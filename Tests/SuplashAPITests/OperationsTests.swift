@@ -84,3 +84,60 @@ final class ConfigurationFileTests: XCTestCase {
         XCTAssertTrue(out.contains("\"userPerMinute\":7"), out)
     }
 }
+
+/// Spec §7 privacy: markers planted in every kind of user content never reach the log.
+final class LogPrivacyTests: XCTestCase {
+    func testMarkersInUserContentNeverReachTheLog() throws {
+        let server = try TestServer(environment: ["SUPLASH_LOG_LEVEL": "debug"])
+        let marker = "mk\(UUID().uuidString.prefix(8).lowercased())"
+        let email = "\(marker)-mail@example.test"
+        let password = "\(marker)-password"
+        let signup = try server.request("POST", "/v1/auth/signup",
+                                        json: ["email": .string(email), "password": .string(password),
+                                               "displayName": .string("\(marker)-name")])
+        XCTAssertEqual(signup.status, 201)
+        let token = try XCTUnwrap(signup.json?["session"]?["accessToken"]?.stringValue)
+        let refresh = try XCTUnwrap(signup.json?["session"]?["refreshToken"]?.stringValue)
+        let device = UUID().uuidString
+        _ = try server.request("POST", "/v1/auth/login", json: ["email": .string(email), "password": .string(password)])
+        _ = try server.request("POST", "/v1/auth/login", json: ["email": .string(email), "password": .string("\(marker)-wrong")])
+        _ = try server.request("PATCH", "/v1/users/me", json: ["displayName": .string("\(marker)-renamed")], token: token)
+        let entry = try server.request("POST", "/v1/water_logs/me/entries",
+                                       json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date())),
+                                              "note": .string("\(marker)-note")],
+                                       token: token, headers: [("X-Device-ID", device), ("Idempotency-Key", "\(marker)-key")])
+        let entryID = entry.json?["id"]?.stringValue ?? ""
+        _ = try server.request("PATCH", "/v1/water_logs/me/entries/\(entryID)", json: ["note": .string("\(marker)-note2")],
+                               token: token)
+        _ = try server.request("POST", "/v1/water_logs/me/entries:batch",
+                               json: ["entries": [["amountMl": 100, "loggedAt": .string(rfc3339(Date())),
+                                                   "note": .string("\(marker)-batch")]]], token: token)
+        _ = try server.request("POST", "/v1/water_logs/me/entries", json: ["amountMl": 1, "note": .string("\(marker)-bad")],
+                               token: token)
+        _ = try server.request("POST", "/v1/sync",
+                               json: ["mutations": [["collection": "water_entries", "id": .string(UUID().uuidString),
+                                                     "op": "upsert", "clientUpdatedAt": .string(rfc3339(Date())),
+                                                     "data": ["amountMl": 200, "loggedAt": .string(rfc3339(Date())),
+                                                              "note": .string("\(marker)-sync")]]]],
+                               token: token, headers: [("X-Device-ID", device)])
+        let bill = try server.request("POST", "/v1/invoices/me/bills",
+                                      json: ["provider": "ISKI", "subscriberNo": .string("\(marker)-sub"), "period": "2026-10",
+                                             "consumptionM3": 12.5, "amountMinor": 60000, "dueDate": "2026-11-20"],
+                                      token: token)
+        XCTAssertEqual(bill.status, 201, bill.text)
+        _ = try server.request("GET", "/v1/invoices/me/estimate?provider=ISKI&subscriberNo=\(marker)-sub", token: token)
+        _ = try server.request("GET", "/v1/users/me/export", token: token)
+        _ = try server.request("GET", "/v1/water_logs/me/entries?from=\(marker)", token: token)
+        _ = try server.request("POST", "/v1/auth/password/forgot", json: ["email": .string(email)])
+        _ = try server.request("POST", "/v1/auth/refresh", json: ["refreshToken": .string(refresh)])
+        _ = try server.request("GET", "/v1/users/me", token: "\(marker)-not-a-token")
+        _ = try server.request("GET", "/v1/\(marker)-no-such-route")
+        server.stop()
+        let log = server.serverLog
+        XCTAssertTrue(log.contains("\"event\":\"request\""), "requests are logged")
+        XCTAssertFalse(log.contains(marker), "a user-supplied marker reached the log")
+        for secret in [token, refresh, entryID] where !secret.isEmpty {
+            XCTAssertFalse(log.contains(secret), "a token or document id reached the log")
+        }
+    }
+}
