@@ -46,8 +46,8 @@ public actor SuplashClient {
     public nonisolated let deviceID: String
     private let configuration: SuplashConfiguration
     private let transport: Transport
-    private let store: LocalStore
-    private var session: Session?
+    let store: LocalStore
+    var session: Session?
     private var refreshTask: Task<Session, any Error>?
     private var pushTask: Task<SyncReport, any Error>?
     private var pullTask: Task<SyncReport, any Error>?
@@ -450,5 +450,19 @@ public actor SuplashClient {
                                                        query: query.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
         guard (200..<300).contains(response.status) else { throw response.problem }
         return response.body
+    }
+}
+
+extension SuplashClient {
+    /// The current access token (tests and tools that call routes SuplashKit does not wrap).
+    func currentAccessToken() throws -> String {
+        guard let session else { throw SuplashError.notSignedIn }
+        return session.accessToken
+    }
+
+    /// Forms (and persists) the next outbox batch without sending it: for crash tests.
+    func formBatchForTest() throws -> (key: String, body: String) {
+        guard let (key, rows) = try store.nextBatch(limit: 500) else { throw SuplashError.invalidArgument("empty outbox") }
+        return (key, JSONText.object([("mutations", .array(rows.map(\.mutation)))]).text)
     }
 }
