@@ -40,7 +40,9 @@ struct SuplashCLI {
           sync                                   push unsent writes, pull changes
           bills                                  water bills
           export [--output FILE]                 all your data as JSON
-          import-health FILE [--include-suplash] import water from Apple Health export.xml / export.zip
+          import-health FILE [--include-suplash] [--dry-run]
+                                                 import water from Apple Health export.xml / export.zip
+                                                 (--dry-run: read and count only, upload nothing)
         """
 
     static func run(_ arguments: inout Arguments, _ output: Output) async throws {
@@ -105,9 +107,14 @@ struct SuplashCLI {
             }
         case "import-health":
             let includeOwn = arguments.flag("--include-suplash")
+            let dryRun = arguments.flag("--dry-run")
             guard let file = arguments.next() else { throw UsageError("import-health needs FILE") }
             try arguments.finish()
-            try await Commands.importHealth(file: file, includeOwn: includeOwn, context, output)
+            if dryRun {
+                try await Commands.readHealth(file: file, includeOwn: includeOwn, output)
+            } else {
+                try await Commands.importHealth(file: file, includeOwn: includeOwn, context, output)
+            }
         default:
             throw UsageError("unknown command \(command)")
         }

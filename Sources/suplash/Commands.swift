@@ -144,6 +144,29 @@ enum Commands {
         output.raw(data, human: human)
     }
 
+    /// `import-health --dry-run`: reads and converts, uploads nothing (no sign-in needed).
+    static func readHealth(file: String, includeOwn: Bool, _ output: Output) async throws {
+        let started = Date()
+        let reader = HealthExportReader(path: file, includeOwnRecords: includeOwn)
+        var samples = 0
+        var totalMl = 0
+        try await reader.read { found in
+            samples += found.count
+            totalMl += found.reduce(0) { $0 + $1.amountMl }
+        }
+        let seconds = Date().timeIntervalSince(started)
+        let c = reader.counts
+        output.result([
+            "records": c.records, "waterRecords": c.waterRecords, "skippedSuplash": c.skippedOwn,
+            "malformed": c.malformed, "xmlErrors": c.xmlErrors, "samples": samples, "totalMl": totalMl,
+            "bytes": c.bytes, "seconds": (seconds * 1000).rounded() / 1000,
+            "recordsPerSecond": seconds > 0 ? Int(Double(c.records) / seconds) : 0,
+        ], human: """
+            Read \(c.records) records (\(c.waterRecords) water, \(samples) to import, \(totalMl) ml) \
+            in \(String(format: "%.1f", seconds)) s; skipped from Suplash \(c.skippedOwn), malformed \(c.malformed).
+            """)
+    }
+
     static func importHealth(file: String, includeOwn: Bool, _ context: Context, _ output: Output) async throws {
         let client = try context.client()
         let started = Date()
