@@ -6,7 +6,7 @@
 FROM swift:6.3-bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libsqlite3-dev libssl-dev libargon2-dev zlib1g-dev \
+      libsqlite3-dev libssl-dev libargon2-dev zlib1g-dev libxml2-dev libarchive-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./

@@ -7,6 +7,8 @@ let package = Package(
     name: "suplash-sync",
     products: [
         .executable(name: "suplash-server", targets: ["suplash-server"]),
+        .library(name: "SuplashKit", targets: ["SuplashKit"]),
+        .executable(name: "suplash", targets: ["suplash"]),
     ],
     targets: [
         // MARK: C libraries (system-library targets and one tiny shim)
@@ -18,6 +20,10 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CArgon2", path: "Sources/CArgon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0",
+                       providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(name: "CArchive", path: "Sources/CArchive", pkgConfig: "libarchive",
+                       providers: [.apt(["libarchive-dev"])]),
 
         // MARK: Leaf libraries
         .target(name: "SuplashLogging"),
@@ -47,6 +53,15 @@ let package = Package(
             "SuplashCrypto", "SuplashLogging", "SuplashJSON",
         ]),
 
+        // MARK: The client side (issue 7): SuplashKit serves the apps too, so it uses only
+        // Foundation (URLSession), SQLite and zlib — SQLite3 on Apple platforms, CSQLite here.
+        .target(name: "SuplashKit", dependencies: [
+            .target(name: "CSQLite", condition: .when(platforms: [.linux])), "CZlib",
+        ]),
+        // Apple Health export reader (Linux CLI only): libxml2 SAX, libarchive for export.zip.
+        .target(name: "SuplashHealthImport", dependencies: ["SuplashKit", "SuplashCrypto", "CLibXML2", "CArchive"]),
+        .executableTarget(name: "suplash", dependencies: ["SuplashKit", "SuplashHealthImport"]),
+
         // MARK: Tests mirror the targets
         .testTarget(name: "SuplashJSONTests", dependencies: ["SuplashJSON"]),
         .testTarget(name: "SuplashCryptoTests", dependencies: ["SuplashCrypto"]),
@@ -59,6 +74,8 @@ let package = Package(
             // Test-only RSA key generation and RS256 signing for Sign in with Apple tokens.
             "COpenSSL",
         ]),
+        .testTarget(name: "SuplashKitTests", dependencies: ["SuplashKit", "SuplashHealthImport"],
+                    exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -33,3 +33,22 @@ public func hexString(_ bytes: some Sequence<UInt8>) -> String {
     }
     return String(decoding: out, as: UTF8.self)
 }
+
+/// SHA-1 (FIPS 180-4) through OpenSSL's EVP interface. Not for security: it exists for
+/// name-based UUIDs (RFC 9562 version 5), which are defined on SHA-1.
+public enum SHA1 {
+    /// The 20-byte SHA-1 digest of `bytes`.
+    public static func hash(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        let input = Array(bytes)
+        var digest = [UInt8](repeating: 0, count: 20)
+        var length: UInt32 = 0
+        let ok = input.withUnsafeBytes { raw in
+            digest.withUnsafeMutableBytes { out in
+                EVP_Digest(raw.baseAddress, raw.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                           &length, EVP_sha1(), nil)
+            }
+        }
+        precondition(ok == 1 && length == 20, "EVP_Digest(SHA-1) cannot fail for in-memory input")
+        return digest
+    }
+}

@@ -1,0 +1,305 @@
+import Foundation
+
+/// One outbox row: a local write waiting to be pushed.
+struct OutboxRow: Sendable {
+    var seq: Int64
+    var collection: String
+    var documentID: String
+    var op: String
+    var data: String?
+    var clientUpdatedAt: String
+
+    /// The mutation as `POST /v1/sync` takes it (fixed member order: a retry sends the same bytes).
+    var mutation: JSONText {
+        var members: [(String, JSONText)] = [("collection", .string(collection)), ("id", .string(documentID)),
+                                             ("op", .string(op))]
+        if let data { members.append(("data", .raw(data))) }
+        members.append(("clientUpdatedAt", .string(clientUpdatedAt)))
+        return .object(members)
+    }
+}
+
+/// One pulled change, ready to store.
+struct PulledChange: Sendable {
+    var collection: String
+    var id: String
+    var deleted: Bool
+    var data: String?
+    var loggedAtMillis: Int64?
+}
+
+/// The server's verdict on one pushed mutation.
+enum PushVerdict: Sendable {
+    case applied
+    /// The winner: its JSON (nil when the winner is a delete) and its `loggedAt`.
+    case superseded(current: String?, loggedAtMillis: Int64?)
+    case rejected(code: String, detail: String)
+}
+
+/// The SQLite file behind a ``SuplashClient``: documents (each with the local view `data`
+/// and the last server-confirmed `server_data`), the sync token, the outbox, and rejected
+/// mutations. Every method is one transaction.
+final class LocalStore {
+    let db: SQLiteConnection
+
+    init(path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                     attributes: [.posixPermissions: 0o700])
+        }
+        db = try SQLiteConnection(path: path)
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS documents(
+                collection TEXT NOT NULL, id TEXT NOT NULL,
+                data TEXT, server_data TEXT, logged_at_ms INTEGER, stale INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY(collection, id));
+            CREATE INDEX IF NOT EXISTS documents_logged ON documents(collection, logged_at_ms);
+            CREATE TABLE IF NOT EXISTS outbox(
+                seq INTEGER PRIMARY KEY AUTOINCREMENT, collection TEXT NOT NULL, doc_id TEXT NOT NULL,
+                op TEXT NOT NULL, data TEXT, client_updated_at TEXT NOT NULL, device_id TEXT NOT NULL,
+                idempotency_key TEXT NOT NULL, batch_key TEXT);
+            CREATE INDEX IF NOT EXISTS outbox_doc ON outbox(collection, doc_id);
+            CREATE TABLE IF NOT EXISTS rejected(
+                seq INTEGER PRIMARY KEY, collection TEXT NOT NULL, doc_id TEXT NOT NULL, op TEXT NOT NULL,
+                data TEXT, code TEXT NOT NULL, detail TEXT NOT NULL, rejected_at TEXT NOT NULL);
+            """)
+        try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+    }
+
+    // MARK: meta
+
+    func meta(_ key: String) throws -> String? {
+        try db.query("SELECT value FROM meta WHERE key = ?", [.text(key)]).first?.first?.string
+    }
+
+    func setMeta(_ key: String, _ value: String?) throws {
+        if let value {
+            try db.query("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                         [.text(key), .text(value)])
+        } else {
+            try db.query("DELETE FROM meta WHERE key = ?", [.text(key)])
+        }
+    }
+
+    /// Forgets everything but the device id (another user signed in on this install).
+    func wipe() throws {
+        try db.transaction {
+            try db.execute("DELETE FROM documents; DELETE FROM outbox; DELETE FROM rejected; DELETE FROM meta WHERE key <> 'device_id'")
+        }
+    }
+
+    // MARK: local writes
+
+    /// Commits a local write: the outbox row and the new local view, in one transaction.
+    /// `data` is the mutation's payload, `view` the document as the UI now sees it (nil: deleted).
+    func recordLocalWrite(collection: String, id: String, op: String, data: String?, view: String?,
+                          loggedAtMillis: Int64?, clientUpdatedAt: String, deviceID: String) throws {
+        try db.transaction {
+            try db.query("""
+                INSERT INTO outbox(collection, doc_id, op, data, client_updated_at, device_id, idempotency_key)
+                VALUES(?, ?, ?, ?, ?, ?, ?)
+                """, [.text(collection), .text(id), .text(op), data.map(SQLValue.text) ?? .null, .text(clientUpdatedAt),
+                      .text(deviceID), .text(newUUID())])
+            try db.query("""
+                INSERT INTO documents(collection, id, data, logged_at_ms) VALUES(?, ?, ?, ?)
+                ON CONFLICT(collection, id) DO UPDATE SET data = excluded.data, logged_at_ms = excluded.logged_at_ms
+                """, [.text(collection), .text(id), view.map(SQLValue.text) ?? .null,
+                      loggedAtMillis.map(SQLValue.int) ?? .null])
+        }
+    }
+
+    func pendingCount() throws -> Int {
+        Int(try db.query("SELECT count(*) FROM outbox").first?.first?.int ?? 0)
+    }
+
+    // MARK: push
+
+    /// The next batch to push and its Idempotency-Key. A batch, once formed, is persisted
+    /// (`batch_key`), so after a crash or a lost answer the same rows go again with the same
+    /// key and the same bytes.
+    func nextBatch(limit: Int) throws -> (key: String, rows: [OutboxRow])? {
+        try db.transaction {
+            var key = try db.query("SELECT batch_key FROM outbox WHERE batch_key IS NOT NULL ORDER BY seq LIMIT 1")
+                .first?.first?.string
+            if key == nil {
+                let first = try db.query("SELECT seq, idempotency_key FROM outbox ORDER BY seq LIMIT 1")
+                guard let row = first.first, let seq = row[0].int, let k = row[1].string else { return nil }
+                try db.query("""
+                    UPDATE outbox SET batch_key = ? WHERE seq IN
+                      (SELECT seq FROM outbox WHERE seq >= ? AND batch_key IS NULL ORDER BY seq LIMIT ?)
+                    """, [.text(k), .int(seq), .int(Int64(limit))])
+                key = k
+            }
+            guard let key else { return nil }
+            let rows = try db.query("""
+                SELECT seq, collection, doc_id, op, data, client_updated_at FROM outbox WHERE batch_key = ? ORDER BY seq
+                """, [.text(key)]).map { r in
+                OutboxRow(seq: r[0].int ?? 0, collection: r[1].string ?? "", documentID: r[2].string ?? "",
+                          op: r[3].string ?? "", data: r[4].string, clientUpdatedAt: r[5].string ?? "")
+            }
+            return (key, rows)
+        }
+    }
+
+    /// Gives a batch a fresh key (the server refused the old one as a mismatch).
+    func rekeyBatch(_ key: String) throws {
+        try db.query("UPDATE outbox SET batch_key = ? WHERE batch_key = ?", [.text(newUUID()), .text(key)])
+    }
+
+    private func hasPending(_ collection: String, _ id: String) throws -> Bool {
+        try !db.query("SELECT 1 FROM outbox WHERE collection = ? AND doc_id = ? LIMIT 1", [.text(collection), .text(id)]).isEmpty
+    }
+
+    /// Settles a pushed batch: drops its rows from the outbox and applies each verdict.
+    func applyPushResults(_ rows: [OutboxRow], _ verdicts: [PushVerdict], now: String) throws -> SyncReport {
+        var report = SyncReport()
+        try db.transaction {
+            for (row, verdict) in zip(rows, verdicts) {
+                try db.query("DELETE FROM outbox WHERE seq = ?", [.int(row.seq)])
+                let laterWrites = try hasPending(row.collection, row.documentID)
+                let key: [SQLValue] = [.text(row.collection), .text(row.documentID)]
+                switch verdict {
+                case .applied:
+                    report.applied += 1
+                    // The server now holds this write (the next pull brings its exact form).
+                    if row.op == "delete" {
+                        try db.query("UPDATE documents SET server_data = NULL WHERE collection = ? AND id = ?", key)
+                    } else {
+                        try db.query("UPDATE documents SET server_data = data WHERE collection = ? AND id = ?", key)
+                    }
+                case .superseded(let current, let loggedAt):
+                    report.superseded += 1
+                    try db.query("UPDATE documents SET server_data = ? WHERE collection = ? AND id = ?",
+                                 [current.map(SQLValue.text) ?? .null] + key)
+                    if !laterWrites {
+                        try db.query("UPDATE documents SET data = ?, logged_at_ms = ? WHERE collection = ? AND id = ?",
+                                     [current.map(SQLValue.text) ?? .null, loggedAt.map(SQLValue.int) ?? .null] + key)
+                    }
+                case .rejected(let code, let detail):
+                    report.rejected += 1
+                    try db.query("""
+                        INSERT INTO rejected(seq, collection, doc_id, op, data, code, detail, rejected_at)
+                        VALUES(?, ?, ?, ?, ?, ?, ?, ?)
+                        """, [.int(row.seq), .text(row.collection), .text(row.documentID), .text(row.op),
+                              row.data.map(SQLValue.text) ?? .null, .text(code), .text(detail), .text(now)])
+                    if !laterWrites {
+                        // Back to what the server last confirmed (nothing, for a refused new entry).
+                        try db.query("UPDATE documents SET data = server_data WHERE collection = ? AND id = ?", key)
+                        if let confirmed = try db.query("SELECT server_data FROM documents WHERE collection = ? AND id = ?", key)
+                            .first?.first?.string, let object = JSONRead.object(confirmed),
+                           let at = JSONRead.string(object["loggedAt"]).flatMap(Timestamp.parse) {
+                            try db.query("UPDATE documents SET logged_at_ms = ? WHERE collection = ? AND id = ?", [.int(at)] + key)
+                        }
+                    }
+                }
+                try db.query("DELETE FROM documents WHERE collection = ? AND id = ? AND data IS NULL AND server_data IS NULL", key)
+            }
+        }
+        return report
+    }
+
+    // MARK: pull
+
+    /// Starts a full snapshot: every document is marked stale until the snapshot shows it.
+    func beginSnapshot() throws {
+        try db.transaction {
+            try db.query("UPDATE documents SET stale = 1")
+            try setMeta("sync_token", nil)
+            try setMeta("snapshot_in_progress", "1")
+        }
+    }
+
+    /// Applies one page of changes and stores its token, in one transaction. A document
+    /// with writes still in the outbox keeps its local view (only `server_data` moves).
+    /// The last page of a snapshot removes what the snapshot did not show — except
+    /// documents with unsent writes.
+    func applyPage(_ changes: [PulledChange], nextToken: String, hasMore: Bool) throws {
+        try db.transaction {
+            for change in changes {
+                let key: [SQLValue] = [.text(change.collection), .text(change.id)]
+                let pending = try hasPending(change.collection, change.id)
+                let data = change.deleted ? SQLValue.null : (change.data.map(SQLValue.text) ?? .null)
+                if pending {
+                    try db.query("""
+                        INSERT INTO documents(collection, id, data, server_data, stale) VALUES(?, ?, NULL, ?, 0)
+                        ON CONFLICT(collection, id) DO UPDATE SET server_data = excluded.server_data, stale = 0
+                        """, key + [data])
+                } else {
+                    try db.query("""
+                        INSERT INTO documents(collection, id, data, server_data, logged_at_ms, stale) VALUES(?, ?, ?, ?, ?, 0)
+                        ON CONFLICT(collection, id) DO UPDATE SET data = excluded.data, server_data = excluded.server_data,
+                          logged_at_ms = excluded.logged_at_ms, stale = 0
+                        """, key + [data, data, change.loggedAtMillis.map(SQLValue.int) ?? .null])
+                }
+                try db.query("DELETE FROM documents WHERE collection = ? AND id = ? AND data IS NULL AND server_data IS NULL", key)
+            }
+            if !hasMore, try meta("snapshot_in_progress") != nil {
+                try db.query("UPDATE documents SET server_data = NULL WHERE stale = 1")
+                try db.query("""
+                    DELETE FROM documents WHERE stale = 1 AND NOT EXISTS
+                      (SELECT 1 FROM outbox o WHERE o.collection = documents.collection AND o.doc_id = documents.id)
+                    """)
+                try db.query("UPDATE documents SET stale = 0")
+                try setMeta("snapshot_in_progress", nil)
+            }
+            try setMeta("sync_token", nextToken)
+        }
+    }
+
+    // MARK: reads
+
+    /// Live water entries with `loggedAt` in [from, to), newest first.
+    func entries(fromMillis: Int64, toMillis: Int64) throws -> [WaterEntry] {
+        try db.query("""
+            SELECT d.data, EXISTS(SELECT 1 FROM outbox o WHERE o.collection = d.collection AND o.doc_id = d.id)
+            FROM documents d WHERE d.collection = 'water_entries' AND d.data IS NOT NULL
+              AND d.logged_at_ms >= ? AND d.logged_at_ms < ?
+            ORDER BY d.logged_at_ms DESC, d.id DESC
+            """, [.int(fromMillis), .int(toMillis)]).compactMap { row in
+            guard let text = row[0].string, var entry = WaterEntry(json: text) else { return nil }
+            entry.isPending = (row[1].int ?? 0) != 0
+            return entry
+        }
+    }
+
+    func document(_ collection: String, _ id: String) throws -> String? {
+        try db.query("SELECT data FROM documents WHERE collection = ? AND id = ?", [.text(collection), .text(id)])
+            .first?.first?.string
+    }
+
+    func firstDocument(_ collection: String) throws -> String? {
+        try db.query("SELECT data FROM documents WHERE collection = ? AND data IS NOT NULL LIMIT 1", [.text(collection)])
+            .first?.first?.string
+    }
+
+    func rejected() throws -> [RejectedMutation] {
+        try db.query("SELECT collection, doc_id, code, detail FROM rejected ORDER BY seq").map {
+            RejectedMutation(collection: $0[0].string ?? "", documentID: $0[1].string ?? "", code: $0[2].string ?? "",
+                             detail: $0[3].string ?? "")
+        }
+    }
+}
+
+extension WaterEntry {
+    /// Reads the server's (or the local) JSON form of an entry.
+    init?(json text: String) {
+        guard let o = JSONRead.object(text), let id = JSONRead.string(o["id"]), let amount = JSONRead.int(o["amountMl"]),
+              let at = JSONRead.string(o["loggedAt"]).flatMap(Timestamp.parse) else { return nil }
+        self.init(id: id, amountMl: amount, loggedAt: Timestamp.date(millis: at),
+                  source: JSONRead.string(o["source"]).flatMap(EntrySource.init(rawValue:)) ?? .api,
+                  note: JSONRead.string(o["note"]), healthKitUUID: JSONRead.string(o["healthKitUUID"]))
+    }
+
+    /// The writable fields, as a sync upsert or a REST/batch create carries them.
+    func writableJSON(includeID: Bool) -> JSONText {
+        var members: [(String, JSONText)] = []
+        if includeID { members.append(("id", .string(id))) }
+        members += [("amountMl", .int(Int64(amountMl))), ("loggedAt", .string(Timestamp.format(loggedAt))),
+                    ("source", .string(source.rawValue))]
+        if let healthKitUUID { members.append(("healthKitUUID", .string(healthKitUUID))) }
+        if let note { members.append(("note", .string(note))) }
+        return .object(members)
+    }
+}
