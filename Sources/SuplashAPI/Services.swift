@@ -22,12 +22,14 @@ public struct Services: Sendable {
     public var metrics: Metrics
     /// Folder for `POST /v1/admin/backup` snapshots.
     public var backupDirectory: String
+    /// The OpenAPI 3.1 document served at `GET /openapi.json` (`docs/openapi.json`, read at start).
+    public var openAPIDocument: [UInt8]
 
     public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
                 tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,
                 pageTokens: PageTokenCodec, passwordHashing: PasswordHashing, timeZones: TimeZoneDatabase,
                 domain: DomainServices, readiness: @escaping @Sendable () -> Bool, operations: any OperationsRepository,
-                rateLimits: RateLimits, metrics: Metrics, backupDirectory: String) {
+                rateLimits: RateLimits, metrics: Metrics, backupDirectory: String, openAPIDocument: [UInt8] = []) {
         self.users = users
         self.sessions = sessions
         self.entries = entries
@@ -43,6 +45,7 @@ public struct Services: Sendable {
         self.rateLimits = rateLimits
         self.metrics = metrics
         self.backupDirectory = backupDirectory
+        self.openAPIDocument = openAPIDocument
     }
 
     /// A new UUIDv7 (RFC 9562) for server-generated ids.
