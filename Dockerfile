@@ -27,6 +27,7 @@ COPY --from=build /usr/lib/swift/linux/*.so /usr/lib/swift/linux/
 COPY --from=build /src/.build/release/suplash-server /app/bin/suplash-server
 COPY Migrations /app/Migrations
 COPY config /app/config
+COPY docs/openapi.json /app/docs/openapi.json
 ENV LD_LIBRARY_PATH=/usr/lib/swift/linux
 WORKDIR /app
 USER suplash

@@ -62,6 +62,10 @@ public final class Application: HTTPResponder {
         self.router = router
     }
 
+    /// Every registered route as (method, template): what `/openapi.json` must describe
+    /// (`suplash-server routes` prints it; a test compares the two).
+    public var routes: [(method: String, template: String)] { router.routes }
+
     /// The route's body limit (before the body is read; 413 past it).
     public func bodyLimit(for head: HTTPRequestHead) -> Int {
         if case .found(let route, _, _) = router.match(method: head.method, path: head.path) {
@@ -124,7 +128,7 @@ public final class Application: HTTPResponder {
     }
 
     /// Operational routes are never limited (load balancers and scrapers poll them).
-    static let unlimitedRoutes: Set<String> = ["/healthz", "/readyz", "/metrics"]
+    static let unlimitedRoutes: Set<String> = ["/healthz", "/readyz", "/metrics", "/openapi.json"]
 
     /// The address, `/v1/auth/*` and device layers (spec §7); the user layer runs in the
     /// authenticator once the caller is known.

@@ -30,12 +30,15 @@ public struct Services: Sendable {
     public var apple: AppleSignIn? = nil
     /// Apple `sub` → user links.
     public var appleIdentities: (any AppleIdentityRepository)? = nil
+    /// The OpenAPI 3.1 document served at `GET /openapi.json` (`docs/openapi.json`, read at start).
+    public var openAPIDocument: [UInt8]
 
     public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
                 tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,
                 pageTokens: PageTokenCodec, passwordHashing: PasswordHashing, timeZones: TimeZoneDatabase,
                 domain: DomainServices, readiness: @escaping @Sendable () -> Bool, operations: any OperationsRepository,
-                rateLimits: RateLimits, metrics: Metrics, backupDirectory: String, sync: SyncServices? = nil) {
+                rateLimits: RateLimits, metrics: Metrics, backupDirectory: String, sync: SyncServices? = nil,
+                openAPIDocument: [UInt8] = []) {
         self.users = users
         self.sessions = sessions
         self.entries = entries
@@ -52,6 +55,7 @@ public struct Services: Sendable {
         self.metrics = metrics
         self.backupDirectory = backupDirectory
         self.sync = sync
+        self.openAPIDocument = openAPIDocument
     }
 
     /// A new UUIDv7 (RFC 9562) for server-generated ids.

@@ -78,6 +78,19 @@ public struct Router<Handler: Sendable>: Sendable {
         node.routes[method] = Route(handler: handler, template: template, parameterNames: names)
     }
 
+    /// Every registered route as (method, template), sorted by template then method —
+    /// the route table that `/openapi.json` must describe (`HEAD` fallbacks are not listed).
+    public var routes: [(method: String, template: String)] {
+        var out: [(method: String, template: String)] = []
+        var stack = [root]
+        while let node = stack.popLast() {
+            for (method, route) in node.routes { out.append((method, route.template)) }
+            stack.append(contentsOf: node.literals.values)
+            if let parameter = node.parameter { stack.append(parameter) }
+        }
+        return out.sorted { ($0.template, $0.method) < ($1.template, $1.method) }
+    }
+
     /// Matches `path` (raw, without the query) for `method`.
     public func match(method: String, path: String) -> Match {
         let segments = Router.segments(of: path)

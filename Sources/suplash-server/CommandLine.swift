@@ -54,6 +54,8 @@ struct ParsedCommandLine {
                                     create an admin API key; prints only the key
           admin-key list [--data-dir DIR]
           admin-key revoke NAME [--data-dir DIR]
+          routes [--data-dir DIR]   print the route table (method, template) as JSON: what
+                                    docs/openapi.json must describe
           config [defaults]         print the effective configuration (or the built-in defaults) as JSON
           help                      this text
 

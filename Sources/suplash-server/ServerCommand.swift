@@ -4,6 +4,7 @@ import SuplashAPI
 import SuplashCrypto
 import SuplashDomain
 import SuplashHTTP
+import SuplashJSON
 import SuplashLogging
 import SuplashSQLiteStore
 import SuplashStorage
@@ -41,19 +42,24 @@ struct Environment {
     /// The SQLite migrations folder: the configured one, else `Migrations/sqlite` under the
     /// working directory or under a parent of the executable (a build tree or `/app`).
     static func locateMigrations(_ configured: String) throws -> String {
-        if !configured.isEmpty { return configured }
-        var candidates = [FileManager.default.currentDirectoryPath + "/Migrations/sqlite"]
-        var dir = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<5 {
-            candidates.append(dir.path + "/Migrations/sqlite")
-            dir = dir.deletingLastPathComponent()
+        try ResourceLocator.locate("Migrations/sqlite", configured: configured, directory: true,
+                                   configKey: "storage.migrationsDir")
+    }
+
+    /// The OpenAPI document served at `GET /openapi.json`: `server.openapiPath`, else
+    /// `docs/openapi.json` found like the migrations. Read once at start; a missing file or
+    /// one that is not JSON refuses start-up.
+    static func loadOpenAPIDocument(_ configured: String) throws -> [UInt8] {
+        let path = try ResourceLocator.locate("docs/openapi.json", configured: configured, directory: false,
+                                              configKey: "server.openapiPath")
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw Configuration.LoadError(description: "cannot read the OpenAPI document (server.openapiPath)")
         }
-        var isDir: ObjCBool = false
-        for c in candidates where FileManager.default.fileExists(atPath: c, isDirectory: &isDir) && isDir.boolValue {
-            return c
+        let bytes = Array(data)
+        guard case .object = try? JSONParser.parse(bytes) else {
+            throw Configuration.LoadError(description: "the OpenAPI document (server.openapiPath) is not a JSON object")
         }
-        throw Configuration.LoadError(description: "cannot find Migrations/sqlite; set storage.migrationsDir")
+        return bytes
     }
 
     /// The JWT signing secret: `auth.jwtSecret` (base64url or text ≥ 32 bytes), else the
@@ -93,9 +99,10 @@ struct Environment {
     }
 }
 
-/// `suplash-server serve`.
+/// `suplash-server serve` (and `routes`, which wires the same application and prints its
+/// route table instead of serving).
 enum ServeCommand {
-    static func run(_ configuration: Configuration, logger: Logger) throws -> Int32 {
+    static func run(_ configuration: Configuration, logger: Logger, routesOnly: Bool = false) throws -> Int32 {
         // Signals are taken synchronously by this thread (sigwait), so block them before any
         // other thread starts; writes to closed sockets must not kill the process.
         var signals = sigset_t()
@@ -158,7 +165,8 @@ enum ServeCommand {
                                    tariffs: try TariffFiles.load(configuration.string("billing.tariffsDir"), logger: logger)),
             readiness: { (try? Migrator.pending(database, migrations).isEmpty) ?? false },
             operations: store, rateLimits: rateLimits, metrics: metrics, backupDirectory: backupDir,
-            sync: SyncWiring.services(store: store, secret: secret))
+            sync: SyncWiring.services(store: store, secret: secret),
+            openAPIDocument: try Environment.loadOpenAPIDocument(configuration.string("server.openapiPath")))
         let maintenance = SyncMaintenance(repository: store, idempotency: store,
                                           retentionDays: try configuration.int("sync.tombstoneRetentionDays"),
                                           intervalSeconds: Double(max(1, try configuration.int("sync.maintenanceIntervalSeconds"))),
@@ -171,6 +179,15 @@ enum ServeCommand {
         api.batchBodyLimit = try configuration.int("server.batchMaxBodyBytes")
         api.workerThreads = try configuration.int("server.workerThreads")
         let application = Application(services: services, configuration: api, logger: logger)
+        if routesOnly {
+            let table = JSONValue.array(application.routes.map {
+                .object([("method", .string($0.method)), ("template", .string($0.template))])
+            })
+            FileHandle.standardOutput.write(Data(table.serialized() + [0x0A]))
+            application.shutdown()
+            database.close()
+            return 0
+        }
 
         var http = HTTPServerConfiguration()
         http.host = configuration.string("server.host")

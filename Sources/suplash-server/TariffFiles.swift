@@ -8,19 +8,7 @@ enum TariffFiles {
     /// The configured folder, else `config/tariffs` under the working directory or under a
     /// parent of the executable (found like `Migrations/sqlite`).
     static func locate(_ configured: String) throws -> String {
-        if !configured.isEmpty { return configured }
-        var candidates = [FileManager.default.currentDirectoryPath + "/config/tariffs"]
-        var dir = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<5 {
-            candidates.append(dir.path + "/config/tariffs")
-            dir = dir.deletingLastPathComponent()
-        }
-        var isDir: ObjCBool = false
-        for c in candidates where FileManager.default.fileExists(atPath: c, isDirectory: &isDir) && isDir.boolValue {
-            return c
-        }
-        throw Configuration.LoadError(description: "cannot find config/tariffs; set billing.tariffsDir")
+        try ResourceLocator.locate("config/tariffs", configured: configured, directory: true, configKey: "billing.tariffsDir")
     }
 
     /// Every tariff of the folder; a malformed file refuses start-up with a message naming it.

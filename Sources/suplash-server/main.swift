@@ -34,6 +34,8 @@ func main() -> Int32 {
             env.database.close()
             print("schema at version \(applied.last?.version ?? 0) (\(applied.count) migrations applied)")
             return 0
+        case "routes":
+            return try ServeCommand.run(configuration, logger: logger, routesOnly: true)
         case "config":
             print(configuration.rendered(defaultsOnly: parsed.positional.first == "defaults"))
             return 0

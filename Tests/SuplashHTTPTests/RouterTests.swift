@@ -88,4 +88,16 @@ final class RouterTests: XCTestCase {
         guard case .notFound = a.match(method: "GET", path: "/y") else { return XCTFail("copy-on-write broken") }
         XCTAssertEqual(found(b.match(method: "GET", path: "/x"))?.0, "x")
     }
+
+    func testRouteTableListsEveryRouteOnce() {
+        let table = router().routes.map { "\($0.method) \($0.template)" }
+        XCTAssertEqual(table, [
+            "GET /", "GET /healthz", "GET /v1/admin/users",
+            "DELETE /v1/users/{uid}", "GET /v1/users/{uid}", "PATCH /v1/users/{uid}",
+            "GET /v1/users/{uid}/export",
+            "GET /v1/water_logs/{uid}/entries", "POST /v1/water_logs/{uid}/entries",
+            "GET /v1/water_logs/{uid}/entries/{entryId}",
+            "POST /v1/water_logs/{uid}/entries:batch",
+        ])
+    }
 }
