@@ -21,6 +21,8 @@ public final class AppleKeySet: @unchecked Sendable {
     // Guarded by `lock`.
     private var keys: [String: RSAPublicKey] = [:]
     private var lastFetch: Double?
+    // Guarded by `lock`: a key set was read at least once (it may hold no RSA key).
+    private var loaded = false
     private let lock = NSLock()
     /// Serialises fetches so concurrent sign-ins share one download.
     private let fetchLock = NSLock()
@@ -52,12 +54,16 @@ public final class AppleKeySet: @unchecked Sendable {
                 let fetched = fetch()
                 lock.withLock {
                     lastFetch = uptime()
-                    if let fetched { keys = fetched }
+                    if let fetched {
+                        keys = fetched
+                        loaded = true
+                    }
                 }
             }
         }
-        let current = lock.withLock { keys }
-        if current.isEmpty { throw .unavailable }
+        let (current, everLoaded) = lock.withLock { (keys, loaded) }
+        // No key set ever read → 503; a key set without the token's key → the caller's 401.
+        guard everLoaded else { throw .unavailable }
         return current
     }
 
