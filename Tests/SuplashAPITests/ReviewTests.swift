@@ -24,4 +24,14 @@ final class ReviewTests: XCTestCase {
         XCTAssertEqual(try s.request("GET", path, token: u.token, headers: [("If-None-Match", "W/\(etag)")]).status, 304)
         XCTAssertEqual(try s.request("DELETE", path, token: u.token, headers: [("If-Match", "\"9\", \(etag)")]).status, 204)
     }
+
+    /// Spec §7 privacy: the request method is client text; an unknown one must not be logged verbatim.
+    func testUnknownMethodTokenIsNotLogged() throws {
+        let s = try TestServer()
+        let method = "LEAKYMETHOD" + String(repeating: "Z", count: 200)
+        XCTAssertEqual(try s.request(method, "/healthz").status, 405)
+        s.stop()
+        XCTAssertFalse(s.serverLog.contains("LEAKYMETHOD"), "the log carries a client-chosen method token")
+        XCTAssertTrue(s.serverLog.contains("\"status\":405"))
+    }
 }
