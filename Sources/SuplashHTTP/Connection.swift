@@ -80,6 +80,16 @@ final class Connection {
     private let lingerMaxBytes: Int
     private let maxPipelined: Int
 
+    /// Unsent response bytes past which no further request is read: a client that
+    /// pipelines requests but does not read the answers must not grow `outbound` without
+    /// bound (design notes: "stop reading from it until it drains").
+    static let maxOutboundBacklog = 256 * 1024
+
+    /// True when another request may be read: few enough answers outstanding and unsent.
+    private var mayReadMore: Bool {
+        pending.count < maxPipelined && outbound.count - outboundStart <= Connection.maxOutboundBacklog
+    }
+
     init(loop: EventLoop, fd: Int32, serial: UInt64, remoteAddress: String) {
         self.loop = loop
         self.fd = fd
@@ -255,7 +265,7 @@ final class Connection {
                                     sink: sink, response: nil, interim: nil))
         if !head.keepAlive {
             state = .awaitingResponses(closeAfter: true)
-        } else if pending.count >= maxPipelined {
+        } else if !mayReadMore {
             state = .awaitingResponses(closeAfter: false)
         } else {
             state = .readingHead
@@ -319,7 +329,7 @@ final class Connection {
             }
         }
         if pending.isEmpty { idleDeadline = loop.now &+ idleTimeout }
-        if state == .awaitingResponses(closeAfter: false) && pending.count < maxPipelined {
+        if state == .awaitingResponses(closeAfter: false) && mayReadMore {
             state = parser.isReadingBody ? .readingBody : .readingHead
         }
     }
@@ -409,6 +419,12 @@ final class Connection {
             switch state {
             case .awaitingResponses(closeAfter: true):
                 if pending.isEmpty && outboundStart >= outbound.count { startLingering() }
+            case .awaitingResponses(closeAfter: false):
+                // Back-pressure ends once the answers are out (or few enough are left).
+                if mayReadMore {
+                    state = parser.isReadingBody ? .readingBody : .readingHead
+                    continue
+                }
             case .readingHead, .readingBody:
                 if inboundStart < inbound.count {
                     processBuffered()

@@ -23,7 +23,8 @@ public enum LogLevel: String, Sendable, Comparable {
 public enum LogField: Sendable {
     /// Request id (`X-Request-ID`, 1–64 chars of `[A-Za-z0-9._-]`).
     case requestID(String)
-    /// HTTP method token, e.g. `GET`.
+    /// HTTP method token, e.g. `GET`. A method outside RFC 9110 §9 and `PATCH` is logged
+    /// as `OTHER`: the token is chosen by the client (up to the request-line limit).
     case method(String)
     /// A route template such as `/v1/water_logs/{uid}/entries` — never the concrete path.
     case route(String)
@@ -85,7 +86,9 @@ public struct Logger: Sendable {
         for field in fields {
             line += ",\"\(field.key)\":"
             switch field {
-            case .requestID(let s), .method(let s), .route(let s), .errorType(let s):
+            case .method(let s):
+                line += Logger.quoted(Logger.knownMethods.contains(s) ? s : "OTHER")
+            case .requestID(let s), .route(let s), .errorType(let s):
                 line += Logger.quoted(s)
             case .component(let s):
                 line += Logger.quoted(s.description)
@@ -98,6 +101,9 @@ public struct Logger: Sendable {
         line += "}\n"
         Logger.writeLine(line)
     }
+
+    /// Methods logged as sent (RFC 9110 §9.1 plus RFC 5789 `PATCH`).
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]
 
     static func writeLine(_ line: String) {
         var bytes = Array(line.utf8)

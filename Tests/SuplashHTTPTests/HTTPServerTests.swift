@@ -100,6 +100,22 @@ final class HTTPServerTests: XCTestCase {
         }
     }
 
+    func testClientThatDoesNotReadStopsBeingRead() throws {
+        // Pipelined requests whose answers the client never reads must not pile up in the
+        // server's memory: past a bounded backlog of unsent bytes the connection stops reading.
+        try startServer()
+        let c = try client(timeout: 10)
+        let count = 16
+        c.send(String(repeating: "GET /big HTTP/1.1\r\nHost: x\r\n\r\n", count: count))
+        usleep(300_000)
+        XCTAssertLessThanOrEqual(responder.bigAnswered, 6, "requests were read although their answers cannot be sent")
+        for i in 0..<count {
+            let r = try XCTUnwrap(c.readResponse(), "response \(i)")
+            XCTAssertEqual(r.body.count, 3 << 20)
+        }
+        XCTAssertEqual(responder.bigAnswered, count)
+    }
+
     func testHTTP10ClosesAfterTheResponse() throws {
         try startServer()
         let c = try client()

@@ -159,9 +159,12 @@ final class TestResponder: HTTPResponder, @unchecked Sendable {
     let pool = BlockingPool(threads: 4, queueCapacity: 64)
     private let lock = NSLock()
     private var closedNotifiedValue = 0
+    private var bigAnsweredValue = 0
     private var parked: [HTTPResponseSink] = []
 
     var closedNotified: Int { lock.withLock { closedNotifiedValue } }
+    /// How many `/big` requests reached the responder.
+    var bigAnswered: Int { lock.withLock { bigAnsweredValue } }
 
     func bodyLimit(for head: HTTPRequestHead) -> Int {
         head.path == "/small" ? 10 : 1 << 20
@@ -188,6 +191,7 @@ final class TestResponder: HTTPResponder, @unchecked Sendable {
             }
             lock.withLock { parked.append(sink) }
         } else if path == "/big" {
+            lock.withLock { bigAnsweredValue += 1 }
             // 3 MiB: more than the socket buffers take at once, so EPOLLOUT is exercised.
             var body = [UInt8](repeating: 0, count: 3 << 20)
             for i in body.indices { body[i] = UInt8(truncatingIfNeeded: i % 251) }

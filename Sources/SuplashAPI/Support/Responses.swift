@@ -23,14 +23,16 @@ enum EntityTag {
     /// The strong ETag of a document version: `"7"`.
     static func forVersion(_ version: Int64) -> String { "\"\(version)\"" }
 
-    /// Parses an `If-Match` / `If-None-Match` list into opaque tags (without `W/`);
-    /// nil means `*`. A `-gzip` suffix (added to compressed representations) is stripped.
-    static func parseList(_ header: String) -> [String]? {
+    /// Parses an `If-Match` / `If-None-Match` list into opaque tags; nil means `*`.
+    /// A `-gzip` suffix (added to compressed representations) is stripped. `W/` is
+    /// removed when `keepWeak` is false (weak comparison); with `keepWeak` a weak tag
+    /// stays prefixed and so never equals a strong one (strong comparison).
+    static func parseList(_ header: String, keepWeak: Bool = false) -> [String]? {
         var tags: [String] = []
         for part in header.split(separator: ",") {
             var t = part.trimmingASCIISpaces()
             if t == "*" { return nil }
-            if t.hasPrefix("W/") { t = t.dropFirst(2) }
+            if t.hasPrefix("W/") && !keepWeak { t = t.dropFirst(2) }
             var s = String(t)
             if s.hasSuffix("-gzip\"") { s = String(s.dropLast(6)) + "\"" }
             tags.append(s)
@@ -38,10 +40,11 @@ enum EntityTag {
         return tags
     }
 
-    /// RFC 9110 §13.1.1: true when `If-Match` is absent, `*`, or lists `current`.
+    /// RFC 9110 §13.1.1: true when `If-Match` is absent, `*`, or lists `current`
+    /// (strong comparison: a weak tag never matches).
     static func ifMatchPasses(_ header: String?, current: String) -> Bool {
         guard let header else { return true }
-        guard let tags = parseList(header) else { return true }
+        guard let tags = parseList(header, keepWeak: true) else { return true }
         return tags.contains(current)
     }
 
