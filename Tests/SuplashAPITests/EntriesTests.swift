@@ -138,7 +138,7 @@ final class EntriesTests: XCTestCase {
         XCTAssertEqual(try s.request("GET", base + "?pageSize=2&from=2026-03-02T00:00:00Z&pageToken=\(token)", token: u.token).status, 400)
         let other = try s.signUp()
         XCTAssertEqual(try s.request("GET", base + "?pageToken=\(token)", token: other.token).status, 400)
-        for bad in ["pageSize=0", "pageSize=101", "pageSize=abc", "pageToken=garbage!!", "from=notadate"] {
+        for bad in ["pageSize=0", "pageSize=101", "pageSize=abc", "pageSize=+5", "pageSize=%2B5", "pageToken=garbage!!", "from=notadate"] {
             XCTAssertEqual(try s.request("GET", base + "?" + bad, token: u.token).status, 400, bad)
         }
         let ranged = try s.request("GET", base + "?from=2026-03-02T12:00:00Z&to=2026-03-04T12:00:00Z", token: u.token)

@@ -165,7 +165,8 @@ enum BillRoutes {
         let (uid, today, masked) = try context(request, services)
         var within = 3
         if let raw = request.query["withinDays"] {
-            guard raw.utf8.count <= 2, let n = Int(raw), (1...60).contains(n) else {
+            guard raw.utf8.count <= 2, raw.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(raw),
+                  (1...60).contains(n) else {
                 throw APIError.badRequest("invalid_query", "withinDays must be an integer from 1 to 60.")
             }
             within = n
