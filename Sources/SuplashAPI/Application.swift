@@ -37,6 +37,8 @@ public struct APIConfiguration: Sendable {
     public var workerThreads = 0
     /// Queued requests beyond which the server answers 503.
     public var workerQueueCapacity = 4096
+    /// Browser origins allowed by CORS (exact `scheme://host[:port]`); empty = CORS off.
+    public var corsOrigins: Set<String> = []
 
     public init() {}
 }
@@ -79,6 +81,16 @@ public final class Application: HTTPResponder {
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
             finish(APIError.routeNotFound.response(), request: request, route: "unmatched", start: start, sink: sink)
+        case .methodNotAllowed(let allowed)
+            where request.method == "OPTIONS" && corsOrigin(request) != nil
+                && request.headers.contains(name: "Access-Control-Request-Method"):
+            // CORS preflight (Fetch standard) for an allowed origin.
+            let response = HTTPResponse.empty(204, headers: [
+                ("Access-Control-Allow-Methods", allowed.joined(separator: ", ")),
+                ("Access-Control-Allow-Headers", Self.corsRequestHeaders),
+                ("Access-Control-Max-Age", "600"),
+            ])
+            finish(response, request: request, route: "preflight", start: start, sink: sink)
         case .methodNotAllowed(let allowed):
             finish(APIError.methodNotAllowed(allowed).response(), request: request, route: "unmatched", start: start,
                    sink: sink)
@@ -127,6 +139,20 @@ public final class Application: HTTPResponder {
         return apiError.response()
     }
 
+    /// Request headers a browser client may send (CORS preflight answer).
+    static let corsRequestHeaders = "Authorization, Content-Type, Content-Encoding, Idempotency-Key, If-Match, "
+        + "If-None-Match, X-Device-ID, X-Request-ID"
+    /// Response headers a browser client may read.
+    static let corsExposedHeaders = "ETag, Location, Content-Location, X-Request-ID, Retry-After, RateLimit, "
+        + "RateLimit-Policy, Idempotent-Replayed"
+
+    /// The request's `Origin` when CORS allows it (exact match against the configured list).
+    private func corsOrigin(_ request: HTTPRequest) -> String? {
+        guard !configuration.corsOrigins.isEmpty, let origin = request.headers.first(name: "Origin"),
+              configuration.corsOrigins.contains(origin) else { return nil }
+        return origin
+    }
+
     /// Operational routes are never limited (load balancers and scrapers poll them).
     static let unlimitedRoutes: Set<String> = ["/healthz", "/readyz", "/metrics", "/openapi.json"]
 
@@ -161,6 +187,11 @@ public final class Application: HTTPResponder {
             response.headers.add(name: name, value: value)
         }
         response.headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        if let origin = corsOrigin(request) {
+            response.headers.add(name: "Access-Control-Allow-Origin", value: origin)
+            response.headers.add(name: "Access-Control-Expose-Headers", value: Self.corsExposedHeaders)
+            response.headers.add(name: "Vary", value: "Origin")
+        }
         if request.headers.contains(name: "Authorization") {
             response.headers.add(name: "Cache-Control", value: "no-store")
         }

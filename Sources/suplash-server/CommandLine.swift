@@ -9,7 +9,7 @@ struct ParsedCommandLine {
     }
 
     /// Flags that take a value; every other `--x` is an error.
-    static let valueFlags: Set<String> = ["host", "port", "data-dir", "config", "name"]
+    static let valueFlags: Set<String> = ["host", "port", "data-dir", "config", "name", "to"]
 
     init(_ arguments: [String]) throws {
         var args = arguments[...]
@@ -56,6 +56,9 @@ struct ParsedCommandLine {
           admin-key revoke NAME [--data-dir DIR]
           routes [--data-dir DIR]   print the route table (method, template) as JSON: what
                                     docs/openapi.json must describe
+          backup --to FILE [--data-dir DIR]
+                                    write a consistent online snapshot of the database to FILE
+                                    (which must not exist), also while a server runs
           config [defaults]         print the effective configuration (or the built-in defaults) as JSON
           help                      this text
 

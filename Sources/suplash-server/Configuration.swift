@@ -22,6 +22,7 @@ struct Configuration: Sendable {
         ("server.shutdownGraceSeconds", .number(JSONNumber(10))),
         ("server.trustedProxies", .string("")),
         ("server.backupDir", .string("")),
+        ("server.corsOrigins", .string("")),
         ("server.openapiPath", .string("")),
         ("storage.driver", .string("sqlite")),
         ("storage.sqlitePath", .string("")),

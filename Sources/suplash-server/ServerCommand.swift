@@ -178,6 +178,8 @@ enum ServeCommand {
         api.defaultBodyLimit = try configuration.int("server.maxBodyBytes")
         api.batchBodyLimit = try configuration.int("server.batchMaxBodyBytes")
         api.workerThreads = try configuration.int("server.workerThreads")
+        api.corsOrigins = Set(configuration.string("server.corsOrigins").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         let application = Application(services: services, configuration: api, logger: logger)
         if routesOnly {
             let table = JSONValue.array(application.routes.map {
@@ -201,6 +203,11 @@ enum ServeCommand {
         http.errorResponse = { error, _ in APIError.engineResponse(error) }
         let server = HTTPServer(configuration: http, responder: application, logger: logger)
         metrics.gauge("suplash_open_connections", help: "Open client connections.") { Double(server.openConnections) }
+        if let longPolls = services.sync?.longPolls {
+            metrics.gauge("suplash_long_polls_waiting", help: "Sync pulls parked until a change or their deadline.") {
+                Double(longPolls.waitingCount)
+            }
+        }
         metrics.gauge("suplash_writer_queue_depth", help: "Write jobs waiting for the writer.") {
             Double(database.pendingWriteCount)
         }

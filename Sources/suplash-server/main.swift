@@ -39,6 +39,16 @@ func main() -> Int32 {
         case "config":
             print(configuration.rendered(defaultsOnly: parsed.positional.first == "defaults"))
             return 0
+        case "backup":
+            // A consistent online snapshot (SQLite's backup API) while a server may be running.
+            guard let destination = parsed.options["to"] else {
+                throw ParsedCommandLine.UsageError(description: "backup needs --to FILE")
+            }
+            let env = try Environment.make(configuration, logger: logger, migrate: false)
+            defer { env.database.close() }
+            let bytes = try SQLiteStore(database: env.database).backup(to: destination)
+            print("\(destination)\t\(bytes) bytes")
+            return 0
         case "admin-key":
             return try AdminKeyCommand.run(parsed, configuration: configuration, logger: logger)
         default:

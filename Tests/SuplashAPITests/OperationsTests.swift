@@ -141,3 +141,58 @@ final class LogPrivacyTests: XCTestCase {
         }
     }
 }
+
+/// `suplash-server backup --to FILE` while a server runs on the same data dir.
+final class BackupCommandTests: XCTestCase {
+    func testOnlineBackupFromTheCLIHoldsTheData() throws {
+        let server = try TestServer()
+        let u = try server.signUp()
+        XCTAssertEqual(try server.request("POST", "/v1/water_logs/me/entries",
+                                          json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date()))], token: u.token).status, 201)
+        let destination = TestServer.makeDataDir() + "/snapshot.sqlite"
+        let (status, out, err) = try TestServer.runCLI(["backup", "--to", destination, "--data-dir", server.dataDir])
+        XCTAssertEqual(status, 0, err)
+        XCTAssertTrue(out.contains("bytes"))
+        let (again, _, _) = try TestServer.runCLI(["backup", "--to", destination, "--data-dir", server.dataDir])
+        XCTAssertNotEqual(again, 0, "an existing file is never overwritten")
+        server.stop()
+        // The snapshot is a working data dir: a server started on it sees the user.
+        let restoredDir = TestServer.makeDataDir()
+        try FileManager.default.copyItem(atPath: destination, toPath: restoredDir + "/suplash.sqlite")
+        try FileManager.default.copyItem(atPath: server.dataDir + "/jwt-secret", toPath: restoredDir + "/jwt-secret")
+        let restored = try TestServer(dataDir: restoredDir)
+        let login = try restored.request("POST", "/v1/auth/login",
+                                         json: ["email": .string(u.email), "password": "correct horse battery"])
+        XCTAssertEqual(login.status, 200)
+        let token = try XCTUnwrap(login.json?["session"]?["accessToken"]?.stringValue)
+        XCTAssertEqual(try restored.request("GET", "/v1/water_logs/me/entries", token: token).json?["entries"]?.arrayValue?.count, 1)
+        restored.stop()
+    }
+}
+
+/// CORS is off by default; configured origins get the Fetch-standard headers and preflights.
+final class CORSTests: XCTestCase {
+    func testCORSIsOffByDefaultAndExactWhenConfigured() throws {
+        let plain = try TestServer()
+        let off = try plain.request("GET", "/healthz", headers: [("Origin", "https://app.suplash.test")])
+        XCTAssertNil(off.header("Access-Control-Allow-Origin"))
+        plain.stop()
+
+        let server = try TestServer(environment: ["SUPLASH_SERVER_CORS_ORIGINS": "https://app.suplash.test"])
+        let allowed = try server.request("GET", "/healthz", headers: [("Origin", "https://app.suplash.test")])
+        XCTAssertEqual(allowed.header("Access-Control-Allow-Origin"), "https://app.suplash.test")
+        XCTAssertTrue((allowed.header("Access-Control-Expose-Headers") ?? "").contains("ETag"))
+        let other = try server.request("GET", "/healthz", headers: [("Origin", "https://evil.test")])
+        XCTAssertNil(other.header("Access-Control-Allow-Origin"))
+        let preflight = try server.request("OPTIONS", "/v1/water_logs/me/entries",
+                                           headers: [("Origin", "https://app.suplash.test"),
+                                                     ("Access-Control-Request-Method", "POST")])
+        XCTAssertEqual(preflight.status, 204)
+        XCTAssertTrue((preflight.header("Access-Control-Allow-Methods") ?? "").contains("POST"))
+        XCTAssertTrue((preflight.header("Access-Control-Allow-Headers") ?? "").contains("Idempotency-Key"))
+        let refused = try server.request("OPTIONS", "/v1/water_logs/me/entries",
+                                         headers: [("Origin", "https://evil.test"), ("Access-Control-Request-Method", "POST")])
+        XCTAssertEqual(refused.status, 405)
+        server.stop()
+    }
+}
