@@ -24,6 +24,8 @@ struct ResponseSlot {
 ///      │ pipeline full      │                      └─ Connection: close / HTTP/1.0 ─▶ awaitingResponses(closeAfter: true)
 ///      └────────────▶ awaitingResponses(closeAfter: false) ──drained──▶ readingHead
 /// any framing error / timeout ─▶ awaitingResponses(closeAfter: true) ─flushed─▶ lingering ─EOF/deadline─▶ closed
+/// EOF (client half-close) ─▶ awaitingResponses(closeAfter: true), input ended ─answered+flushed─▶ closed
+///                         └─ an in-flight sink has onClose (parked long poll) ─▶ closed at once
 /// ```
 /// Writing is orthogonal: responses go to `outbound` in request order, are written at
 /// once, and what the kernel does not take waits with EPOLLOUT armed.
@@ -67,6 +69,9 @@ final class Connection {
     private var isProcessing = false
     /// Input bytes read and thrown away after the last request we will answer.
     private var discarded = 0
+    /// The client finished sending (read returned EOF): nothing more is read, the requests
+    /// already received are still answered (RFC 9112 §9.6), then the connection closes.
+    private var inputEnded = false
 
     private var headDeadline: UInt64 = 0
     private var idleDeadline: UInt64 = 0
@@ -121,6 +126,13 @@ final class Connection {
 
     func handleEvent(_ events: UInt32) {
         if events & (CEPOLL_IN | CEPOLL_HUP | CEPOLL_ERR) != 0 {
+            if inputEnded {
+                // EPOLLIN is no longer requested; a hang-up or error means the client is
+                // gone for good (e.g. a reset after it closed fully): stop answering.
+                if events & (CEPOLL_HUP | CEPOLL_ERR) != 0 { close() }
+                if state != .closed { afterIO() }
+                return
+            }
             switch state {
             case .readingHead, .readingBody:
                 readAndProcess()
@@ -158,9 +170,41 @@ final class Connection {
         }
     }
 
-    /// The peer finished sending: the client is gone. Requests still in flight are
-    /// abandoned (their sinks' `onClose` handlers run); a partial request is dropped.
+    /// The peer finished sending (EOF: a half-close with `shutdown(SHUT_WR)`, or a full
+    /// close — the two look the same here). Per RFC 9112 §9.6 the requests already
+    /// received are still answered, in order, and the connection then closes; nothing
+    /// more is read or parsed. A partial request (head or body not complete) is
+    /// discarded without an answer: it was never dispatched, so nothing was committed.
+    ///
+    /// Exception: if any in-flight request's sink has an `onClose` handler (a parked long
+    /// poll), the connection closes now and those handlers run — a long poll must not keep
+    /// a probably dead connection open. A handler registered later (the responder parks
+    /// after EOF was seen) has the same effect, via `parkedAfterEndOfInput()`.
+    ///
+    /// If the client closed fully, writing the answers fails (`EPIPE`/`ECONNRESET`, with
+    /// `MSG_NOSIGNAL`) or a reset is reported by epoll; either closes the connection.
     private func handleEndOfInput() {
+        inputEnded = true
+        currentHead = nil
+        inbound = []
+        inboundStart = 0
+        var parked = false
+        for slot in pending {
+            if let sink = slot.sink, sink.peerFinishedSending() { parked = true }
+        }
+        if parked {
+            close()
+            return
+        }
+        state = .awaitingResponses(closeAfter: true)
+    }
+
+    /// A responder registered `onClose` on a sink after the client half-closed: the request
+    /// is parked, so the connection closes now (running the handlers) instead of waiting —
+    /// unless it was answered meanwhile.
+    func parkedAfterEndOfInput(sequence: UInt64) {
+        guard inputEnded, state != .closed,
+              pending.contains(where: { $0.sequence == sequence && $0.sink != nil }) else { return }
         close()
     }
 
@@ -418,7 +462,10 @@ final class Connection {
             guard flush() else { return }
             switch state {
             case .awaitingResponses(closeAfter: true):
-                if pending.isEmpty && outboundStart >= outbound.count { startLingering() }
+                if pending.isEmpty && outboundStart >= outbound.count {
+                    // After the client's EOF there is nothing left to linger for.
+                    if inputEnded { close() } else { startLingering() }
+                }
             case .awaitingResponses(closeAfter: false):
                 // Back-pressure ends once the answers are out (or few enough are left).
                 if mayReadMore {
@@ -487,6 +534,8 @@ final class Connection {
         case .awaitingResponses(closeAfter: false), .closed:
             desired = 0
         }
+        // EOF stays readable (level-triggered): once seen, stop asking for EPOLLIN.
+        if inputEnded { desired = 0 }
         if outboundStart < outbound.count { desired |= CEPOLL_OUT }
         guard desired != interest else { return }
         do {
@@ -562,7 +611,8 @@ final class Connection {
     }
 
     /// Reads and throws away input (after the last answered request, and while
-    /// lingering); EOF, an error or more than `lingerMaxBytes` closes the connection.
+    /// lingering); an error or more than `lingerMaxBytes` closes the connection, and so
+    /// does EOF while lingering. EOF before that is a half-close: `handleEndOfInput()`.
     private func discardInput() {
         let buffer = loop.readBuffer
         guard let base = buffer.baseAddress else { return }
@@ -573,7 +623,12 @@ final class Connection {
                     return
                 case .done(let n):
                     if n == 0 {
-                        close()
+                        if case .lingering = state {
+                            close()
+                        } else {
+                            // Still answering (e.g. an HTTP/1.0 request, then a half-close).
+                            handleEndOfInput()
+                        }
                         return
                     }
                     discarded += n

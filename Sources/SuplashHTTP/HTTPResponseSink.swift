@@ -22,6 +22,8 @@ public final class HTTPResponseSink: @unchecked Sendable {
     private struct State {
         var sent = false
         var closed = false
+        /// The client half-closed (sent FIN) while this request was in flight.
+        var peerFinished = false
         var closeHandlers: [@Sendable () -> Void] = []
     }
 
@@ -73,14 +75,37 @@ public final class HTTPResponseSink: @unchecked Sendable {
     /// Registers `body` to run (on the loop thread) if the connection closes before the
     /// response is sent. Runs at once (on the caller's thread) if that already happened;
     /// never runs once `send(_:)` was called.
+    ///
+    /// Registering a handler marks the request as parked (a long poll): if the client has
+    /// already half-closed its socket, the connection is then closed (soon, on the loop)
+    /// and `body` runs, instead of the connection waiting for an answer nobody may read.
     public func onClose(_ body: @escaping @Sendable () -> Void) {
-        let runNow = withState { state -> Bool in
-            if state.sent { return false }
-            if state.closed { return true }
+        enum Action { case none, runNow, abandonConnection }
+        let action = withState { state -> Action in
+            if state.sent { return .none }
+            if state.closed { return .runNow }
             state.closeHandlers.append(body)
-            return false
+            return state.peerFinished ? .abandonConnection : .none
         }
-        if runNow { body() }
+        switch action {
+        case .none:
+            break
+        case .runNow:
+            body()
+        case .abandonConnection:
+            // Always deferred: the caller may be inside the connection's own call stack.
+            eventLoop.execute { self.connection.parkedAfterEndOfInput(sequence: self.sequence) }
+        }
+    }
+
+    /// Called on the loop when the client half-closed while this request was in flight.
+    /// - Returns: true if an `onClose` handler is registered (the request is parked and
+    ///   the connection should be closed rather than kept open for its answer).
+    func peerFinishedSending() -> Bool {
+        withState { state -> Bool in
+            state.peerFinished = true
+            return !state.sent && !state.closed && !state.closeHandlers.isEmpty
+        }
     }
 
     /// Called on the loop when the connection closes or abandons this request.

@@ -375,6 +375,138 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(responder.closedNotified, 1)
     }
 
+    // MARK: Half-close (RFC 9112 §9.6)
+
+    /// Polls until the server has no open connection; false after `seconds`.
+    private func waitForNoOpenConnections(_ seconds: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while (server?.openConnections ?? 0) > 0 && Date() < deadline { usleep(10_000) }
+        return server?.openConnections == 0
+    }
+
+    func testCompleteRequestThenHalfCloseIsAnswered() throws {
+        try startServer()
+        let c = try client()
+        c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        c.shutdownWrite()
+        let r = try XCTUnwrap(c.readResponse())
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.bodyText, "hello")
+        XCTAssertTrue(c.waitForClose(), "the server closes after answering")
+        // A 3 MiB answer: the whole body arrives, then EOF.
+        let big = try client()
+        big.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        big.shutdownWrite()
+        let b = try XCTUnwrap(big.readResponse(), "the whole answer arrives after the half-close")
+        XCTAssertEqual(b.status, 200)
+        XCTAssertEqual(b.body.count, 3 << 20)
+        XCTAssertTrue(big.waitForClose())
+        XCTAssertTrue(waitForNoOpenConnections())
+    }
+
+    func testPipelinedRequestsThenHalfCloseAreAllAnsweredInOrder() throws {
+        try startServer()
+        let c = try client()
+        c.send("GET /delay/100 HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        c.shutdownWrite()
+        let first = try XCTUnwrap(c.readResponse())
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(first.bodyText, "100")
+        let second = try XCTUnwrap(c.readResponse())
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(second.bodyText, "hello")
+        XCTAssertTrue(c.waitForClose())
+    }
+
+    func testSlowResponderAfterHalfCloseIsAnswered() throws {
+        try startServer()
+        let c = try client()
+        c.send("POST /delay/200 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+        c.shutdownWrite()
+        let r = try XCTUnwrap(c.readResponse())
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.bodyText, "200")
+        XCTAssertEqual(r.header("connection"), "close", "the last answer after EOF announces the close")
+        XCTAssertTrue(c.waitForClose())
+        XCTAssertTrue(waitForNoOpenConnections())
+    }
+
+    func testHTTP10RequestThenHalfCloseIsAnswered() throws {
+        try startServer()
+        let c = try client()
+        c.send("GET /delay/100 HTTP/1.0\r\n\r\n")
+        c.shutdownWrite()
+        let r = try XCTUnwrap(c.readResponse())
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.bodyText, "100")
+        XCTAssertTrue(c.waitForClose())
+    }
+
+    func testPartialRequestAtHalfCloseIsDiscarded() throws {
+        try startServer()
+        let c = try client()
+        c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n")
+        c.shutdownWrite()
+        XCTAssertEqual(c.readResponse()?.status, 200)
+        XCTAssertEqual(c.readUntilClose(), [], "the unfinished request gets no answer")
+        XCTAssertTrue(c.sawEOF)
+        XCTAssertTrue(waitForNoOpenConnections())
+    }
+
+    func testParkedRequestThenHalfCloseFiresOnCloseAndCloses() throws {
+        try startServer()
+        let c = try client()
+        c.send("GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(100_000)
+        let start = Date()
+        c.shutdownWrite()
+        XCTAssertTrue(c.waitForClose(), "a parked long poll does not keep the half-closed connection")
+        let deadline = Date().addingTimeInterval(5)
+        while responder.closedNotified == 0 && Date() < deadline { usleep(5_000) }
+        XCTAssertEqual(responder.closedNotified, 1)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 1)
+        XCTAssertTrue(waitForNoOpenConnections())
+    }
+
+    func testRequestParkedAfterHalfCloseFiresOnCloseAndCloses() throws {
+        try startServer()
+        let c = try client()
+        c.send("GET /park-later HTTP/1.1\r\nHost: x\r\n\r\n")
+        c.shutdownWrite()
+        let start = Date()
+        XCTAssertTrue(c.waitForClose())
+        let deadline = Date().addingTimeInterval(5)
+        while responder.closedNotified == 0 && Date() < deadline { usleep(5_000) }
+        XCTAssertEqual(responder.closedNotified, 1)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2)
+        XCTAssertTrue(waitForNoOpenConnections())
+    }
+
+    func testFullCloseWithAnswerPendingFreesTheConnection() throws {
+        try startServer()
+        var c: RawClient? = try client()
+        c?.send("GET /delay/200 HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(50_000)
+        c = nil  // close(2): FIN now, a reset once the server writes
+        XCTAssertTrue(waitForNoOpenConnections(), "the connection is closed after the answer cannot be delivered")
+        // The server still works.
+        let d = try client()
+        d.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(d.readResponse()?.status, 200)
+    }
+
+    func testFullCloseDuringALargeAnswerFreesTheConnection() throws {
+        try startServer()
+        var c: RawClient? = try client()
+        c?.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = c?.readExactly(1024)  // the answer has started and the rest is queued
+        c = nil  // unread data: the client's kernel resets; the server's writes fail
+        XCTAssertTrue(waitForNoOpenConnections(), "a write to a closed client closes the connection")
+        let d = try client()
+        d.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(d.readResponse()?.status, 200)
+    }
+
     func testConnectionCapStopsAcceptingUntilAConnectionCloses() throws {
         try startServer { configuration in
             configuration.connectionCap = 2

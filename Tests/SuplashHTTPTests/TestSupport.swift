@@ -152,6 +152,8 @@ struct TestResponse {
 /// - `/echo` → 200 with the request body, `X-Method`, `X-Remote`
 /// - `/delay/<ms>` → 200 "<ms>" answered from a worker after `ms` milliseconds
 /// - `/never` → never answered; the sink's `onClose` sets `closedNotified`
+/// - `/park-later` → parked like `/never`, but `onClose` is registered from a worker
+///   200 ms later (as the real long poll does)
 /// - `/close` → 200 with `Connection: close` set by the responder
 /// - `/small` has a 10-byte body limit; everything else 1 MiB
 final class TestResponder: HTTPResponder, @unchecked Sendable {
@@ -190,6 +192,15 @@ final class TestResponder: HTTPResponder, @unchecked Sendable {
                 lock.withLock { closedNotifiedValue += 1 }
             }
             lock.withLock { parked.append(sink) }
+        } else if path == "/park-later" {
+            let accepted = pool.submit { [self] in
+                usleep(200_000)
+                sink.onClose { [self] in
+                    lock.withLock { closedNotifiedValue += 1 }
+                }
+                lock.withLock { parked.append(sink) }
+            }
+            if !accepted { sink.send(HTTPResponse(status: 503)) }
         } else if path == "/big" {
             lock.withLock { bigAnsweredValue += 1 }
             // 3 MiB: more than the socket buffers take at once, so EPOLLOUT is exercised.
