@@ -23,9 +23,9 @@ public struct PostgresRow: Sendable {
 /// One libpq connection (`PGconn`), used by one thread at a time.
 ///
 /// Statements are prepared once per connection (named `s1`, `s2`, … by SQL text) and run
-/// with `PQexecPrepared`: parameters are always passed separately from the SQL — integers
-/// and reals in text format, text and bytea in binary format (so bytes are sent as is and
-/// a U+0000 in text is refused by the server rather than truncated). Parameter types are
+/// with `PQexecPrepared`: parameters are always passed separately from the SQL — integers,
+/// reals and text in text format (text containing U+0000 is refused with
+/// `.invalidParameter`), bytea in binary format (bytes sent as is). Parameter types are
 /// inferred by the server from the statement; write `$1::bigint` where it cannot infer one.
 ///
 /// `@unchecked Sendable`: a connection is only ever used by the thread that checked it out
@@ -124,7 +124,14 @@ public final class PostgresConnection: @unchecked Sendable {
             case .null: bytes = nil; format = 0
             case .integer(let i): bytes = Array(String(i).utf8) + [0]; format = 0
             case .real(let d): bytes = Array(Self.floatText(d).utf8) + [0]; format = 0
-            case .text(let s): bytes = Array(s.utf8); format = 1
+            case .text(let s):
+                // Text format, so any parameter type the server inferred (text, uuid,
+                // regclass, jsonb, …) parses it; PostgreSQL text cannot hold U+0000, so
+                // such a string is refused here rather than silently cut at the NUL.
+                guard !s.utf8.contains(0) else {
+                    throw PostgresError(kind: .invalidParameter, message: "text parameter contains U+0000")
+                }
+                bytes = Array(s.utf8) + [0]; format = 0
             case .blob(let b): bytes = b; format = 1
             }
             if let bytes {

@@ -23,6 +23,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case syntax
         /// The pool had no free connection within its wait limit.
         case poolExhausted
+        /// A parameter cannot be sent (text containing U+0000).
+        case invalidParameter
         /// A value read back could not be decoded.
         case decoding
         /// Anything else.

@@ -33,7 +33,13 @@ final class PostgresConnectionTests: XCTestCase {
     func testTextWithNULIsRefusedNotTruncated() throws {
         let db = try PostgresTestSupport.freshDatabase()
         defer { db.close() }
-        XCTAssertThrowsError(try db.read { try $0.query("SELECT $1::text", [.text("a\u{0}b")]) })
+        XCTAssertThrowsError(try db.read { try $0.query("SELECT $1::text", [.text("a\u{0}b")]) }) { error in
+            XCTAssertEqual((error as? PostgresError)?.kind, .invalidParameter)
+        }
+        // Text parameters reach non-text types the server inferred.
+        XCTAssertEqual(try db.read { try $0.query("SELECT $1::uuid::text, $2::date + 1", [
+            .text("01930000-0000-7000-8000-00000000000a"), .text("2026-02-28"),
+        ]).first?[0] }, .text("01930000-0000-7000-8000-00000000000a"))
     }
 
     func testSQLStateMapsToTypedErrors() throws {
