@@ -6,7 +6,7 @@
 FROM swift:6.3-bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libsqlite3-dev libssl-dev libargon2-dev zlib1g-dev libxml2-dev libarchive-dev \
+      libsqlite3-dev libpq-dev libssl-dev libargon2-dev zlib1g-dev libxml2-dev libarchive-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -18,7 +18,7 @@ RUN swift build -c release --product suplash-server
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libsqlite3-0 libssl3 libargon2-1 zlib1g tzdata ca-certificates curl \
+      libsqlite3-0 libpq5 libssl3 libargon2-1 zlib1g tzdata ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin suplash \
  && mkdir -p /data /app/bin && chown suplash:suplash /data

@@ -22,6 +22,8 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0",
                        providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(name: "CPostgreSQL", path: "Sources/CPostgreSQL", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CArchive", path: "Sources/CArchive", pkgConfig: "libarchive",
                        providers: [.apt(["libarchive-dev"])]),
 
@@ -41,6 +43,11 @@ let package = Package(
 
         // MARK: Repository adapters for SQLite
         .target(name: "SuplashSQLiteStore", dependencies: ["SuplashDomain", "SuplashStorage", "SuplashJSON"]),
+
+        // MARK: PostgreSQL (issue 8, in progress): libpq connection + pool + migrator, and
+        // the repository adapters on it. Not wired into `serve` until every protocol is done.
+        .target(name: "SuplashPostgres", dependencies: ["CPostgreSQL", "SuplashStorage"]),
+        .target(name: "SuplashPostgresStore", dependencies: ["SuplashDomain", "SuplashPostgres", "SuplashStorage"]),
 
         // MARK: The API: routes, auth, problems
         .target(name: "SuplashAPI", dependencies: [
@@ -73,6 +80,11 @@ let package = Package(
             "SuplashCrypto", "SuplashJSON",
             // Test-only RSA key generation and RS256 signing for Sign in with Apple tokens.
             "COpenSSL",
+        ]),
+        // PostgreSQL store tests: skipped unless SUPLASH_TEST_POSTGRES_URL is set
+        // (scripts/with-postgres). The behavioural checks also run against SQLite.
+        .testTarget(name: "SuplashPostgresTests", dependencies: [
+            "SuplashPostgres", "SuplashPostgresStore", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
         ]),
         .testTarget(name: "SuplashKitTests", dependencies: ["SuplashKit", "SuplashHealthImport"],
                     exclude: ["Fixtures"]),

@@ -82,6 +82,14 @@ public struct AppliedMigration: Sendable, Equatable {
     public let checksum: String
     /// When it was applied: UTC, `YYYY-MM-DDTHH:MM:SS.SSSZ` (RFC 3339).
     public let appliedAt: String
+
+    /// Creates a row as read back from a store's `schema_migrations` table.
+    public init(version: Int, name: String, checksum: String, appliedAt: String) {
+        self.version = version
+        self.name = name
+        self.checksum = checksum
+        self.appliedAt = appliedAt
+    }
 }
 
 /// Loads `NNNN_name.sql` files and applies them in order, each in its own transaction with
@@ -210,8 +218,12 @@ public enum Migrator {
         }
     }
 
-    /// Validates `recorded` against `sorted` and returns the pending migrations in order.
-    static func plan(recorded: [AppliedMigration], _ sorted: [Migration]) throws -> [Migration] {
+    /// Validates `recorded` against `sorted` (ascending versions) and returns the pending
+    /// migrations in order. Shared by every store's migrator, so the rules are the same on
+    /// SQLite and PostgreSQL.
+    /// - Throws: `MigrationError` `.missingMigration`, `.checksumMismatch`, `.nameMismatch`,
+    ///   `.outOfOrder`.
+    public static func plan(recorded: [AppliedMigration], _ sorted: [Migration]) throws -> [Migration] {
         var byVersion: [Int: Migration] = [:]
         for migration in sorted { byVersion[migration.version] = migration }
         var latest = 0
@@ -235,7 +247,9 @@ public enum Migrator {
         return pending
     }
 
-    private static func checkedSorted(_ migrations: [Migration]) throws -> [Migration] {
+    /// `migrations` sorted by version.
+    /// - Throws: `MigrationError.duplicateVersion` when two share a version.
+    public static func checkedSorted(_ migrations: [Migration]) throws -> [Migration] {
         let sorted = migrations.sorted { $0.version < $1.version }
         for i in sorted.indices.dropFirst() where sorted[i].version == sorted[i - 1].version {
             throw MigrationError.duplicateVersion(sorted[i].version, files: [sorted[i - 1].name, sorted[i].name])

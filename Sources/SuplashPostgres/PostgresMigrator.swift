@@ -1,0 +1,90 @@
+import SuplashStorage
+
+/// Applies `Migrations/postgres/NNNN_name.sql` with the same rules as the SQLite
+/// `Migrator` (it reuses its loader and its `plan`): each migration runs in its own
+/// transaction together with its `schema_migrations(version, name, checksum, applied_at)`
+/// row; a changed, renamed or missing applied file, or a pending file older than the newest
+/// applied one, refuses to start (nothing is applied).
+///
+/// Several instances may start at once: the migrator holds a session-level advisory lock
+/// (`pg_advisory_lock`) for the whole run, so each migration is applied exactly once and the
+/// others see it as applied.
+public enum PostgresMigrator {
+    /// The advisory lock key of the migrator ("SUPLASHM" as ASCII, as a bigint).
+    static let lockKey: Int64 = 0x5355_504C_4153_484D
+
+    static let createTable = """
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            checksum TEXT NOT NULL,
+            applied_at TEXT NOT NULL
+        )
+        """
+
+    /// Applies every pending migration in version order.
+    /// - Returns: how many were applied (0 when up to date).
+    /// - Throws: `MigrationError` (`.failed` wraps the `PostgresError`; earlier migrations of
+    ///   this call stay applied), or `PostgresError`.
+    @discardableResult
+    public static func migrate(_ db: PostgresDatabase, _ migrations: [Migration]) throws -> Int {
+        let sorted = try Migrator.checkedSorted(migrations)
+        return try db.pool.withConnection { connection in
+            try connection.query("SELECT pg_advisory_lock($1::bigint)", [.integer(lockKey)])
+            defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [.integer(lockKey)]) }
+            try connection.execute(createTable)
+            var applied = 0
+            while true {
+                try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                do {
+                    let pending = try Migrator.plan(recorded: try readApplied(connection), sorted)
+                    guard let next = pending.first else {
+                        try connection.execute("COMMIT")
+                        return applied
+                    }
+                    do {
+                        try connection.execute(next.sql)
+                    } catch {
+                        throw MigrationError.failed(version: next.version, name: next.name, underlying: error)
+                    }
+                    try connection.update("""
+                        INSERT INTO schema_migrations (version, name, checksum, applied_at)
+                        VALUES ($1, $2, $3, to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                        """, [.int(next.version), .text(next.name), .text(next.checksum)])
+                    try connection.execute("COMMIT")
+                    applied += 1
+                } catch {
+                    if connection.isHealthy, connection.isInTransaction { try? connection.execute("ROLLBACK") }
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// The migrations not applied yet, in order (ready when empty).
+    /// - Throws: the consistency errors of `migrate`, or `PostgresError`.
+    public static func pending(_ db: PostgresDatabase, _ migrations: [Migration]) throws -> [Migration] {
+        let sorted = try Migrator.checkedSorted(migrations)
+        return try Migrator.plan(recorded: try applied(db), sorted)
+    }
+
+    /// The rows of `schema_migrations` in version order (empty when the table is absent).
+    /// - Throws: `PostgresError`.
+    public static func applied(_ db: PostgresDatabase) throws -> [AppliedMigration] {
+        try db.read { connection in
+            let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            guard exists.first?[0] == .integer(1) else { return [] }
+            return try readApplied(connection)
+        }
+    }
+
+    private static func readApplied(_ connection: PostgresConnection) throws -> [AppliedMigration] {
+        try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version").map { row in
+            guard case .integer(let version) = row[0], case .text(let name) = row[1], case .text(let checksum) = row[2],
+                  case .text(let appliedAt) = row[3] else {
+                throw PostgresError(kind: .decoding, message: "schema_migrations row")
+            }
+            return AppliedMigration(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt)
+        }
+    }
+}

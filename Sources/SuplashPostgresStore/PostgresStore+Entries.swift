@@ -1,0 +1,148 @@
+import SuplashDomain
+import SuplashPostgres
+import SuplashStorage
+
+/// Water entries. Not yet ported from SQLite: the daily totals and achievements recompute
+/// in the same transaction (`SQLiteStore.entriesChanged`); see README "PostgreSQL (in progress)".
+extension PostgresStore: WaterEntryRepository {
+    static let entryColumns = """
+        user_id, id, amount_ml, logged_at, source, health_kit_uuid, note, created_at, updated_at, version, deleted, lww_at
+        """
+
+    static func decodeEntry(_ row: PostgresRow) -> WaterEntry {
+        WaterEntry(
+            id: row["id"].text ?? "", userID: row["user_id"].text ?? "",
+            content: WaterEntryContent(
+                amountMl: Int(row["amount_ml"].int64 ?? 0), loggedAt: row["logged_at"].int64 ?? 0,
+                source: EntrySource(rawValue: row["source"].text ?? "") ?? .api,
+                healthKitUUID: row["health_kit_uuid"].text, note: row["note"].text),
+            createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
+            version: row["version"].int64 ?? 1, deleted: (row["deleted"].int64 ?? 0) != 0)
+    }
+
+    /// Reads one entry row (live or tombstone) with its last-write-wins clock; `lock` takes
+    /// its row lock for a read-modify-write.
+    static func fetchEntry(_ c: PostgresConnection, userID: String, id: String, lock: Bool) throws -> (WaterEntry, Int64)? {
+        let sql = lock
+            ? "SELECT \(entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2 FOR UPDATE"
+            : "SELECT \(entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2"
+        guard let row = try c.query(sql, [.text(userID), .text(id)]).first else { return nil }
+        return (decodeEntry(row), row["lww_at"].int64 ?? 0)
+    }
+
+    /// Check, then insert: when a concurrent writer inserts the same id or HealthKit sample
+    /// first, the insert hits the primary key or `water_entries_health_kit` and the whole
+    /// transaction is re-run (`PostgresStore.write`), which then answers `.existing` or a
+    /// conflict from the committed row — as on SQLite.
+    public func createEntry(userID: String, id: String, content: WaterEntryContent, deviceID: String?,
+                            now: Int64) throws -> EntryCreateOutcome {
+        try write { tx in
+            let c = tx.connection
+            if let (existing, _) = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: false) {
+                if existing.deleted { throw RepositoryError.conflict(code: "entry_deleted") }
+                if existing.content == content { return .existing(existing) }
+                throw RepositoryError.conflict(code: "entry_exists")
+            }
+            if let hk = content.healthKitUUID,
+               let row = try c.query("""
+                   SELECT \(PostgresStore.entryColumns) FROM water_entries
+                   WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
+                   """, [.text(userID), .text(hk)]).first {
+                return .existing(PostgresStore.decodeEntry(row))
+            }
+            if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.text(userID)])).isEmpty {
+                throw RepositoryError.notFound
+            }
+            let position = try self.takeChangePosition(tx, userID: userID)
+            try c.update("""
+                INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
+                    created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $10, $11, $12)
+                """, [
+                    .text(userID), .text(id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
+                    .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
+                    .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
+                ])
+            return .created(WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now,
+                                       version: 1, deleted: false))
+        }
+    }
+
+    public func entry(userID: String, id: String) throws -> WaterEntry? {
+        try read { c in
+            try c.query("SELECT \(PostgresStore.entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2 AND deleted = 0",
+                        [.text(userID), .text(id)]).first.map(PostgresStore.decodeEntry)
+        }
+    }
+
+    public func updateEntry(userID: String, id: String, deviceID: String?, now: Int64,
+                            precondition: @escaping @Sendable (WaterEntry) -> Bool,
+                            _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent) throws -> WaterEntry {
+        try write { tx in
+            let c = tx.connection
+            guard let (current, lwwAt) = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true),
+                  !current.deleted else {
+                throw RepositoryError.notFound
+            }
+            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let content = try transform(current.content)
+            if let hk = content.healthKitUUID, hk != current.content.healthKitUUID,
+               !(try c.query("SELECT 1 FROM water_entries WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0",
+                             [.text(userID), .text(hk)])).isEmpty {
+                throw RepositoryError.conflict(code: "health_kit_uuid_exists")
+            }
+            var next = current
+            next.content = content
+            next.updatedAt = now
+            next.version = current.version + 1
+            let position = try self.takeChangePosition(tx, userID: userID)
+            try c.update("""
+                UPDATE water_entries SET amount_ml = $1, logged_at = $2, source = $3, health_kit_uuid = $4, note = $5,
+                    updated_at = $6, version = $7, change_position = $8, lww_at = $9, lww_device = $10
+                WHERE user_id = $11 AND id = $12
+                """, [
+                    .integer(Int64(content.amountMl)), .integer(content.loggedAt), .text(content.source.rawValue),
+                    .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
+                    .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""), .text(userID), .text(id),
+                ])
+            return next
+        }
+    }
+
+    public func deleteEntry(userID: String, id: String, deviceID: String?, now: Int64,
+                            precondition: @escaping @Sendable (WaterEntry) -> Bool) throws {
+        try write { tx in
+            let c = tx.connection
+            guard let (current, lwwAt) = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true),
+                  !current.deleted else {
+                throw RepositoryError.notFound
+            }
+            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let position = try self.takeChangePosition(tx, userID: userID)
+            try c.update("""
+                UPDATE water_entries SET deleted = 1, updated_at = $1, version = version + 1, change_position = $2,
+                    lww_at = $3, lww_device = $4
+                WHERE user_id = $5 AND id = $6
+                """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
+                      .text(userID), .text(id)])
+        }
+    }
+
+    /// The SQL of the list query (keyset, served by `water_entries_list`).
+    public static let listEntriesSQL = """
+        SELECT \(entryColumns) FROM water_entries
+        WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
+          AND logged_at <= $4 AND (logged_at < $4 OR id < $5)
+        ORDER BY logged_at DESC, id DESC
+        LIMIT $6
+        """
+
+    public func listEntries(userID: String, from: Int64?, to: Int64?, after cursor: EntryCursor?, limit: Int) throws -> [WaterEntry] {
+        try read { c in
+            try c.query(PostgresStore.listEntriesSQL, [
+                .text(userID), .integer(from ?? Int64.min), .integer(to ?? Int64.max), .integer(cursor?.loggedAt ?? Int64.max),
+                .text(cursor?.id ?? "\u{10FFFF}"), .integer(Int64(limit)),
+            ]).map(PostgresStore.decodeEntry)
+        }
+    }
+}

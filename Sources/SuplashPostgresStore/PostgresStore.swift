@@ -1,0 +1,115 @@
+import Foundation
+import SuplashDomain
+import SuplashPostgres
+import SuplashStorage
+
+/// The PostgreSQL adapter of the repository protocols of `SuplashDomain` (in progress:
+/// users, sessions, admin keys and water entries so far; see README "PostgreSQL (in progress)").
+///
+/// Semantics follow `SQLiteStore`: every write that changes a synced document takes a
+/// change position (`PostgresTransaction.takeChangePosition`, commit order = position
+/// order), stamps the last-write-wins columns, and notifies long polls after the commit.
+/// Writes run at READ COMMITTED; read-modify-write paths lock the row they read
+/// (`FOR UPDATE`), and check-then-insert paths are re-run when a concurrent writer won the
+/// unique index (the retry then sees the committed row and answers as SQLite would).
+/// PostgreSQL types never leave this target: failures become `RepositoryError`.
+public final class PostgresStore: Sendable {
+    /// The underlying database.
+    public let database: PostgresDatabase
+    /// Reports the users each commit touched (to be wired to the long-poll registry).
+    public let changeNotifier = PostgresChangeNotifier()
+
+    /// Creates the store on a migrated database.
+    public init(database: PostgresDatabase) {
+        self.database = database
+    }
+
+    /// Runs a read, mapping storage failures to `RepositoryError`.
+    func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        do {
+            return try database.read(body)
+        } catch let error as PostgresError {
+            throw Self.map(error)
+        }
+    }
+
+    /// Runs a write transaction (READ COMMITTED, re-run on unique violations, serialization
+    /// failures and deadlocks), mapping storage failures to `RepositoryError`.
+    func write<T>(_ body: (PostgresTransaction) throws -> T) throws -> T {
+        do {
+            return try database.transaction(isolation: .readCommitted, retryOnUniqueViolation: true, body)
+        } catch let error as PostgresError {
+            throw Self.map(error)
+        }
+    }
+
+    static func map(_ error: PostgresError) -> RepositoryError {
+        switch error.kind {
+        case .uniqueViolation: .conflict(code: "conflict")
+        default: .unavailable
+        }
+    }
+
+    /// Takes the next change position and arranges for `userID`'s long polls to be woken
+    /// after the commit. Every synced write path uses this.
+    func takeChangePosition(_ tx: PostgresTransaction, userID: String) throws -> Int64 {
+        let position = try tx.takeChangePosition()
+        let notifier = changeNotifier
+        tx.afterCommit { notifier.notify(userID: userID) }
+        return position
+    }
+}
+
+/// Tells listeners which users a committed write touched (long-poll wake-ups, spec §5).
+/// Within one process; waking other instances (`LISTEN/NOTIFY`) is still to come.
+///
+/// `@unchecked Sendable`: `listeners` is guarded by `lock`.
+public final class PostgresChangeNotifier: @unchecked Sendable {
+    private let lock = NSLock()
+    private var listeners: [@Sendable (String) -> Void] = []
+
+    /// An empty notifier.
+    public init() {}
+
+    /// Adds `listener`; it runs on the committing thread after each commit touching a user,
+    /// so it must be quick and must not block.
+    public func subscribe(_ listener: @escaping @Sendable (String) -> Void) {
+        lock.withLock { listeners.append(listener) }
+    }
+
+    /// Reports that a commit touched `userID`.
+    public func notify(userID: String) {
+        let current = lock.withLock { listeners }
+        for listener in current { listener(userID) }
+    }
+}
+
+// MARK: - Column decoding helpers
+
+extension SQLValue {
+    var int64: Int64? {
+        switch self {
+        case .integer(let i): i
+        case .real(let d): Int64(exactly: d)
+        default: nil
+        }
+    }
+
+    var double: Double? {
+        switch self {
+        case .real(let d): d
+        case .integer(let i): Double(i)
+        default: nil
+        }
+    }
+
+    var text: String? {
+        if case .text(let s) = self { return s }
+        return nil
+    }
+
+    var bytes: [UInt8]? {
+        if case .blob(let b) = self { return b }
+        return nil
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import SuplashDomain
+import SuplashPostgres
+import SuplashPostgresStore
+import XCTest
+
+/// Races that SQLite's single writer rules out and PostgreSQL must settle the same way,
+/// with writers on separate pools (as on separate server instances).
+final class PostgresStoreConcurrencyTests: XCTestCase {
+    let t0: Int64 = 1_790_000_000_000
+    let user = "01930000-0000-7000-8000-0000000000aa"
+
+    func makeInstances(_ count: Int) throws -> (setup: PostgresDatabase, stores: [PostgresStore]) {
+        let url = try PostgresTestSupport.url()
+        let setup = try PostgresTestSupport.migratedDatabase()
+        let first = PostgresStore(database: setup)
+        _ = try first.createUser(UserProfile(id: user, email: "race@example.test", displayName: nil, now: t0),
+                                 passwordHash: "x",
+                                 session: NewSession(id: "s1", userID: user, refreshTokenHash: [UInt8](repeating: 1, count: 32),
+                                                     createdAt: t0, refreshExpiresAt: t0 + 1_000_000))
+        let stores = try (0..<count).map { _ in PostgresStore(database: try PostgresDatabase(url: url, poolSize: 4)) }
+        return (setup, stores)
+    }
+
+    func testConcurrentIdempotentRepostCreatesOnce() throws {
+        let t0 = self.t0, user = self.user
+        let (setup, stores) = try makeInstances(4)
+        defer { setup.close(); stores.forEach { $0.database.close() } }
+        let outcomes = Locked([String]())
+        let content = WaterEntryContent(amountMl: 250, loggedAt: t0, source: .phone, healthKitUUID: "HK-RACE", note: nil)
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            do {
+                // Half re-post the same id, half another id with the same HealthKit sample.
+                let id = i % 2 == 0 ? "same" : "other-\(i)"
+                switch try stores[i % stores.count].createEntry(userID: user, id: id, content: content, deviceID: nil, now: t0) {
+                case .created: outcomes.withLock { $0.append("created") }
+                case .existing: outcomes.withLock { $0.append("existing") }
+                }
+            } catch {
+                outcomes.withLock { $0.append("\(error)") }
+            }
+        }
+        XCTAssertEqual(outcomes.current.filter { $0 == "created" }.count, 1, "\(outcomes.current)")
+        XCTAssertEqual(outcomes.current.filter { $0 == "existing" }.count, 7, "\(outcomes.current)")
+        XCTAssertEqual(try stores[0].listEntries(userID: user, from: nil, to: nil, after: nil, limit: 10).count, 1)
+    }
+
+    func testConcurrentRefreshRotationRotatesOnceAndRevokesOnReuse() throws {
+        let t0 = self.t0, user = self.user
+        let (setup, stores) = try makeInstances(2)
+        defer { setup.close(); stores.forEach { $0.database.close() } }
+        let outcomes = Locked([RefreshOutcome]())
+        let token = [UInt8](repeating: 1, count: 32)
+        DispatchQueue.concurrentPerform(iterations: 2) { i in
+            do {
+                let outcome = try stores[i].rotateRefreshToken(hash: token, newHash: [UInt8](repeating: UInt8(50 + i), count: 32),
+                                                               now: t0 + 1, newExpiresAt: t0 + 100)
+                outcomes.withLock { $0.append(outcome) }
+            } catch {
+                XCTFail("\(error)")
+            }
+        }
+        let got = outcomes.current
+        XCTAssertEqual(got.filter { $0 == .rotated(sessionID: "s1", userID: user) }.count, 1, "\(got)")
+        XCTAssertEqual(got.filter { $0 == .reused(sessionID: "s1", userID: user) }.count, 1, "\(got)")
+        XCTAssertEqual(try stores[0].sessionsRevoked(since: t0), ["s1"])
+    }
+
+    func testConcurrentUpdatesTakeDistinctPositionsAndVersions() throws {
+        let t0 = self.t0, user = self.user
+        let (setup, stores) = try makeInstances(3)
+        defer { setup.close(); stores.forEach { $0.database.close() } }
+        _ = try stores[0].createEntry(userID: user, id: "e", content: WaterEntryContent(amountMl: 1, loggedAt: t0, source: .phone,
+                                                                                        healthKitUUID: nil, note: nil),
+                                      deviceID: nil, now: t0)
+        DispatchQueue.concurrentPerform(iterations: 6) { i in
+            for _ in 0..<5 {
+                do {
+                    _ = try stores[i % 3].updateEntry(userID: user, id: "e", deviceID: "d\(i)", now: t0 + 1,
+                                                      precondition: { _ in true }) { c in
+                        var c = c
+                        c.amountMl += 1
+                        return c
+                    }
+                } catch {
+                    XCTFail("\(error)")
+                }
+            }
+        }
+        let entry = try XCTUnwrap(try stores[0].entry(userID: user, id: "e"))
+        XCTAssertEqual(entry.content.amountMl, 31, "no lost update")
+        XCTAssertEqual(entry.version, 31)
+        let position = try setup.read { try $0.query("SELECT change_position FROM water_entries WHERE id = 'e'").first?[0] }
+        let counter = try setup.read { try $0.query("SELECT position FROM change_sequence").first?[0] }
+        XCTAssertEqual(position, counter, "the last committed update holds the last position")
+        XCTAssertEqual(counter, .integer(32))  // user + create + 30 updates
+    }
+}
