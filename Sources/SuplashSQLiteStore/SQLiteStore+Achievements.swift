@@ -6,16 +6,42 @@ import SuplashStorage
 /// runs through them are read; the whole history is read only when the profile's goal or
 /// time zone changes.
 extension SQLiteStore {
+    /// One entry's effect on its local day: `amountMl` and `count` are signed (+ for a
+    /// created or new version, − for a deleted or old version).
+    public struct EntryDelta: Sendable {
+        /// ms since the epoch.
+        public var loggedAt: Int64
+        public var amountMl: Int
+        public var count: Int
+        public var source: EntrySource
+
+        /// The entry `content` appearing (`sign` +1) or disappearing (−1).
+        public init(_ content: WaterEntryContent, sign: Int) {
+            loggedAt = content.loggedAt
+            amountMl = sign * content.amountMl
+            count = sign
+            source = content.source
+        }
+    }
+
     /// THE hook for entry writes: call it inside the writer transaction after inserting,
-    /// updating or deleting entries of `userID`, with every affected `loggedAt` (ms; for an
-    /// update both the old and the new one). Recomputes those local days' totals, streaks,
-    /// badges and totals, and stamps a new achievements version + change position when
-    /// anything changed. Used by REST entry writes and by sync pushes.
-    public static func entriesChanged(_ c: SQLiteConnection, userID: String, loggedAt instants: [Int64], now: Int64) throws {
-        guard !instants.isEmpty, let profile = try loadProfile(c, userID: userID) else { return }
+    /// updating or deleting entries of `userID`, with each entry version that appeared (+1)
+    /// or disappeared (−1; an update is both). Updates those local days' totals in O(1) per
+    /// day — never by re-reading the day's entries — then streaks, badges and totals, and
+    /// stamps a new achievements version + change position when anything changed. Used by
+    /// REST entry writes, batches and sync pushes.
+    public static func entriesChanged(_ c: SQLiteConnection, userID: String, deltas: [EntryDelta], now: Int64) throws {
+        guard !deltas.isEmpty, let profile = try loadProfile(c, userID: userID) else { return }
         let clock = ZoneClocks.shared.clock(profile.timezone)
-        try recomputeDays(c, userID: userID, profile: profile, clock: clock, dates: Set(instants.map(clock.localDate(of:))),
-                          now: now)
+        var byDay: [LocalDate: (ml: Int, count: Int)] = [:]
+        for d in deltas {
+            let day = clock.localDate(of: d.loggedAt)
+            let t = byDay[day] ?? (0, 0)
+            byDay[day] = (t.ml + d.amountMl, t.count + d.count)
+        }
+        let watchWritten = deltas.contains { $0.count > 0 && $0.source == .watch }
+        try recomputeDays(c, userID: userID, profile: profile, clock: clock, dates: Set(byDay.keys), now: now,
+                          deltas: byDay, watchWritten: watchWritten)
     }
 
     /// The hook for profile writes: when the time zone changed, re-buckets every live entry
@@ -73,34 +99,43 @@ extension SQLiteStore {
     }
 
     /// Recomputes the totals of `dates` and everything that depends on them.
+    /// With `deltas` (entry writes) a day's new total is its stored total plus the delta;
+    /// without (day-context writes) the day's entries are summed from the index.
     static func recomputeDays(_ c: SQLiteConnection, userID: String, profile: UserProfile, clock: ZoneClock,
-                              dates: Set<LocalDate>, now: Int64) throws {
+                              dates: Set<LocalDate>, now: Int64, deltas: [LocalDate: (ml: Int, count: Int)]? = nil,
+                              watchWritten: Bool = false) throws {
         let before = try loadAchievements(c, userID: userID)
         var state = before
         let base = HydrationRules.baseGoalMl(profile)
         var becameMet: [LocalDate] = []
         var becameUnmet: [LocalDate] = []
         var anyEntry = false
-        var anyWatch = false
+        var anyWatch = watchWritten
         for date in dates.sorted() {
-            let range = clock.dayRange(date)
+            let old = try c.query("""
+                SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = ? AND local_date = ?
+                """, [.text(userID), .text(date.description)]).first
+            let oldTotal = Int(old?[0].int64 ?? 0)
+            let oldCount = Int(old?[1].int64 ?? 0)
+            let oldMet = (old?[2].int64 ?? 0) != 0
             var total = 0
             var count = 0
-            for row in try c.query("""
-                SELECT amount_ml, source FROM water_entries
-                WHERE user_id = ? AND deleted = 0 AND logged_at >= ? AND logged_at < ?
-                """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]) {
-                total += Int(row[0].int64 ?? 0)
-                count += 1
-                if row[1].text == EntrySource.watch.rawValue { anyWatch = true }
+            if let delta = deltas?[date] {
+                total = max(0, oldTotal + delta.ml)
+                count = max(0, oldCount + delta.count)
+            } else {
+                let range = clock.dayRange(date)
+                let sums = try c.query("""
+                    SELECT COALESCE(SUM(amount_ml), 0), COUNT(*), COALESCE(MAX(source = 'watch'), 0) FROM water_entries
+                    WHERE user_id = ? AND deleted = 0 AND logged_at >= ? AND logged_at < ?
+                    """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]).first
+                total = Int(sums?[0].int64 ?? 0)
+                count = Int(sums?[1].int64 ?? 0)
+                if (sums?[2].int64 ?? 0) != 0 { anyWatch = true }
             }
             anyEntry = anyEntry || count > 0
             let context = try loadContexts(c, userID: userID, from: date, to: date)[date]
             let met = count > 0 && total >= HydrationRules.dayGoalMl(baseGoalMl: base, context: context)
-            let old = try c.query("SELECT total_ml, goal_met FROM daily_totals WHERE user_id = ? AND local_date = ?",
-                                  [.text(userID), .text(date.description)]).first
-            let oldTotal = Int(old?[0].int64 ?? 0)
-            let oldMet = (old?[1].int64 ?? 0) != 0
             if count == 0 {
                 _ = try c.run("DELETE FROM daily_totals WHERE user_id = ? AND local_date = ?",
                               [.text(userID), .text(date.description)])

@@ -53,7 +53,7 @@ extension SQLiteStore: WaterEntryRepository {
                     .text(content.source.rawValue), content.healthKitUUID.sqlValue, content.note.sqlValue,
                     .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
                 ])
-            try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: [content.loggedAt], now: now)
+            try SQLiteStore.entriesChanged(c, userID: userID, deltas: [.init(content, sign: 1)], now: now)
             return .created(WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now,
                                        version: 1, deleted: false))
         }
@@ -95,7 +95,8 @@ extension SQLiteStore: WaterEntryRepository {
                     content.healthKitUUID.sqlValue, content.note.sqlValue, .integer(now), .integer(next.version),
                     .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""), .text(userID), .text(id),
                 ])
-            try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: [current.content.loggedAt, content.loggedAt], now: now)
+            try SQLiteStore.entriesChanged(c, userID: userID,
+                                           deltas: [.init(current.content, sign: -1), .init(content, sign: 1)], now: now)
             return next
         }
     }
@@ -115,7 +116,7 @@ extension SQLiteStore: WaterEntryRepository {
                 WHERE user_id = ? AND id = ?
                 """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
                       .text(userID), .text(id)])
-            try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: [current.content.loggedAt], now: now)
+            try SQLiteStore.entriesChanged(c, userID: userID, deltas: [.init(current.content, sign: -1)], now: now)
         }
     }
 

@@ -144,8 +144,9 @@ extension SQLiteStore: SyncRepository {
                     .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
             // Daily totals and achievements change in the same transaction (spec §4).
-            let touched = [content.loggedAt] + (current.flatMap { $0.deleted ? nil : $0.content.loggedAt }.map { [$0] } ?? [])
-            try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: touched, now: now)
+            var deltas = [EntryDelta(content, sign: 1)]
+            if let current, !current.deleted { deltas.append(EntryDelta(current.content, sign: -1)) }
+            try SQLiteStore.entriesChanged(c, userID: userID, deltas: deltas, now: now)
             return .applied(SyncChange(collection: "water_entries", id: m.id, version: entry.version, updatedAt: now,
                                        deleted: false, position: position, document: .waterEntry(entry)))
         case .delete:
@@ -162,7 +163,7 @@ extension SQLiteStore: SyncRepository {
                 """, [.text(userID), .text(m.id), .integer(now), .integer(version), .integer(position),
                       .integer(m.clientUpdatedAt), .text(deviceID)])
             if let current, !current.deleted {
-                try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: [current.content.loggedAt], now: now)
+                try SQLiteStore.entriesChanged(c, userID: userID, deltas: [EntryDelta(current.content, sign: -1)], now: now)
             }
             return .applied(SyncChange(collection: "water_entries", id: m.id, version: version, updatedAt: now,
                                        deleted: true, position: position, document: nil))
@@ -288,7 +289,7 @@ extension SQLiteStore: WaterEntryBatchRepository {
             }
             var outcomes: [BatchItemOutcome] = []
             outcomes.reserveCapacity(list.count)
-            var touched: [Int64] = []
+            var touched: [EntryDelta] = []
             for item in list {
                 if let (existing, _) = try SQLiteStore.fetchEntry(c, userID: userID, id: item.id) {
                     if existing.deleted {
@@ -321,10 +322,10 @@ extension SQLiteStore: WaterEntryBatchRepository {
                     ])
                 outcomes.append(.created(WaterEntry(id: item.id, userID: userID, content: content, createdAt: now,
                                                     updatedAt: now, version: 1, deleted: false)))
-                touched.append(content.loggedAt)
+                touched.append(EntryDelta(content, sign: 1))
             }
             // Daily totals and achievements change in the same transaction, once per batch.
-            try SQLiteStore.entriesChanged(c, userID: userID, loggedAt: touched, now: now)
+            try SQLiteStore.entriesChanged(c, userID: userID, deltas: touched, now: now)
             return outcomes
         }
     }
