@@ -45,7 +45,7 @@ extension PostgresStore: HydrationRepository {
     static let recentAmountsWindow = 200
 
     public func daySummary(userID: String, date: LocalDate, range: Range<Int64>) throws -> DaySummaryData {
-        try read { c in
+        try snapshotRead { c in
             let entries = try c.query(PostgresStore.dayEntriesSQL,
                                       [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)])
                 .map(PostgresStore.decodeEntry)
@@ -70,7 +70,7 @@ extension PostgresStore: HydrationRepository {
 
     public func dayFigures(userID: String, from: LocalDate, to: LocalDate) throws
         -> (totals: [LocalDate: DayTotal], contexts: [LocalDate: DayContextContent]) {
-        try read { c in
+        try snapshotRead { c in
             var totals: [LocalDate: DayTotal] = [:]
             for row in try c.query("""
                 SELECT local_date, total_ml, entries_count FROM daily_totals
