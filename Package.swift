@@ -47,7 +47,7 @@ let package = Package(
         // MARK: PostgreSQL (issue 8, in progress): libpq connection + pool + migrator, and
         // the repository adapters on it. Not wired into `serve` until every protocol is done.
         .target(name: "SuplashPostgres", dependencies: ["CPostgreSQL", "SuplashStorage"]),
-        .target(name: "SuplashPostgresStore", dependencies: ["SuplashDomain", "SuplashPostgres", "SuplashStorage"]),
+        .target(name: "SuplashPostgresStore", dependencies: ["SuplashDomain", "SuplashPostgres", "SuplashStorage", "SuplashJSON"]),
 
         // MARK: The API: routes, auth, problems
         .target(name: "SuplashAPI", dependencies: [
