@@ -61,6 +61,15 @@ public final class PostgresTransaction {
         positions.append(position)
         return position
     }
+
+    /// Takes the change-sequence row lock without taking a position (`SELECT … FOR UPDATE`),
+    /// so that everything this transaction reads afterwards (READ COMMITTED: each statement
+    /// sees what committed before it) cannot be changed by another position-taking writer
+    /// until this transaction ends. For read-decide-write paths such as the sync push.
+    /// - Throws: `PostgresError`.
+    public func lockChangeSequence() throws {
+        try connection.query("SELECT position FROM change_sequence WHERE singleton = 1 FOR UPDATE")
+    }
 }
 
 /// A PostgreSQL database behind a bounded connection pool.

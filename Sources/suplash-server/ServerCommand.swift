@@ -29,7 +29,7 @@ struct Environment {
             // Refused until every repository protocol has a PostgreSQL adapter (issue 8).
             throw Configuration.LoadError(description: """
                 storage.driver = postgres is not available yet: the PostgreSQL store implements only users, \
-                sessions, admin keys, water entries, hydration, bills and idempotency records so far (see README, "PostgreSQL (in progress)"); use sqlite
+                sessions, admin keys, water entries, hydration, bills, sync and idempotency records so far (see README, "PostgreSQL (in progress)"); use sqlite
                 """)
         default:
             throw Configuration.LoadError(description: "storage.driver must be sqlite (postgres is in progress)")
