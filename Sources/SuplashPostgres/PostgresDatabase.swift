@@ -82,6 +82,8 @@ public final class PostgresTransaction {
 public final class PostgresDatabase: Sendable {
     /// The pool (exposed for operations and tests).
     public let pool: PostgresPool
+    /// The libpq URL it connects with. May carry a password: never log it.
+    public let url: String
 
     /// - Parameters:
     ///   - url: libpq connection string or URL (Unix socket or loopback).
@@ -90,6 +92,7 @@ public final class PostgresDatabase: Sendable {
     ///     `PostgresError.poolExhausted`.
     /// - Throws: `PostgresError` when the first connection cannot be made.
     public init(url: String, poolSize: Int = 8, acquireTimeout: Double = 10) throws {
+        self.url = url
         pool = PostgresPool(url: url, maxSize: max(1, poolSize), acquireTimeout: acquireTimeout)
         try pool.withConnection { _ in }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
@@ -20,11 +21,30 @@ extension PostgresStore: OperationsRepository {
         }
     }
 
-    /// Not offered on PostgreSQL: the server cannot write a consistent file of a networked
-    /// database to its own disk. Back up with PostgreSQL's tools (`pg_dump`, or base backups
-    /// with WAL archiving for point-in-time recovery).
-    /// - Throws: `RepositoryError.unavailable`, always.
+    /// A consistent online snapshot with `pg_dump --format=custom` (one REPEATABLE READ
+    /// snapshot; restore with `pg_restore`). Needs the PostgreSQL client tools on `PATH`.
+    /// The URL is passed as `pg_dump --dbname`, so keep passwords out of it (use a Unix
+    /// socket with peer authentication, or `~/.pgpass`). For point-in-time recovery use
+    /// base backups with WAL archiving instead.
+    /// - Throws: `RepositoryError.unavailable` when `path` exists, `pg_dump` is missing or fails.
     public func backup(to path: String) throws -> Int64 {
-        throw RepositoryError.unavailable
+        guard !FileManager.default.fileExists(atPath: path) else { throw RepositoryError.unavailable }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["pg_dump", "--format=custom", "--no-owner", "--file=\(path)", "--dbname=\(database.url)"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw RepositoryError.unavailable
+        }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+              let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber else {
+            try? FileManager.default.removeItem(atPath: path)
+            throw RepositoryError.unavailable
+        }
+        return size.int64Value
     }
 }

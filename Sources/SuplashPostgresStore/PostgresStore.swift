@@ -4,7 +4,7 @@ import SuplashPostgres
 import SuplashStorage
 
 /// The PostgreSQL adapter of the repository protocols of `SuplashDomain` (in progress:
-/// users, sessions, admin keys, water entries, hydration, bills, sync and idempotency records so far; see README "PostgreSQL (in progress)").
+/// every protocol, for one server instance so far; see README "PostgreSQL (in progress)").
 ///
 /// Semantics follow `SQLiteStore`: every write that changes a synced document takes a
 /// change position (`PostgresTransaction.takeChangePosition`, commit order = position

@@ -167,7 +167,10 @@ final class OperationsBehaviourTests: XCTestCase {
         }
         let store = try fixtures.postgresStore().0
         XCTAssertEqual(try counts(store), sqlite)
-        XCTAssertThrowsError(try store.backup(to: NSTemporaryDirectory() + "never")) {
+        let path = NSTemporaryDirectory() + "suplash-pg-backup-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        XCTAssertGreaterThan(try store.backup(to: path), 0)
+        XCTAssertThrowsError(try store.backup(to: path), "an existing file is not overwritten") {
             XCTAssertEqual($0 as? RepositoryError, .unavailable)
         }
     }
