@@ -18,7 +18,7 @@ RUN swift build -c release --product suplash-server
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libsqlite3-0 libpq5 libssl3 libargon2-1 zlib1g tzdata ca-certificates curl \
+      libsqlite3-0 libpq5 postgresql-client libssl3 libargon2-1 zlib1g tzdata ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin suplash \
  && mkdir -p /data /app/bin && chown suplash:suplash /data

@@ -45,9 +45,9 @@ let package = Package(
         .target(name: "SuplashSQLiteStore", dependencies: ["SuplashDomain", "SuplashStorage", "SuplashJSON"]),
 
         // MARK: PostgreSQL (issue 8, in progress): libpq connection + pool + migrator, and
-        // the repository adapters on it. Not wired into `serve` until every protocol is done.
+        // the repository adapters on it (`storage.driver = postgres`, one instance so far).
         .target(name: "SuplashPostgres", dependencies: ["CPostgreSQL", "SuplashStorage"]),
-        .target(name: "SuplashPostgresStore", dependencies: ["SuplashDomain", "SuplashPostgres", "SuplashStorage"]),
+        .target(name: "SuplashPostgresStore", dependencies: ["SuplashDomain", "SuplashPostgres", "SuplashStorage", "SuplashJSON"]),
 
         // MARK: The API: routes, auth, problems
         .target(name: "SuplashAPI", dependencies: [
@@ -57,7 +57,7 @@ let package = Package(
         // MARK: The executable: CLI, config, wiring
         .executableTarget(name: "suplash-server", dependencies: [
             "CMalloc", "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
-            "SuplashCrypto", "SuplashLogging", "SuplashJSON",
+            "SuplashCrypto", "SuplashLogging", "SuplashJSON", "SuplashPostgres", "SuplashPostgresStore",
         ]),
 
         // MARK: The client side (issue 7): SuplashKit serves the apps too, so it uses only

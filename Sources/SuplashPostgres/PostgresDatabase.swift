@@ -61,6 +61,15 @@ public final class PostgresTransaction {
         positions.append(position)
         return position
     }
+
+    /// Takes the change-sequence row lock without taking a position (`SELECT … FOR UPDATE`),
+    /// so that everything this transaction reads afterwards (READ COMMITTED: each statement
+    /// sees what committed before it) cannot be changed by another position-taking writer
+    /// until this transaction ends. For read-decide-write paths such as the sync push.
+    /// - Throws: `PostgresError`.
+    public func lockChangeSequence() throws {
+        try connection.query("SELECT position FROM change_sequence WHERE singleton = 1 FOR UPDATE")
+    }
 }
 
 /// A PostgreSQL database behind a bounded connection pool.
@@ -73,6 +82,8 @@ public final class PostgresTransaction {
 public final class PostgresDatabase: Sendable {
     /// The pool (exposed for operations and tests).
     public let pool: PostgresPool
+    /// The libpq URL it connects with. May carry a password: never log it.
+    public let url: String
 
     /// - Parameters:
     ///   - url: libpq connection string or URL (Unix socket or loopback).
@@ -81,6 +92,7 @@ public final class PostgresDatabase: Sendable {
     ///     `PostgresError.poolExhausted`.
     /// - Throws: `PostgresError` when the first connection cannot be made.
     public init(url: String, poolSize: Int = 8, acquireTimeout: Double = 10) throws {
+        self.url = url
         pool = PostgresPool(url: url, maxSize: max(1, poolSize), acquireTimeout: acquireTimeout)
         try pool.withConnection { _ in }
     }

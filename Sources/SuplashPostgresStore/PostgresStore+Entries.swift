@@ -2,8 +2,8 @@ import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
 
-/// Water entries. Not yet ported from SQLite: the daily totals and achievements recompute
-/// in the same transaction (`SQLiteStore.entriesChanged`); see README "PostgreSQL (in progress)".
+/// Water entries; every write recomputes the touched days' totals and the achievements in
+/// its own transaction (`entriesChanged`), as on SQLite.
 extension PostgresStore: WaterEntryRepository {
     static let entryColumns = """
         user_id, id, amount_ml, logged_at, source, health_kit_uuid, note, created_at, updated_at, version, deleted, lww_at
@@ -63,6 +63,7 @@ extension PostgresStore: WaterEntryRepository {
                     .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
                     .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
                 ])
+            try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: [content.loggedAt], now: now)
             return .created(WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now,
                                        version: 1, deleted: false))
         }
@@ -105,6 +106,8 @@ extension PostgresStore: WaterEntryRepository {
                     .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
                     .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""), .text(userID), .text(id),
                 ])
+            try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: [current.content.loggedAt, content.loggedAt],
+                                             now: now)
             return next
         }
     }
@@ -125,6 +128,7 @@ extension PostgresStore: WaterEntryRepository {
                 WHERE user_id = $5 AND id = $6
                 """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
                       .text(userID), .text(id)])
+            try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: [current.content.loggedAt], now: now)
         }
     }
 

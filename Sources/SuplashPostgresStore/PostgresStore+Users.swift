@@ -70,8 +70,8 @@ extension PostgresStore: UserRepository {
         }
     }
 
-    /// Note: SQLite also re-buckets daily totals and re-evaluates goals when the time zone or
-    /// base goal changes (`profileChanged`); that port is still to come on PostgreSQL.
+    /// A time-zone or base-goal change re-buckets the daily totals and re-evaluates goals in
+    /// the same transaction (`profileChanged`), as on SQLite.
     public func updateProfile(userID: String, now: Int64,
                               _ transform: @escaping @Sendable (UserProfile) throws -> UserProfile) throws -> UserProfile {
         try write { tx in
@@ -96,6 +96,7 @@ extension PostgresStore: UserRepository {
                     updated_at = $12, version = $13, change_position = $14, lww_at = $15, lww_device = ''
                 WHERE id = $16
                 """, PostgresStore.profileValues(next) + [.integer(position), .integer(lwwAt), .text(userID)])
+            try PostgresStore.profileChanged(tx, previous: current, current: next, now: now)
             return next
         }
     }

@@ -4,7 +4,7 @@ import SuplashPostgres
 import SuplashStorage
 
 /// The PostgreSQL adapter of the repository protocols of `SuplashDomain` (in progress:
-/// users, sessions, admin keys and water entries so far; see README "PostgreSQL (in progress)").
+/// every protocol, for one server instance so far; see README "PostgreSQL (in progress)").
 ///
 /// Semantics follow `SQLiteStore`: every write that changes a synced document takes a
 /// change position (`PostgresTransaction.takeChangePosition`, commit order = position
@@ -28,6 +28,16 @@ public final class PostgresStore: Sendable {
     func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         do {
             return try database.read(body)
+        } catch let error as PostgresError {
+            throw Self.map(error)
+        }
+    }
+
+    /// Runs a multi-statement read in one snapshot (REPEATABLE READ, READ ONLY), so its
+    /// parts agree with each other as SQLite's single read transaction does.
+    func snapshotRead<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        do {
+            return try database.transaction(isolation: .repeatableRead, readOnly: true) { try body($0.connection) }
         } catch let error as PostgresError {
             throw Self.map(error)
         }

@@ -2,7 +2,6 @@ import Foundation
 import SuplashAPI
 import SuplashCrypto
 import SuplashLogging
-import SuplashSQLiteStore
 
 /// Wires email codes, the outbox worker and Sign in with Apple from the `mail.*` and
 /// `apple.*` configuration keys (README "Mail" and "Sign in with Apple").
@@ -10,7 +9,7 @@ enum MailWiring {
     /// Sets `services.mail`, `services.apple` and `services.appleIdentities`; returns the
     /// delivery worker (not started).
     /// - Throws: `Configuration.LoadError` for an unknown transport or an unusable Resend URL/key.
-    static func install(into services: inout Services, configuration: Configuration, dataDir: String, store: SQLiteStore,
+    static func install(into services: inout Services, configuration: Configuration, dataDir: String, store: any SuplashStore,
                         secret: [UInt8], logger: Logger) throws -> OutboxWorker {
         let from = configuration.string("mail.from")
         let transport: any MailTransport

@@ -6,6 +6,7 @@ import SuplashDomain
 import SuplashHTTP
 import SuplashJSON
 import SuplashLogging
+import SuplashPostgres
 import SuplashSQLiteStore
 import SuplashStorage
 
@@ -14,7 +15,7 @@ import SuplashStorage
 struct Environment {
     let configuration: Configuration
     let dataDir: String
-    let database: SQLiteDatabase
+    let backend: StorageBackend
     let migrations: [Migration]
     let logger: Logger
 
@@ -22,29 +23,37 @@ struct Environment {
         let dataDir = configuration.string("server.dataDir")
         try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
+        let backend: StorageBackend
+        let migrations: [Migration]
         switch configuration.string("storage.driver") {
         case "sqlite":
-            break
+            var path = configuration.string("storage.sqlitePath")
+            if path.isEmpty { path = dataDir + "/suplash.sqlite" }
+            migrations = try Migrator.load(directory: try locateMigrations(configuration.string("storage.migrationsDir")))
+            backend = .sqlite(try SQLiteDatabase(path: path, readers: try configuration.int("storage.readers"),
+                                                 busyTimeoutMs: try configuration.int("storage.busyTimeoutMs")))
         case "postgres":
-            // Refused until every repository protocol has a PostgreSQL adapter (issue 8).
-            throw Configuration.LoadError(description: """
-                storage.driver = postgres is not available yet: the PostgreSQL store implements only users, \
-                sessions, admin keys and water entries so far (see README, "PostgreSQL (in progress)"); use sqlite
-                """)
+            let url = configuration.string("storage.postgresUrl")
+            guard !url.isEmpty else {
+                throw Configuration.LoadError(description: "storage.postgresUrl is required when storage.driver is postgres")
+            }
+            migrations = try Migrator.load(directory: try ResourceLocator.locate(
+                "Migrations/postgres", configured: configuration.string("storage.postgresMigrationsDir"), directory: true,
+                configKey: "storage.postgresMigrationsDir"))
+            do {
+                backend = .postgres(try PostgresDatabase(url: url, poolSize: max(1, try configuration.int("storage.postgresPoolSize"))))
+            } catch let error as PostgresError {
+                // The server's text may echo the URL (with a password): report the kind only.
+                throw Configuration.LoadError(description: "cannot connect to PostgreSQL (storage.postgresUrl): \(error.kind.rawValue)")
+            }
         default:
-            throw Configuration.LoadError(description: "storage.driver must be sqlite (postgres is in progress)")
+            throw Configuration.LoadError(description: "storage.driver must be sqlite or postgres")
         }
-        var path = configuration.string("storage.sqlitePath")
-        if path.isEmpty { path = dataDir + "/suplash.sqlite" }
-        let migrationsDir = try locateMigrations(configuration.string("storage.migrationsDir"))
-        let migrations = try Migrator.load(directory: migrationsDir)
-        let database = try SQLiteDatabase(path: path, readers: try configuration.int("storage.readers"),
-                                          busyTimeoutMs: try configuration.int("storage.busyTimeoutMs"))
         if migrate {
-            let applied = try Migrator.migrate(database, migrations)
+            let applied = try backend.migrate(migrations)
             if applied > 0 { logger.info("migrations_applied", .count("applied", applied)) }
         }
-        return Environment(configuration: configuration, dataDir: dataDir, database: database, migrations: migrations,
+        return Environment(configuration: configuration, dataDir: dataDir, backend: backend, migrations: migrations,
                            logger: logger)
     }
 
@@ -129,7 +138,7 @@ enum ServeCommand {
         logger.info("open_file_limit", .number("soft", limits.soft), .number("hard", limits.hard))
 
         let env = try Environment.make(configuration, logger: logger, migrate: true)
-        let store = SQLiteStore(database: env.database)
+        let (store, subscribe) = env.backend.makeStore()
         let secret = try env.jwtSecret()
         let tokens = TokenService(secret: secret,
                                   accessTokenTTL: Int64(try configuration.int("auth.accessTokenTtlSeconds")),
@@ -162,8 +171,7 @@ enum ServeCommand {
                                            iterations: UInt32(try configuration.int("auth.argon2Iterations")),
                                            parallelism: UInt32(try configuration.int("auth.argon2Parallelism"))),
             concurrency: concurrency)
-        let database = env.database
-        let migrations = env.migrations
+        let backend = env.backend
         var services = Services(
             users: store, sessions: store, entries: store, tokens: tokens, revocations: revocations,
             authenticator: Authenticator(tokens: tokens, revocations: revocations, adminKeys: adminKeys,
@@ -172,9 +180,9 @@ enum ServeCommand {
             passwordHashing: hashing, timeZones: TimeZoneDatabase(),
             domain: DomainServices(hydration: store, bills: store, accountData: store,
                                    tariffs: try TariffFiles.load(configuration.string("billing.tariffsDir"), logger: logger)),
-            readiness: { (try? Migrator.pending(database, migrations).isEmpty) ?? false },
+            readiness: backend.readiness(env.migrations),
             operations: store, rateLimits: rateLimits, metrics: metrics, backupDirectory: backupDir,
-            sync: SyncWiring.services(store: store, secret: secret),
+            sync: SyncWiring.services(store: store, subscribe: subscribe, secret: secret),
             openAPIDocument: try Environment.loadOpenAPIDocument(configuration.string("server.openapiPath")))
         let maintenance = SyncMaintenance(repository: store, idempotency: store,
                                           retentionDays: try configuration.int("sync.tombstoneRetentionDays"),
@@ -196,7 +204,7 @@ enum ServeCommand {
             })
             FileHandle.standardOutput.write(Data(table.serialized() + [0x0A]))
             application.shutdown()
-            database.close()
+            backend.close()
             return 0
         }
 
@@ -217,12 +225,14 @@ enum ServeCommand {
                 Double(longPolls.waitingCount)
             }
         }
-        metrics.gauge("suplash_writer_queue_depth", help: "Write jobs waiting for the writer.") {
-            Double(database.pendingWriteCount)
-        }
-        metrics.gauge("suplash_writer_mean_batch_size", help: "Write jobs per commit since start (group commit).") {
-            let s = database.writerStatistics
-            return s.commits > 0 ? Double(s.jobs) / Double(s.commits) : 0
+        if case .sqlite(let database) = backend {
+            metrics.gauge("suplash_writer_queue_depth", help: "Write jobs waiting for the writer.") {
+                Double(database.pendingWriteCount)
+            }
+            metrics.gauge("suplash_writer_mean_batch_size", help: "Write jobs per commit since start (group commit).") {
+                let s = database.writerStatistics
+                return s.commits > 0 ? Double(s.jobs) / Double(s.commits) : 0
+            }
         }
         outbox.start()
         let port = try server.start()
@@ -237,12 +247,14 @@ enum ServeCommand {
         application.shutdown()
         maintenance.stop()
         outbox.stop()
-        do {
-            _ = try database.checkpoint()
-        } catch {
-            logger.error("checkpoint_failed", .errorType(String(reflecting: type(of: error))))
+        if case .sqlite(let database) = backend {
+            do {
+                _ = try database.checkpoint()
+            } catch {
+                logger.error("checkpoint_failed", .errorType(String(reflecting: type(of: error))))
+            }
         }
-        database.close()
+        backend.close()
         logger.info("stopped")
         return 0
     }

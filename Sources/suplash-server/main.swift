@@ -30,8 +30,8 @@ func main() -> Int32 {
             return try ServeCommand.run(configuration, logger: logger)
         case "migrate":
             let env = try Environment.make(configuration, logger: logger, migrate: true)
-            let applied = try Migrator.applied(env.database)
-            env.database.close()
+            let applied = try env.backend.applied()
+            env.backend.close()
             print("schema at version \(applied.last?.version ?? 0) (\(applied.count) migrations applied)")
             return 0
         case "routes":
@@ -45,8 +45,8 @@ func main() -> Int32 {
                 throw ParsedCommandLine.UsageError(description: "backup needs --to FILE")
             }
             let env = try Environment.make(configuration, logger: logger, migrate: false)
-            defer { env.database.close() }
-            let bytes = try SQLiteStore(database: env.database).backup(to: destination)
+            defer { env.backend.close() }
+            let bytes = try env.backend.makeStore().store.backup(to: destination)
             print("\(destination)\t\(bytes) bytes")
             return 0
         case "admin-key":
@@ -74,8 +74,8 @@ func main() -> Int32 {
 enum AdminKeyCommand {
     static func run(_ parsed: ParsedCommandLine, configuration: Configuration, logger: Logger) throws -> Int32 {
         let env = try Environment.make(configuration, logger: logger, migrate: true)
-        defer { env.database.close() }
-        let store = SQLiteStore(database: env.database)
+        defer { env.backend.close() }
+        let store = env.backend.makeStore().store
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         switch parsed.positional.first {
         case "create":

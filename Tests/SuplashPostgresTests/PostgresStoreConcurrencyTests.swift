@@ -92,7 +92,87 @@ final class PostgresStoreConcurrencyTests: XCTestCase {
         XCTAssertEqual(entry.version, 31)
         let position = try setup.read { try $0.query("SELECT change_position FROM water_entries WHERE id = 'e'").first?[0] }
         let counter = try setup.read { try $0.query("SELECT position FROM change_sequence").first?[0] }
-        XCTAssertEqual(position, counter, "the last committed update holds the last position")
-        XCTAssertEqual(counter, .integer(32))  // user + create + 30 updates
+        // user + (create + its achievements) + 30 × (update + its achievements), no gaps;
+        // the last update took the last entry position, then its achievements the next.
+        XCTAssertEqual(counter, .integer(63))
+        XCTAssertEqual(position, .integer(62))
+    }
+}
+
+/// A feed reader that resumes after the last position it got never misses a change, while
+/// REST writes and sync pushes for the same user run on several instances.
+final class PostgresFeedConcurrencyTests: XCTestCase {
+    func testResumingReaderSeesEveryFinalVersionAcrossInstances() throws {
+        let url = try PostgresTestSupport.url()
+        let setup = try PostgresTestSupport.migratedDatabase()
+        defer { setup.close() }
+        let t0: Int64 = 1_790_000_000_000
+        let user = "01930000-0000-7000-8000-0000000000ff"
+        _ = try PostgresStore(database: setup).createUser(
+            UserProfile(id: user, email: "feed@example.test", displayName: nil, now: t0), passwordHash: "x",
+            session: NewSession(id: "s", userID: user, refreshTokenHash: [9], createdAt: t0, refreshExpiresAt: t0 + 1))
+        let stores = try (0..<3).map { _ in PostgresStore(database: try PostgresDatabase(url: url, poolSize: 4)) }
+        defer { stores.forEach { $0.database.close() } }
+
+        let done = Locked(false)
+        let seen = Locked([String: Int64]())  // "collection/id" → highest version seen
+        let failures = Locked([String]())
+        let reader = Thread {
+            var cursor: Int64 = 0
+            func drain() throws {
+                while true {
+                    let page = try stores[2].changes(userID: user, after: cursor, limit: 7, includeTombstones: true)
+                    for change in page.changes {
+                        seen.withLock { $0["\(change.collection)/\(change.id)"] = max($0["\(change.collection)/\(change.id)"] ?? 0, change.version) }
+                        cursor = max(cursor, change.position)
+                    }
+                    if !page.hasMore { return }
+                }
+            }
+            do {
+                while !done.current { try drain() }
+                try drain()
+            } catch {
+                failures.withLock { $0.append("reader: \(error)") }
+            }
+        }
+        reader.start()
+        DispatchQueue.concurrentPerform(iterations: 6) { worker in
+            let store = stores[worker % 2]
+            for n in 0..<12 {
+                do {
+                    let id = "e\(n % 5)"  // shared ids: creates, re-creates and pushes collide
+                    if worker % 2 == 0 {
+                        let content = WaterEntryContent(amountMl: 100 + n, loggedAt: t0 + Int64(n) * 60_000, source: .phone,
+                                                        healthKitUUID: nil, note: nil)
+                        _ = try? store.createEntry(userID: user, id: "w\(worker)-\(n)", content: content, deviceID: "p", now: t0 + Int64(n))
+                        _ = try? store.updateEntry(userID: user, id: id, deviceID: "p", now: t0 + Int64(n),
+                                                   precondition: { _ in true }) { c in
+                            var c = c
+                            c.amountMl += 1
+                            return c
+                        }
+                    } else {
+                        let content = WaterEntryContent(amountMl: 200 + n, loggedAt: t0 + Int64(n) * 60_000, source: .watch,
+                                                        healthKitUUID: nil, note: nil)
+                        _ = try store.applyMutations(userID: user, deviceID: "watch\(worker)", now: t0 + 1_000 + Int64(n), mutations: [
+                            SyncMutation(collection: "water_entries", id: id, write: .upsertEntry(content),
+                                         clientUpdatedAt: t0 + 1_000 + Int64(n * 10 + worker)),
+                        ]) { _, profile in profile }
+                    }
+                } catch {
+                    failures.withLock { $0.append("writer: \(error)") }
+                }
+            }
+        }
+        done.withLock { $0 = true }
+        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(failures.current, [])
+        // Every row's final version was delivered to the resuming reader.
+        let final = try stores[0].changes(userID: user, after: 0, limit: 10_000, includeTombstones: true).changes
+        XCTAssertGreaterThan(final.count, 30)
+        for change in final {
+            XCTAssertEqual(seen.current["\(change.collection)/\(change.id)"], change.version, "\(change.collection)/\(change.id)")
+        }
     }
 }

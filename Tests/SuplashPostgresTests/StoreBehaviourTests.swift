@@ -11,15 +11,17 @@ typealias AccountAndEntryStore = UserRepository & SessionRepository & AdminKeyRe
 
 /// One set of behavioural checks, run against SQLite (always) and PostgreSQL (when
 /// `SUPLASH_TEST_POSTGRES_URL` is set): the two adapters must answer alike.
-final class StoreBehaviourTests: XCTestCase {
+/// Stores for the behavioural checks, and the data they share.
+final class StoreFixtures {
     var cleanups: [() -> Void] = []
 
-    override func tearDown() {
+    /// Closes what the stores opened.
+    func close() {
         cleanups.forEach { $0() }
         cleanups = []
     }
 
-    func sqliteStore() throws -> (AccountAndEntryStore, changedUsers: Locked<[String]>) {
+    func sqliteStore() throws -> (SQLiteStore, changedUsers: Locked<[String]>) {
         let dir = NSTemporaryDirectory() + "suplash-pg-tests-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let db = try SQLiteDatabase(path: dir + "/test.sqlite", readers: 2)
@@ -42,17 +44,6 @@ final class StoreBehaviourTests: XCTestCase {
         store.changeNotifier.subscribe { user in changed.withLock { $0.append(user) } }
         return (store, changed)
     }
-
-    // MARK: - The same checks on both stores
-
-    func testAccountsOnSQLite() throws { try checkAccounts(try sqliteStore()) }
-    func testAccountsOnPostgres() throws { try checkAccounts(try postgresStore()) }
-    func testSessionsOnSQLite() throws { try checkSessions(try sqliteStore().0) }
-    func testSessionsOnPostgres() throws { try checkSessions(try postgresStore().0) }
-    func testAdminKeysOnSQLite() throws { try checkAdminKeys(try sqliteStore().0) }
-    func testAdminKeysOnPostgres() throws { try checkAdminKeys(try postgresStore().0) }
-    func testEntriesOnSQLite() throws { try checkEntries(try sqliteStore()) }
-    func testEntriesOnPostgres() throws { try checkEntries(try postgresStore()) }
 
     /// The wake-ups once `done` holds (waits up to 2 s for post-commit callbacks).
     func settled(_ wakes: Locked<[String]>, _ done: ([String]) -> Bool) -> [String] {
@@ -77,6 +68,42 @@ final class StoreBehaviourTests: XCTestCase {
         _ = try store.createUser(UserProfile(id: bob, email: "bob@example.test", displayName: nil, now: t0),
                                  passwordHash: "$argon2id$b", session: session("sb", bob, hash: 2))
     }
+
+}
+
+final class StoreBehaviourTests: XCTestCase {
+    let fixtures = StoreFixtures()
+    var t0: Int64 { fixtures.t0 }
+    var alice: String { fixtures.alice }
+    var bob: String { fixtures.bob }
+    func session(_ id: String, _ user: String, hash: UInt8, expires: Int64 = 1_800_000_000_000) -> NewSession {
+        fixtures.session(id, user, hash: hash, expires: expires)
+    }
+    func makeUsers(_ store: AccountAndEntryStore) throws { try fixtures.makeUsers(store) }
+    func settled(_ wakes: Locked<[String]>, _ done: ([String]) -> Bool) -> [String] { fixtures.settled(wakes, done) }
+    func sqliteStore() throws -> (AccountAndEntryStore, changedUsers: Locked<[String]>) {
+        let (store, changed) = try fixtures.sqliteStore()
+        return (store, changed)
+    }
+    func postgresStore() throws -> (AccountAndEntryStore, changedUsers: Locked<[String]>) {
+        let (store, changed) = try fixtures.postgresStore()
+        return (store, changed)
+    }
+
+    override func tearDown() {
+        fixtures.close()
+    }
+
+    // MARK: - The same checks on both stores
+
+    func testAccountsOnSQLite() throws { try checkAccounts(try sqliteStore()) }
+    func testAccountsOnPostgres() throws { try checkAccounts(try postgresStore()) }
+    func testSessionsOnSQLite() throws { try checkSessions(try sqliteStore().0) }
+    func testSessionsOnPostgres() throws { try checkSessions(try postgresStore().0) }
+    func testAdminKeysOnSQLite() throws { try checkAdminKeys(try sqliteStore().0) }
+    func testAdminKeysOnPostgres() throws { try checkAdminKeys(try postgresStore().0) }
+    func testEntriesOnSQLite() throws { try checkEntries(try sqliteStore()) }
+    func testEntriesOnPostgres() throws { try checkEntries(try postgresStore()) }
 
     func checkAccounts(_ subject: (AccountAndEntryStore, changedUsers: Locked<[String]>)) throws {
         let store = subject.0

@@ -1,0 +1,253 @@
+import SuplashDomain
+import SuplashPostgres
+import SuplashStorage
+
+/// Keeps `daily_totals` and `achievements` current inside the transaction of the write that
+/// changes them (spec §4 achievements) — a port of `SQLiteStore+Achievements.swift` with
+/// PostgreSQL placeholders; keep the two in step. Every caller has taken its change
+/// position before calling, so it holds the `change_sequence` row lock: the recompute of
+/// derived rows is serialised across instances, and each READ COMMITTED statement sees
+/// every earlier write's committed totals. Only the touched days and the streak
+/// runs through them are read; the whole history is read only when the profile's goal or
+/// time zone changes.
+extension PostgresStore {
+    /// THE hook for entry writes: call it inside the writer transaction after inserting,
+    /// updating or deleting entries of `userID`, with every affected `loggedAt` (ms; for an
+    /// update both the old and the new one). Recomputes those local days' totals, streaks,
+    /// badges and totals, and stamps a new achievements version + change position when
+    /// anything changed. Used by REST entry writes and by sync pushes.
+    static func entriesChanged(_ tx: PostgresTransaction, userID: String, loggedAt instants: [Int64], now: Int64) throws {
+        let c = tx.connection
+        guard !instants.isEmpty, let profile = try loadProfile(c, userID: userID) else { return }
+        let clock = ZoneClocks.shared.clock(profile.timezone)
+        try recomputeDays(tx, userID: userID, profile: profile, clock: clock, dates: Set(instants.map(clock.localDate(of:))),
+                          now: now)
+    }
+
+    /// The hook for profile writes: when the time zone changed, re-buckets every live entry
+    /// into local days of the new zone; when the base goal changed, re-evaluates every
+    /// day's goal. Then recomputes the achievements (badges are kept).
+    static func profileChanged(_ tx: PostgresTransaction, previous: UserProfile, current: UserProfile, now: Int64) throws {
+        let c = tx.connection
+        let zoneChanged = previous.timezone != current.timezone
+        let goalChanged = HydrationRules.baseGoalMl(previous) != HydrationRules.baseGoalMl(current)
+        guard zoneChanged || goalChanged else { return }
+        let userID = current.id
+        let clock = ZoneClocks.shared.clock(current.timezone)
+        let base = HydrationRules.baseGoalMl(current)
+        let contexts = try loadContexts(c, userID: userID, from: nil, to: nil)
+        if zoneChanged {
+            var totals: [LocalDate: (Int, Int)] = [:]
+            for row in try c.query("SELECT logged_at, amount_ml FROM water_entries WHERE user_id = $1 AND deleted = 0",
+                                   [.text(userID)]) {
+                let day = clock.localDate(of: row[0].int64 ?? 0)
+                let t = totals[day] ?? (0, 0)
+                totals[day] = (t.0 + Int(row[1].int64 ?? 0), t.1 + 1)
+            }
+            try c.update("DELETE FROM daily_totals WHERE user_id = $1", [.text(userID)])
+            for (day, t) in totals {
+                let met = t.0 >= HydrationRules.dayGoalMl(baseGoalMl: base, context: contexts[day])
+                try c.update("""
+                    INSERT INTO daily_totals (user_id, local_date, total_ml, entries_count, goal_met) VALUES ($1, $2, $3, $4, $5)
+                    """, [.text(userID), .text(day.description), .integer(Int64(t.0)), .integer(Int64(t.1)),
+                          .integer(met ? 1 : 0)])
+            }
+        } else {
+            for row in try c.query("SELECT local_date, total_ml, goal_met FROM daily_totals WHERE user_id = $1",
+                                   [.text(userID)]) {
+                guard let text = row[0].text, let day = LocalDate(parsing: text) else { continue }
+                let met = Int(row[1].int64 ?? 0) >= HydrationRules.dayGoalMl(baseGoalMl: base, context: contexts[day])
+                if met != ((row[2].int64 ?? 0) != 0) {
+                    try c.update("UPDATE daily_totals SET goal_met = $1 WHERE user_id = $2 AND local_date = $3",
+                                  [.integer(met ? 1 : 0), .text(userID), .text(text)])
+                }
+            }
+        }
+        let before = try loadAchievements(c, userID: userID)
+        var state = before
+        let sums = try c.query("""
+            SELECT COALESCE(SUM(total_ml), 0), COALESCE(SUM(goal_met), 0) FROM daily_totals WHERE user_id = $1
+            """, [.text(userID)])
+        state.totalMl = sums.first?[0].int64 ?? 0
+        state.daysGoalMet = Int(sums.first?[1].int64 ?? 0)
+        (state.latestRunEnd, state.latestRunLength) = try latestRun(c, userID: userID)
+        state.longestStreakDays = try longestRun(c, userID: userID)
+        state.badges = StreakRules.award(
+            StreakRules.qualifyingBadges(longestStreakDays: state.longestStreakDays, totalMl: state.totalMl,
+                                         daysGoalMet: state.daysGoalMet, anyEntry: state.totalMl > 0, anyWatchEntry: false),
+            to: state.badges, now: now)
+        try saveAchievements(tx, userID: userID, before: before, after: state, now: now)
+    }
+
+    /// Recomputes the totals of `dates` and everything that depends on them.
+    static func recomputeDays(_ tx: PostgresTransaction, userID: String, profile: UserProfile, clock: ZoneClock,
+                              dates: Set<LocalDate>, now: Int64) throws {
+        let c = tx.connection
+        let before = try loadAchievements(c, userID: userID)
+        var state = before
+        let base = HydrationRules.baseGoalMl(profile)
+        var becameMet: [LocalDate] = []
+        var becameUnmet: [LocalDate] = []
+        var anyEntry = false
+        var anyWatch = false
+        for date in dates.sorted() {
+            let range = clock.dayRange(date)
+            var total = 0
+            var count = 0
+            for row in try c.query("""
+                SELECT amount_ml, source FROM water_entries
+                WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
+                """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]) {
+                total += Int(row[0].int64 ?? 0)
+                count += 1
+                if row[1].text == EntrySource.watch.rawValue { anyWatch = true }
+            }
+            anyEntry = anyEntry || count > 0
+            let context = try loadContexts(c, userID: userID, from: date, to: date)[date]
+            let met = count > 0 && total >= HydrationRules.dayGoalMl(baseGoalMl: base, context: context)
+            let old = try c.query("SELECT total_ml, goal_met FROM daily_totals WHERE user_id = $1 AND local_date = $2",
+                                  [.text(userID), .text(date.description)]).first
+            let oldTotal = Int(old?[0].int64 ?? 0)
+            let oldMet = (old?[1].int64 ?? 0) != 0
+            if count == 0 {
+                try c.update("DELETE FROM daily_totals WHERE user_id = $1 AND local_date = $2",
+                              [.text(userID), .text(date.description)])
+            } else {
+                try c.update("""
+                    INSERT INTO daily_totals (user_id, local_date, total_ml, entries_count, goal_met) VALUES ($1, $2, $3, $4, $5)
+                    ON CONFLICT (user_id, local_date) DO UPDATE SET
+                        total_ml = excluded.total_ml, entries_count = excluded.entries_count, goal_met = excluded.goal_met
+                    """, [.text(userID), .text(date.description), .integer(Int64(total)), .integer(Int64(count)),
+                          .integer(met ? 1 : 0)])
+            }
+            state.totalMl += Int64(total - oldTotal)
+            if met != oldMet {
+                state.daysGoalMet += met ? 1 : -1
+                if met { becameMet.append(date) } else { becameUnmet.append(date) }
+            }
+        }
+        if !becameMet.isEmpty || !becameUnmet.isEmpty {
+            (state.latestRunEnd, state.latestRunLength) = try latestRun(c, userID: userID)
+            var rescan = becameUnmet.count > 1
+            if let d = becameUnmet.first, !rescan {
+                // The run this day belonged to, as it was: if it may have been the longest,
+                // the longest must be found again (rare: a goal day lost).
+                let oldRun = try walk(c, userID: userID, from: d.adding(days: -1), descending: true) + 1
+                    + (try walk(c, userID: userID, from: d.adding(days: 1), descending: false))
+                rescan = oldRun >= state.longestStreakDays
+            }
+            if rescan {
+                state.longestStreakDays = try longestRun(c, userID: userID)
+            }
+            for d in becameMet {
+                let run = try walk(c, userID: userID, from: d, descending: true)
+                    + (try walk(c, userID: userID, from: d.adding(days: 1), descending: false))
+                state.longestStreakDays = max(state.longestStreakDays, run)
+            }
+            state.longestStreakDays = max(state.longestStreakDays, state.latestRunLength)
+        }
+        state.badges = StreakRules.award(
+            StreakRules.qualifyingBadges(longestStreakDays: state.longestStreakDays, totalMl: state.totalMl,
+                                         daysGoalMet: state.daysGoalMet, anyEntry: anyEntry, anyWatchEntry: anyWatch),
+            to: state.badges, now: now)
+        try saveAchievements(tx, userID: userID, before: before, after: state, now: now)
+    }
+
+    /// Counts consecutive goal days starting at `from` (inclusive), going back or forward.
+    static func walk(_ c: PostgresConnection, userID: String, from: LocalDate, descending: Bool) throws -> Int {
+        let chunk = 64
+        var expected = from.dayNumber
+        var count = 0
+        while true {
+            let sql = descending
+                ? "SELECT local_date FROM daily_totals WHERE user_id = $1 AND goal_met = 1 AND local_date <= $2 ORDER BY local_date DESC LIMIT $3"
+                : "SELECT local_date FROM daily_totals WHERE user_id = $1 AND goal_met = 1 AND local_date >= $2 ORDER BY local_date ASC LIMIT $3"
+            let rows = try c.query(sql, [.text(userID), .text(LocalDate(dayNumber: expected).description), .integer(Int64(chunk))])
+            for row in rows {
+                guard let d = row[0].text.flatMap(LocalDate.init(parsing:)), d.dayNumber == expected else { return count }
+                count += 1
+                expected += descending ? -1 : 1
+            }
+            if rows.count < chunk { return count }
+        }
+    }
+
+    /// The most recent run of goal days: (last day, length), or (nil, 0).
+    static func latestRun(_ c: PostgresConnection, userID: String) throws -> (LocalDate?, Int) {
+        guard let end = try c.query("""
+            SELECT local_date FROM daily_totals WHERE user_id = $1 AND goal_met = 1 ORDER BY local_date DESC LIMIT 1
+            """, [.text(userID)]).first?[0].text.flatMap(LocalDate.init(parsing:)) else { return (nil, 0) }
+        return (end, try walk(c, userID: userID, from: end, descending: true))
+    }
+
+    /// The longest run of goal days (reads every goal day of the user: index only).
+    static func longestRun(_ c: PostgresConnection, userID: String) throws -> Int {
+        let days = try c.query("SELECT local_date FROM daily_totals WHERE user_id = $1 AND goal_met = 1",
+                               [.text(userID)]).compactMap { $0[0].text.flatMap(LocalDate.init(parsing:)) }
+        return StreakRules.runs(days).map(\.length).max() ?? 0
+    }
+
+    static func loadProfile(_ c: PostgresConnection, userID: String) throws -> UserProfile? {
+        try c.query("SELECT \(userColumns) FROM users WHERE id = $1", [.text(userID)]).first.map { decodeUser($0).profile }
+    }
+
+    /// Day contexts of `[from, to]` (nil = unbounded).
+    static func loadContexts(_ c: PostgresConnection, userID: String, from: LocalDate?, to: LocalDate?) throws
+        -> [LocalDate: DayContextContent] {
+        var out: [LocalDate: DayContextContent] = [:]
+        for row in try c.query("""
+            SELECT local_date, max_temperature_c, active_minutes FROM days
+            WHERE user_id = $1 AND local_date >= $2 AND local_date <= $3
+            """, [.text(userID), .text(from?.description ?? ""), .text(to?.description ?? "9999-99-99")]) {
+            guard let d = row[0].text.flatMap(LocalDate.init(parsing:)) else { continue }
+            out[d] = DayContextContent(maxTemperatureC: row[1].double, activeMinutes: row[2].int64.map { Int($0) })
+        }
+        return out
+    }
+
+    static func loadAchievements(_ c: PostgresConnection, userID: String) throws -> Achievements {
+        guard let row = try c.query("""
+            SELECT latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met, badges, updated_at, version
+            FROM achievements WHERE user_id = $1
+            """, [.text(userID)]).first else { return Achievements() }
+        return Achievements(
+            latestRunEnd: row[0].text.flatMap(LocalDate.init(parsing:)), latestRunLength: Int(row[1].int64 ?? 0),
+            longestStreakDays: Int(row[2].int64 ?? 0), totalMl: row[3].int64 ?? 0, daysGoalMet: Int(row[4].int64 ?? 0),
+            badges: decodeBadges(row[5].text ?? ""), updatedAt: row[6].int64 ?? 0, version: row[7].int64 ?? 0)
+    }
+
+    static func decodeBadges(_ text: String) -> [EarnedBadge] {
+        text.split(separator: ",").compactMap { item in
+            let parts = item.split(separator: ":")
+            guard parts.count == 2, let badge = Badge(rawValue: String(parts[0])), let at = Int64(parts[1]) else { return nil }
+            return EarnedBadge(badge: badge, earnedAt: at)
+        }
+    }
+
+    /// Writes `after` with version + 1 and a new change position when it differs from `before`.
+    static func saveAchievements(_ tx: PostgresTransaction, userID: String, before: Achievements, after: Achievements,
+                                 now: Int64) throws {
+        let c = tx.connection
+        var next = after
+        next.updatedAt = before.updatedAt
+        next.version = before.version
+        guard next != before else { return }
+        let position = try tx.takeChangePosition()
+        let badges = after.badges.map { "\($0.badge.rawValue):\($0.earnedAt)" }.joined(separator: ",")
+        try c.update("""
+            INSERT INTO achievements (user_id, latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met,
+                badges, updated_at, version, change_position)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT (user_id) DO UPDATE SET
+                latest_run_end = excluded.latest_run_end, latest_run_length = excluded.latest_run_length,
+                longest_streak = excluded.longest_streak, total_ml = excluded.total_ml,
+                days_goal_met = excluded.days_goal_met, badges = excluded.badges, updated_at = excluded.updated_at,
+                version = excluded.version, change_position = excluded.change_position
+            """, [
+                .text(userID), after.latestRunEnd.map { .text($0.description) } ?? .null,
+                .integer(Int64(after.latestRunLength)), .integer(Int64(after.longestStreakDays)), .integer(after.totalMl),
+                .integer(Int64(after.daysGoalMet)), .text(badges), .integer(now), .integer(before.version + 1),
+                .integer(position),
+            ])
+    }
+}

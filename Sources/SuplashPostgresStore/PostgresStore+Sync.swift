@@ -1,0 +1,316 @@
+import SuplashDomain
+import SuplashJSON
+import SuplashPostgres
+import SuplashStorage
+
+/// The sync feed and push on PostgreSQL — a port of `SQLiteStore+Sync.swift` (keep the two
+/// in step). One collection of the change feed: its name, the query of a user's rows after
+/// a position (served by a `(user_id, change_position)` index), and the row decoder.
+/// Query parameters: `$1` user id, `$2` position (exclusive), `$3` limit, `$4` 1 to include
+/// tombstones. Rows carry a `change_position` column and are ordered by it.
+struct PostgresFeedSource: Sendable {
+    let collection: String
+    let sql: String
+    let decode: @Sendable (PostgresRow) -> SyncChange
+}
+
+extension PostgresStore: SyncRepository {
+    static let profileFeed = PostgresFeedSource(
+        collection: "profile",
+        sql: """
+            SELECT \(userColumns), change_position FROM users
+            WHERE id = $1 AND change_position > $2 AND $3 > 0 AND $4 >= 0
+            """,
+        decode: { row in
+            let profile = PostgresStore.decodeUser(row).profile
+            return SyncChange(collection: "profile", id: profile.id, version: profile.version,
+                              updatedAt: profile.updatedAt, deleted: false,
+                              position: row["change_position"].int64 ?? 0, document: .profile(profile))
+        })
+
+    static let waterEntriesFeed = PostgresFeedSource(
+        collection: "water_entries",
+        sql: """
+            SELECT \(entryColumns), change_position FROM water_entries
+            WHERE user_id = $1 AND change_position > $2 AND (deleted = 0 OR $4 = 1)
+            ORDER BY change_position
+            LIMIT $3
+            """,
+        decode: { row in
+            let entry = PostgresStore.decodeEntry(row)
+            return SyncChange(collection: "water_entries", id: entry.id, version: entry.version,
+                              updatedAt: entry.updatedAt, deleted: entry.deleted,
+                              position: row["change_position"].int64 ?? 0,
+                              document: entry.deleted ? nil : .waterEntry(entry))
+        })
+
+    /// Every collection of the feed (spec §5).
+    static let feedSources: [PostgresFeedSource] = [profileFeed, waterEntriesFeed, billsFeed, daysFeed, achievementsFeed]
+
+    public func changes(userID: String, after: Int64, limit: Int, includeTombstones: Bool) throws -> SyncPage {
+        // One snapshot for every source, the head and the horizon (as SQLite's read
+        // transaction): with commit order = position order, a snapshot holds exactly the
+        // positions up to its head, so a client that resumes after the last position it got
+        // misses nothing.
+        try snapshotRead { c in
+            var all: [SyncChange] = []
+            for source in PostgresStore.feedSources {
+                let rows = try c.query(source.sql, [.text(userID), .integer(after), .integer(Int64(limit + 1)),
+                                                    .integer(includeTombstones ? 1 : 0)])
+                all += rows.map(source.decode)
+            }
+            all.sort { $0.position < $1.position }
+            let hasMore = all.count > limit
+            let head = try c.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1") ?? 0
+            let horizon = try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0
+            let id = try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? ""
+            return SyncPage(changes: Array(all.prefix(limit)), hasMore: hasMore, databaseID: id, purgeHorizon: horizon,
+                            headPosition: head, profile: try PostgresStore.loadProfile(c, userID: userID))
+        }
+    }
+
+    public func databaseID() throws -> String {
+        try read { c in try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? "" }
+    }
+
+    /// Last-write-wins order (spec §5): true when (`at`, `device`) loses against the stored
+    /// (`storedAt`, `storedDevice`). Equal pairs: the later arrival wins, so it does not lose.
+    static func loses(at: Int64, device: String, storedAt: Int64, storedDevice: String) -> Bool {
+        at < storedAt || (at == storedAt && device < storedDevice)
+    }
+
+    public func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
+                               profilePatch: @escaping @Sendable (JSONValue, UserProfile) throws -> UserProfile)
+        throws -> (outcomes: [SyncMutationOutcome], headPosition: Int64) {
+        try write { tx in
+            let c = tx.connection
+            if (try c.query("SELECT 1 FROM users WHERE id = $1", [.text(userID)])).isEmpty {
+                throw RepositoryError.notFound
+            }
+            // The change-sequence lock first: every last-write-wins decision below then
+            // reads rows no concurrent writer (on any instance) can change before this
+            // commits — the serialised writer SQLite has. A REST write of the same row that
+            // already holds its row lock and waits for the sequence is a deadlock PostgreSQL
+            // detects; the aborted side is re-run by `write`.
+            try tx.lockChangeSequence()
+            var outcomes: [SyncMutationOutcome] = []
+            for m in mutations {
+                switch m.collection {
+                case "water_entries":
+                    outcomes.append(try self.applyEntryMutation(tx, userID: userID, deviceID: deviceID, now: now, m))
+                case "profile":
+                    outcomes.append(try self.applyProfileMutation(tx, userID: userID, deviceID: deviceID, now: now, m,
+                                                                  profilePatch))
+                case "bills":
+                    outcomes.append(try self.applyBillMutation(tx, userID: userID, deviceID: deviceID, now: now, m))
+                case "days":
+                    outcomes.append(try self.applyDayMutation(tx, userID: userID, deviceID: deviceID, now: now, m))
+                case "achievements":
+                    outcomes.append(.rejected(SyncRejection(code: "read_only_collection")))
+                default:
+                    outcomes.append(.rejected(SyncRejection(code: "unknown_collection")))
+                }
+            }
+            let head = try c.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1") ?? 0
+            return (outcomes, head)
+        }
+    }
+
+    private func applyEntryMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,
+                                    _ m: SyncMutation) throws -> SyncMutationOutcome {
+        let c = tx.connection
+        let stored = try c.query("SELECT \(PostgresStore.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2",
+                                 [.text(userID), .text(m.id)]).first
+        if let row = stored,
+           PostgresStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
+                             storedDevice: row["lww_device"].text ?? "") {
+            let current = PostgresStore.decodeEntry(row)
+            return .superseded(current: current.deleted ? nil : .waterEntry(current))
+        }
+        let current = stored.map(PostgresStore.decodeEntry)
+        switch m.write {
+        case .upsertEntry(let content):
+            if let hk = content.healthKitUUID,
+               !(try c.query("SELECT 1 FROM water_entries WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0 AND id <> $3",
+                             [.text(userID), .text(hk), .text(m.id)])).isEmpty {
+                return .rejected(SyncRejection(code: "health_kit_uuid_exists"))
+            }
+            let position = try takeChangePosition(tx, userID: userID)
+            let entry = WaterEntry(id: m.id, userID: userID, content: content, createdAt: current?.createdAt ?? now,
+                                   updatedAt: now, version: (current?.version ?? 0) + 1, deleted: false)
+            try c.update("""
+                INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
+                    created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $12, $13)
+                ON CONFLICT (user_id, id) DO UPDATE SET amount_ml = $3, logged_at = $4, source = $5,
+                    health_kit_uuid = $6, note = $7, updated_at = $9, version = $10, deleted = 0,
+                    change_position = $11, lww_at = $12, lww_device = $13
+                """, [
+                    .text(userID), .text(m.id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
+                    .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
+                    .integer(entry.createdAt), .integer(now), .integer(entry.version), .integer(position),
+                    .integer(m.clientUpdatedAt), .text(deviceID),
+                ])
+            // Daily totals and achievements change in the same transaction (spec §4).
+            let touched = [content.loggedAt] + (current.flatMap { $0.deleted ? nil : $0.content.loggedAt }.map { [$0] } ?? [])
+            try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: touched, now: now)
+            return .applied(SyncChange(collection: "water_entries", id: m.id, version: entry.version, updatedAt: now,
+                                       deleted: false, position: position, document: .waterEntry(entry)))
+        case .delete:
+            let position = try takeChangePosition(tx, userID: userID)
+            let version = (current?.version ?? 0) + 1
+            // A delete of an unknown id leaves a tombstone too, so that an older upsert
+            // arriving later loses against it.
+            try c.update("""
+                INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
+                    created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
+                VALUES ($1, $2, 0, 0, 'api', NULL, NULL, $3, $3, $4, 1, $5, $6, $7)
+                ON CONFLICT (user_id, id) DO UPDATE SET updated_at = $3, version = $4, deleted = 1,
+                    change_position = $5, lww_at = $6, lww_device = $7
+                """, [.text(userID), .text(m.id), .integer(now), .integer(version), .integer(position),
+                      .integer(m.clientUpdatedAt), .text(deviceID)])
+            if let current, !current.deleted {
+                try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: [current.content.loggedAt], now: now)
+            }
+            return .applied(SyncChange(collection: "water_entries", id: m.id, version: version, updatedAt: now,
+                                       deleted: true, position: position, document: nil))
+        case .patchProfile, .upsertBill, .putDay:
+            return .rejected(SyncRejection(code: "invalid_mutation"))
+        }
+    }
+
+    private func applyProfileMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,
+                                      _ m: SyncMutation,
+                                      _ profilePatch: @Sendable (JSONValue, UserProfile) throws -> UserProfile)
+        throws -> SyncMutationOutcome {
+        let c = tx.connection
+        guard m.id == userID else { return .rejected(SyncRejection(code: "permission_denied")) }
+        guard case .patchProfile(let patch) = m.write else {
+            return .rejected(SyncRejection(code: "operation_not_allowed"))
+        }
+        guard let row = try c.query("SELECT \(PostgresStore.userColumns), lww_at, lww_device FROM users WHERE id = $1",
+                                    [.text(userID)]).first else {
+            throw RepositoryError.notFound
+        }
+        let current = PostgresStore.decodeUser(row).profile
+        if PostgresStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
+                             storedDevice: row["lww_device"].text ?? "") {
+            return .superseded(current: .profile(current))
+        }
+        var next: UserProfile
+        do {
+            next = try profilePatch(patch, current)
+        } catch let failure as ValidationFailure {
+            return .rejected(SyncRejection(code: "validation_failed", errors: failure.errors))
+        }
+        next.id = current.id
+        next.email = current.email
+        next.emailVerified = current.emailVerified
+        next.createdAt = current.createdAt
+        next.updatedAt = now
+        next.version = current.version + 1
+        let position = try takeChangePosition(tx, userID: userID)
+        try c.update("""
+            UPDATE users SET email = $1, email_verified = $2, display_name = $3, weight_kg = $4, activity_level = $5,
+                wake_time = $6, sleep_time = $7, timezone = $8, locale = $9, daily_goal_ml = $10, cup_sizes_ml = $11,
+                updated_at = $12, version = $13, change_position = $14, lww_at = $15, lww_device = $16
+            WHERE id = $17
+            """, PostgresStore.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
+                                                    .text(userID)])
+        // A new time zone or goal re-buckets days and re-evaluates goals, as for REST writes.
+        try PostgresStore.profileChanged(tx, previous: current, current: next, now: now)
+        return .applied(SyncChange(collection: "profile", id: userID, version: next.version, updatedAt: now,
+                                   deleted: false, position: position, document: .profile(next)))
+    }
+
+    public func purgeTombstones(deletedBefore: Int64) throws -> (purged: Int, horizon: Int64) {
+        try write { tx in
+            let c = tx.connection
+            // Every collection with tombstones (each purge served by its `…_tombstones` index).
+            var rows: [PostgresRow] = []
+            for table in ["water_entries", "bills"] {
+                rows += try c.query("DELETE FROM \(table) WHERE deleted = 1 AND updated_at < $1 RETURNING change_position",
+                                    [.integer(deletedBefore)])
+            }
+            let maxPurged = rows.compactMap { $0[0].int64 }.max() ?? 0
+            try c.update("UPDATE sync_state SET purge_horizon = GREATEST(purge_horizon, $1) WHERE singleton = 1",
+                          [.integer(maxPurged)])
+            let horizon = try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0
+            return (rows.count, horizon)
+        }
+    }
+
+    /// The SQL of the water-entries feed source (served by `water_entries_changes`).
+    public static var waterEntriesFeedSQL: String { waterEntriesFeed.sql }
+}
+
+extension PostgresStore: WaterEntryBatchRepository {
+    public func createEntries(userID: String, items: [(id: String, content: WaterEntryContent)], deviceID: String?,
+                              now: Int64) throws -> [BatchItemOutcome] {
+        let list = items.map { BatchItem(id: $0.id, content: $0.content) }
+        return try write { tx in
+            let c = tx.connection
+            if (try c.query("SELECT 1 FROM users WHERE id = $1", [.text(userID)])).isEmpty {
+                throw RepositoryError.notFound
+            }
+            var outcomes: [BatchItemOutcome] = []
+            outcomes.reserveCapacity(list.count)
+            var touched: [Int64] = []
+            for item in list {
+                if let (existing, _) = try PostgresStore.fetchEntry(c, userID: userID, id: item.id, lock: false) {
+                    if existing.deleted {
+                        outcomes.append(.rejected(code: "entry_deleted"))
+                    } else if existing.content == item.content {
+                        outcomes.append(.existing(existing))
+                    } else {
+                        outcomes.append(.rejected(code: "entry_exists"))
+                    }
+                    continue
+                }
+                if let hk = item.content.healthKitUUID,
+                   let row = try c.query("""
+                       SELECT \(PostgresStore.entryColumns) FROM water_entries
+                       WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
+                       """, [.text(userID), .text(hk)]).first {
+                    outcomes.append(.existing(PostgresStore.decodeEntry(row)))
+                    continue
+                }
+                let position = try self.takeChangePosition(tx, userID: userID)
+                let content = item.content
+                try c.update("""
+                    INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
+                        created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $10, $11, $12)
+                    """, [
+                        .text(userID), .text(item.id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
+                        .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
+                        .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
+                    ])
+                outcomes.append(.created(WaterEntry(id: item.id, userID: userID, content: content, createdAt: now,
+                                                    updatedAt: now, version: 1, deleted: false)))
+                touched.append(content.loggedAt)
+            }
+            // Daily totals and achievements change in the same transaction, once per batch.
+            try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: touched, now: now)
+            return outcomes
+        }
+    }
+}
+
+/// A `Sendable` pair for the batch write job.
+private struct BatchItem: Sendable {
+    let id: String
+    let content: WaterEntryContent
+}
+
+extension PostgresConnection {
+    /// The first column of the first row, or nil when there is no row.
+    func scalar(_ sql: String, _ args: [SQLValue] = []) throws -> SQLValue? {
+        try query(sql, args).first?[0]
+    }
+
+    /// The first column of the first row as an integer; nil when absent or NULL.
+    func scalarInt64(_ sql: String, _ args: [SQLValue] = []) throws -> Int64? {
+        try scalar(sql, args)?.int64
+    }
+}

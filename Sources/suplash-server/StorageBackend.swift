@@ -1,0 +1,69 @@
+import Foundation
+import SuplashDomain
+import SuplashPostgres
+import SuplashPostgresStore
+import SuplashSQLiteStore
+import SuplashStorage
+
+/// Every repository protocol `serve` uses; `SQLiteStore` and `PostgresStore` both adopt all.
+typealias SuplashStore = UserRepository & SessionRepository & AdminKeyRepository & WaterEntryRepository
+    & HydrationRepository & BillRepository & AccountDataRepository & EmailCodeRepository & OutboxRepository
+    & AppleIdentityRepository & OperationsRepository & SyncRepository & IdempotencyRepository
+    & WaterEntryBatchRepository
+
+/// The configured store (`storage.driver`): its database, migrations and adapter.
+enum StorageBackend {
+    /// The embedded default: one SQLite file.
+    case sqlite(SQLiteDatabase)
+    /// PostgreSQL (issue 8): a pool on `storage.postgresUrl`.
+    case postgres(PostgresDatabase)
+
+    /// The repository adapter, and how to hear about commits (for long-poll wake-ups).
+    func makeStore() -> (store: any SuplashStore, subscribe: (@escaping @Sendable (String) -> Void) -> Void) {
+        switch self {
+        case .sqlite(let database):
+            let store = SQLiteStore(database: database)
+            return (store, { store.changeNotifier.subscribe($0) })
+        case .postgres(let database):
+            let store = PostgresStore(database: database)
+            return (store, { store.changeNotifier.subscribe($0) })
+        }
+    }
+
+    /// Applies pending migrations; returns how many.
+    /// - Throws: `MigrationError` or the store's error.
+    func migrate(_ migrations: [Migration]) throws -> Int {
+        switch self {
+        case .sqlite(let database): try Migrator.migrate(database, migrations)
+        case .postgres(let database): try PostgresMigrator.migrate(database, migrations)
+        }
+    }
+
+    /// The recorded migrations, in version order.
+    func applied() throws -> [AppliedMigration] {
+        switch self {
+        case .sqlite(let database): try Migrator.applied(database)
+        case .postgres(let database): try PostgresMigrator.applied(database)
+        }
+    }
+
+    /// `/readyz`: true when no migration is pending and the database answers.
+    func readiness(_ migrations: [Migration]) -> @Sendable () -> Bool {
+        switch self {
+        case .sqlite(let database):
+            return { (try? Migrator.pending(database, migrations).isEmpty) ?? false }
+        case .postgres(let database):
+            return { (try? PostgresMigrator.pending(database, migrations).isEmpty) ?? false }
+        }
+    }
+
+    /// Closes the database (its connections).
+    func close() {
+        switch self {
+        case .sqlite(let database):
+            database.close()
+        case .postgres(let database):
+            database.close()
+        }
+    }
+}
