@@ -87,7 +87,7 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     data = tempfile.mkdtemp(prefix="suplash-bench-")
-    env = dict(os.environ, SUPLASH_AUTH_ARGON2_MEMORY_KIB="8192", SUPLASH_AUTH_ARGON2_ITERATIONS="1",
+    env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_AUTH_ARGON2_MEMORY_KIB="8192", SUPLASH_AUTH_ARGON2_ITERATIONS="1",
                SUPLASH_STORAGE_MIGRATIONS_DIR=os.path.join(ROOT, "Migrations/sqlite"), SUPLASH_LOG_LEVEL="warning")
     server = subprocess.Popen([args.server, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", data + "/data"],
                               stdout=subprocess.PIPE, stderr=open(data + "/server.log", "w"), env=env)
