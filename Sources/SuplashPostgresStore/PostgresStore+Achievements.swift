@@ -11,17 +11,18 @@ import SuplashStorage
 /// runs through them are read; the whole history is read only when the profile's goal or
 /// time zone changes.
 extension PostgresStore {
-    /// THE hook for entry writes: call it inside the writer transaction after inserting,
-    /// updating or deleting entries of `userID`, with every affected `loggedAt` (ms; for an
-    /// update both the old and the new one). Recomputes those local days' totals, streaks,
-    /// badges and totals, and stamps a new achievements version + change position when
-    /// anything changed. Used by REST entry writes and by sync pushes.
-    static func entriesChanged(_ tx: PostgresTransaction, userID: String, loggedAt instants: [Int64], now: Int64) throws {
+    /// THE hook for entry writes: call it inside the write transaction after inserting,
+    /// updating or deleting entries of `userID`, with each entry version that appeared (+1)
+    /// or disappeared (−1; an update is both). Updates those local days' totals in O(1) per
+    /// day (`DailyTotals`, shared with the SQLite adapter), then streaks, badges and totals,
+    /// and stamps a new achievements version + change position when anything changed.
+    static func entriesChanged(_ tx: PostgresTransaction, userID: String, deltas: [EntryDelta], now: Int64) throws {
         let c = tx.connection
-        guard !instants.isEmpty, let profile = try loadProfile(c, userID: userID) else { return }
+        guard !deltas.isEmpty, let profile = try loadProfile(c, userID: userID) else { return }
         let clock = ZoneClocks.shared.clock(profile.timezone)
-        try recomputeDays(tx, userID: userID, profile: profile, clock: clock, dates: Set(instants.map(clock.localDate(of:))),
-                          now: now)
+        let byDay = DailyTotals.byDay(deltas, clock: clock)
+        try recomputeDays(tx, userID: userID, profile: profile, clock: clock, dates: Set(byDay.keys), now: now,
+                          deltas: byDay, watchWritten: DailyTotals.watchWritten(deltas))
     }
 
     /// The hook for profile writes: when the time zone changed, re-buckets every live entry
@@ -80,8 +81,11 @@ extension PostgresStore {
     }
 
     /// Recomputes the totals of `dates` and everything that depends on them.
+    /// With `deltas` (entry writes) a day's new total is its stored total plus the delta;
+    /// without (day-context writes) the day's entries are summed from the index.
     static func recomputeDays(_ tx: PostgresTransaction, userID: String, profile: UserProfile, clock: ZoneClock,
-                              dates: Set<LocalDate>, now: Int64) throws {
+                              dates: Set<LocalDate>, now: Int64, deltas: [LocalDate: (ml: Int, count: Int)]? = nil,
+                              watchWritten: Bool = false) throws {
         let c = tx.connection
         let before = try loadAchievements(c, userID: userID)
         var state = before
@@ -89,26 +93,32 @@ extension PostgresStore {
         var becameMet: [LocalDate] = []
         var becameUnmet: [LocalDate] = []
         var anyEntry = false
-        var anyWatch = false
+        var anyWatch = watchWritten
         for date in dates.sorted() {
-            let range = clock.dayRange(date)
+            let old = try c.query("""
+                SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = $1 AND local_date = $2
+                """, [.text(userID), .text(date.description)]).first
+            let oldTotal = Int(old?[0].int64 ?? 0)
+            let oldCount = Int(old?[1].int64 ?? 0)
+            let oldMet = (old?[2].int64 ?? 0) != 0
             var total = 0
             var count = 0
-            for row in try c.query("""
-                SELECT amount_ml, source FROM water_entries
-                WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
-                """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]) {
-                total += Int(row[0].int64 ?? 0)
-                count += 1
-                if row[1].text == EntrySource.watch.rawValue { anyWatch = true }
+            if let delta = deltas?[date] {
+                (total, count) = DailyTotals.apply(total: oldTotal, count: oldCount, delta: delta)
+            } else {
+                let range = clock.dayRange(date)
+                for row in try c.query("""
+                    SELECT amount_ml, source FROM water_entries
+                    WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
+                    """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]) {
+                    total += Int(row[0].int64 ?? 0)
+                    count += 1
+                    if row[1].text == EntrySource.watch.rawValue { anyWatch = true }
+                }
             }
             anyEntry = anyEntry || count > 0
             let context = try loadContexts(c, userID: userID, from: date, to: date)[date]
             let met = count > 0 && total >= HydrationRules.dayGoalMl(baseGoalMl: base, context: context)
-            let old = try c.query("SELECT total_ml, goal_met FROM daily_totals WHERE user_id = $1 AND local_date = $2",
-                                  [.text(userID), .text(date.description)]).first
-            let oldTotal = Int(old?[0].int64 ?? 0)
-            let oldMet = (old?[1].int64 ?? 0) != 0
             if count == 0 {
                 try c.update("DELETE FROM daily_totals WHERE user_id = $1 AND local_date = $2",
                               [.text(userID), .text(date.description)])

@@ -63,7 +63,7 @@ extension PostgresStore: WaterEntryRepository {
                     .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
                     .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
                 ])
-            try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: [content.loggedAt], now: now)
+            try PostgresStore.entriesChanged(tx, userID: userID, deltas: [EntryDelta(content, sign: 1)], now: now)
             return .created(WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now,
                                        version: 1, deleted: false))
         }
@@ -106,7 +106,8 @@ extension PostgresStore: WaterEntryRepository {
                     .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
                     .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""), .text(userID), .text(id),
                 ])
-            try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: [current.content.loggedAt, content.loggedAt],
+            try PostgresStore.entriesChanged(tx, userID: userID,
+                                             deltas: [EntryDelta(current.content, sign: -1), EntryDelta(content, sign: 1)],
                                              now: now)
             return next
         }
@@ -128,7 +129,7 @@ extension PostgresStore: WaterEntryRepository {
                 WHERE user_id = $5 AND id = $6
                 """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
                       .text(userID), .text(id)])
-            try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: [current.content.loggedAt], now: now)
+            try PostgresStore.entriesChanged(tx, userID: userID, deltas: [EntryDelta(current.content, sign: -1)], now: now)
         }
     }
 

@@ -152,8 +152,9 @@ extension PostgresStore: SyncRepository {
                     .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
             // Daily totals and achievements change in the same transaction (spec §4).
-            let touched = [content.loggedAt] + (current.flatMap { $0.deleted ? nil : $0.content.loggedAt }.map { [$0] } ?? [])
-            try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: touched, now: now)
+            var deltas = [EntryDelta(content, sign: 1)]
+            if let current, !current.deleted { deltas.append(EntryDelta(current.content, sign: -1)) }
+            try PostgresStore.entriesChanged(tx, userID: userID, deltas: deltas, now: now)
             return .applied(SyncChange(collection: "water_entries", id: m.id, version: entry.version, updatedAt: now,
                                        deleted: false, position: position, document: .waterEntry(entry)))
         case .delete:
@@ -170,7 +171,7 @@ extension PostgresStore: SyncRepository {
                 """, [.text(userID), .text(m.id), .integer(now), .integer(version), .integer(position),
                       .integer(m.clientUpdatedAt), .text(deviceID)])
             if let current, !current.deleted {
-                try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: [current.content.loggedAt], now: now)
+                try PostgresStore.entriesChanged(tx, userID: userID, deltas: [EntryDelta(current.content, sign: -1)], now: now)
             }
             return .applied(SyncChange(collection: "water_entries", id: m.id, version: version, updatedAt: now,
                                        deleted: true, position: position, document: nil))
@@ -255,7 +256,7 @@ extension PostgresStore: WaterEntryBatchRepository {
             }
             var outcomes: [BatchItemOutcome] = []
             outcomes.reserveCapacity(list.count)
-            var touched: [Int64] = []
+            var touched: [EntryDelta] = []
             for item in list {
                 if let (existing, _) = try PostgresStore.fetchEntry(c, userID: userID, id: item.id, lock: false) {
                     if existing.deleted {
@@ -288,10 +289,10 @@ extension PostgresStore: WaterEntryBatchRepository {
                     ])
                 outcomes.append(.created(WaterEntry(id: item.id, userID: userID, content: content, createdAt: now,
                                                     updatedAt: now, version: 1, deleted: false)))
-                touched.append(content.loggedAt)
+                touched.append(EntryDelta(content, sign: 1))
             }
             // Daily totals and achievements change in the same transaction, once per batch.
-            try PostgresStore.entriesChanged(tx, userID: userID, loggedAt: touched, now: now)
+            try PostgresStore.entriesChanged(tx, userID: userID, deltas: touched, now: now)
             return outcomes
         }
     }

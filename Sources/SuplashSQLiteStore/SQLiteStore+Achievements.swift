@@ -6,24 +6,6 @@ import SuplashStorage
 /// runs through them are read; the whole history is read only when the profile's goal or
 /// time zone changes.
 extension SQLiteStore {
-    /// One entry's effect on its local day: `amountMl` and `count` are signed (+ for a
-    /// created or new version, − for a deleted or old version).
-    public struct EntryDelta: Sendable {
-        /// ms since the epoch.
-        public var loggedAt: Int64
-        public var amountMl: Int
-        public var count: Int
-        public var source: EntrySource
-
-        /// The entry `content` appearing (`sign` +1) or disappearing (−1).
-        public init(_ content: WaterEntryContent, sign: Int) {
-            loggedAt = content.loggedAt
-            amountMl = sign * content.amountMl
-            count = sign
-            source = content.source
-        }
-    }
-
     /// THE hook for entry writes: call it inside the writer transaction after inserting,
     /// updating or deleting entries of `userID`, with each entry version that appeared (+1)
     /// or disappeared (−1; an update is both). Updates those local days' totals in O(1) per
@@ -33,15 +15,9 @@ extension SQLiteStore {
     public static func entriesChanged(_ c: SQLiteConnection, userID: String, deltas: [EntryDelta], now: Int64) throws {
         guard !deltas.isEmpty, let profile = try loadProfile(c, userID: userID) else { return }
         let clock = ZoneClocks.shared.clock(profile.timezone)
-        var byDay: [LocalDate: (ml: Int, count: Int)] = [:]
-        for d in deltas {
-            let day = clock.localDate(of: d.loggedAt)
-            let t = byDay[day] ?? (0, 0)
-            byDay[day] = (t.ml + d.amountMl, t.count + d.count)
-        }
-        let watchWritten = deltas.contains { $0.count > 0 && $0.source == .watch }
+        let byDay = DailyTotals.byDay(deltas, clock: clock)
         try recomputeDays(c, userID: userID, profile: profile, clock: clock, dates: Set(byDay.keys), now: now,
-                          deltas: byDay, watchWritten: watchWritten)
+                          deltas: byDay, watchWritten: DailyTotals.watchWritten(deltas))
     }
 
     /// The hook for profile writes: when the time zone changed, re-buckets every live entry
@@ -121,8 +97,7 @@ extension SQLiteStore {
             var total = 0
             var count = 0
             if let delta = deltas?[date] {
-                total = max(0, oldTotal + delta.ml)
-                count = max(0, oldCount + delta.count)
+                (total, count) = DailyTotals.apply(total: oldTotal, count: oldCount, delta: delta)
             } else {
                 let range = clock.dayRange(date)
                 let sums = try c.query("""
