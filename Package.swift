@@ -84,7 +84,8 @@ let package = Package(
         // PostgreSQL store tests: skipped unless SUPLASH_TEST_POSTGRES_URL is set
         // (scripts/with-postgres). The behavioural checks also run against SQLite.
         .testTarget(name: "SuplashPostgresTests", dependencies: [
-            "SuplashPostgres", "SuplashPostgresStore", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
+            "SuplashPostgres", "SuplashPostgresStore", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain", "SuplashAPI",
+            "SuplashHTTP",
         ]),
         .testTarget(name: "SuplashKitTests", dependencies: ["SuplashKit", "SuplashHealthImport"],
                     exclude: ["Fixtures"]),

@@ -95,13 +95,22 @@ public final class Application: HTTPResponder {
             finish(APIError.methodNotAllowed(allowed).response(), request: request, route: "unmatched", start: start,
                    sink: sink)
         case .found(let route, let parameters, let template):
-            let limits = checkRateLimits(request, template: template)
-            if let limited = limits.limited {
+            // Buckets in memory are checked here, on the event loop (a 429 costs no worker);
+            // buckets in the database take a round trip, so they are checked on the worker.
+            let sharedLimits = services.rateLimits.isShared
+            let earlyLimits = sharedLimits ? RateLimitOutcome() : checkRateLimits(request, template: template)
+            if let limited = earlyLimits.limited {
                 finish(limited.response(), request: request, route: template, start: start, sink: sink,
-                       extraHeaders: limits.headers)
+                       extraHeaders: earlyLimits.headers)
                 return
             }
             let accepted = pool.submit { [self] in
+                let limits = sharedLimits ? checkRateLimits(request, template: template) : earlyLimits
+                if let limited = limits.limited {
+                    finish(limited.response(), request: request, route: template, start: start, sink: sink,
+                           extraHeaders: limits.headers)
+                    return
+                }
                 let response: HTTPResponse
                 do {
                     let now = Int64(Date().timeIntervalSince1970 * 1000)

@@ -243,8 +243,13 @@ extension SQLiteStore: IdempotencyRepository {
         try read { c in
             guard let row = try c.query("""
                 SELECT fingerprint, status, headers, body, expires_at FROM idempotency_records
-                WHERE caller = ? AND idempotency_key = ? AND expires_at > ?
+                WHERE caller = ? AND idempotency_key = ? AND expires_at > ? AND status > 0
                 """, [.text(caller), .text(key), .integer(now)]).first else { return nil }
+            return Self.idempotencyRecord(row)
+        }
+    }
+
+    static func idempotencyRecord(_ row: SQLiteRow) -> IdempotencyRecord {
             var headers: [[String]] = []
             if let text = row["headers"].text, case .array(let items)? = try? JSONParser.parse(Array(text.utf8)) {
                 for item in items {
@@ -256,7 +261,6 @@ extension SQLiteStore: IdempotencyRepository {
             return IdempotencyRecord(fingerprint: row["fingerprint"].bytes ?? [], status: Int(row["status"].int64 ?? 500),
                                      headers: headers, body: row["body"].bytes ?? [],
                                      expiresAt: row["expires_at"].int64 ?? 0)
-        }
     }
 
     public func saveIdempotencyRecord(caller: String, key: String, record: IdempotencyRecord, now: Int64) throws {
@@ -274,6 +278,53 @@ extension SQLiteStore: IdempotencyRepository {
     public func purgeIdempotencyRecords(now: Int64) throws -> Int {
         try write { ctx in
             try ctx.connection.run("DELETE FROM idempotency_records WHERE expires_at <= ?", [.integer(now)])
+        }
+    }
+
+    /// The row claim in one write transaction (SQLite's single writer makes the read and
+    /// the insert atomic). The server does not use it on SQLite — `IdempotencyGuard` keeps
+    /// running keys in memory there (one process) — but it behaves as PostgreSQL's.
+    public func claimIdempotencyKey(caller: String, key: String, fingerprint: [UInt8], now: Int64,
+                                    leaseUntil: Int64) throws -> IdempotencyClaim {
+        try write { ctx in
+            let c = ctx.connection
+            if let row = try c.query("""
+                SELECT fingerprint, status, headers, body, expires_at FROM idempotency_records
+                WHERE caller = ? AND idempotency_key = ? AND expires_at > ?
+                """, [.text(caller), .text(key), .integer(now)]).first {
+                return (row["status"].int64 ?? 0) == 0 ? .running : .completed(Self.idempotencyRecord(row))
+            }
+            _ = try c.run("""
+                INSERT OR REPLACE INTO idempotency_records
+                    (caller, idempotency_key, fingerprint, status, headers, body, created_at, expires_at)
+                VALUES (?, ?, ?, 0, '[]', ?, ?, ?)
+                """, [.text(caller), .text(key), .blob(fingerprint), .blob([]), .integer(now), .integer(leaseUntil)])
+            return .claimed(token: now)
+        }
+    }
+
+    public func completeIdempotencyKey(caller: String, key: String, token: Int64, record: IdempotencyRecord) throws {
+        let headers = JSONValue.array(record.headers.map { .array($0.map(JSONValue.string)) }).serializedString()
+        try write { ctx in
+            _ = try ctx.connection.run("""
+                INSERT INTO idempotency_records
+                    (caller, idempotency_key, fingerprint, status, headers, body, created_at, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (caller, idempotency_key) DO UPDATE SET
+                    fingerprint = excluded.fingerprint, status = excluded.status, headers = excluded.headers,
+                    body = excluded.body, expires_at = excluded.expires_at
+                WHERE idempotency_records.status = 0 AND idempotency_records.created_at = excluded.created_at
+                """, [.text(caller), .text(key), .blob(record.fingerprint), .integer(Int64(record.status)),
+                      .text(headers), .blob(record.body), .integer(token), .integer(record.expiresAt)])
+        }
+    }
+
+    public func abandonIdempotencyKey(caller: String, key: String, token: Int64) throws {
+        try write { ctx in
+            _ = try ctx.connection.run("""
+                DELETE FROM idempotency_records
+                WHERE caller = ? AND idempotency_key = ? AND status = 0 AND created_at = ?
+                """, [.text(caller), .text(key), .integer(token)])
         }
     }
 }

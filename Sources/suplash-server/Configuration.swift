@@ -45,6 +45,7 @@ struct Configuration: Sendable {
         ("ratelimit.devicePerMinute", .number(JSONNumber(300))),
         ("ratelimit.userPerMinute", .number(JSONNumber(600))),
         ("ratelimit.loginFailuresPerAccountPer15Minutes", .number(JSONNumber(10))),
+        ("ratelimit.store", .string("auto")),
         ("billing.tariffsDir", .string("")),
         ("sync.tombstoneRetentionDays", .number(JSONNumber(90))),
         ("sync.maintenanceIntervalSeconds", .number(JSONNumber(3600))),

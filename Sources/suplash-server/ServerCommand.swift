@@ -157,7 +157,8 @@ enum ServeCommand {
                 perUserPerMinute: try configuration.int("ratelimit.userPerMinute"),
                 loginFailuresPerAccountPer15Minutes: try configuration.int("ratelimit.loginFailuresPerAccountPer15Minutes"),
                 trustedProxies: Set(configuration.string("server.trustedProxies").split(separator: ",")
-                    .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }))
+                    .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }),
+                shared: try SharedStateWiring.rateLimitBuckets(configuration, store: store, secret: secret, logger: logger))
         } else {
             rateLimits = .disabled
         }

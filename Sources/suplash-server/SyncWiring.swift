@@ -11,6 +11,6 @@ enum SyncWiring {
         return SyncServices(
             repository: store, batch: store,
             tokens: SyncTokenCodec(key: HMACSHA256.authenticationCode(key: secret, message: Array("suplash sync tokens v1".utf8))),
-            longPolls: longPolls, idempotency: IdempotencyGuard(repository: store))
+            longPolls: longPolls, idempotency: IdempotencyGuard(repository: store, sharedClaims: SharedStateWiring.isShared(store)))
     }
 }

@@ -1,6 +1,17 @@
 import Foundation
 @testable import SuplashAPI
+import SuplashDomain
+import SuplashLogging
 import XCTest
+
+/// Shared buckets whose database is down.
+private struct UnreachableBuckets: RateLimitBucketRepository {
+    func takeRateLimitToken(bucket: [UInt8], capacity: Int, windowSeconds: Double) throws -> RateLimitTake {
+        throw RepositoryError.unavailable
+    }
+    func returnRateLimitToken(bucket: [UInt8], capacity: Int) throws { throw RepositoryError.unavailable }
+    func purgeRateLimitBuckets() throws -> Int { throw RepositoryError.unavailable }
+}
 
 /// Token buckets, trusted proxies and gzip (spec §7), unit-level.
 final class RateLimitTests: XCTestCase {
@@ -17,6 +28,21 @@ final class RateLimitTests: XCTestCase {
         XCTAssertTrue(layer.take("b", now: 0).allowed, "keys are independent")
         XCTAssertTrue(layer.take("a", now: 20).allowed)
         XCTAssertEqual(layer.policyHeader, "\"t\";q=3;w=60")
+    }
+
+    /// A limiter outage must not take the API down: the layer falls back to its in-memory
+    /// bucket (still limiting per instance) instead of refusing or allowing everything.
+    func testSharedBucketsFailOpenToTheLocalBucket() {
+        let shared = SharedRateLimitBuckets(repository: UnreachableBuckets(), key: Array(repeating: 7, count: 32),
+                                            logger: Logger(minimumLevel: .error))
+        let layer = RateLimitLayer(name: "t", limit: 2, window: 60, shared: shared)
+        XCTAssertTrue(layer.take("a", now: 0).allowed)
+        XCTAssertTrue(layer.take("a", now: 0).allowed)
+        XCTAssertFalse(layer.take("a", now: 0).allowed)
+        layer.refund("a")
+        XCTAssertTrue(layer.take("a", now: 0).allowed)
+        XCTAssertTrue(RateLimits(shared: shared).isShared)
+        XCTAssertFalse(RateLimits().isShared)
     }
 
     func testIdleBucketsAreEvicted() {

@@ -87,28 +87,50 @@ final class SyncUnitTests: XCTestCase {
     }
 
     func testIdempotencyGuardRefusesAConcurrentDuplicate() throws {
+        try checkIdempotencyGuard(sharedClaims: false)
+    }
+
+    /// The same answers with the claim kept in the store (as on PostgreSQL).
+    func testIdempotencyGuardWithClaimsInTheStore() throws {
+        try checkIdempotencyGuard(sharedClaims: true)
+    }
+
+    func checkIdempotencyGuard(sharedClaims: Bool) throws {
         let (store, db) = try makeStore()
         defer { db.close() }
-        let guardian = IdempotencyGuard(repository: store)
+        let guardian = IdempotencyGuard(repository: store, sharedClaims: sharedClaims)
         guard case .proceed = try guardian.begin(caller: "u:x", key: "k1", fingerprint: [1], now: 1000) else {
             return XCTFail("first use must proceed")
         }
         XCTAssertThrowsError(try guardian.begin(caller: "u:x", key: "k1", fingerprint: [1], now: 1000)) { error in
             XCTAssertEqual((error as? APIError)?.code, "idempotency_key_in_use")
         }
-        guardian.complete(caller: "u:x", key: "k1", fingerprint: [1], response: .init(status: 200, body: [9]),
-                          path: "/v1/auth/refresh", now: 1000)
+        XCTAssertNil(try store.idempotencyRecord(caller: "u:x", key: "k1", now: 1000), "a claim is not a record")
+        guardian.complete(caller: "u:x", key: "k1", fingerprint: [1], claim: sharedClaims ? 1000 : nil,
+                          response: .init(status: 200, body: [9]), path: "/v1/auth/refresh", now: 1000)
         guard case .replay(let replayed) = try guardian.begin(caller: "u:x", key: "k1", fingerprint: [1], now: 1000 + 299_000) else {
             return XCTFail("a completed key replays")
         }
         XCTAssertEqual(replayed.headers.first(name: "Idempotent-Replayed"), "true")
         // /v1/auth/* records live 5 minutes.
-        guard case .proceed = try guardian.begin(caller: "u:x", key: "k1", fingerprint: [1], now: 1000 + 300_001) else {
+        guard case .proceed(let claim) = try guardian.begin(caller: "u:x", key: "k1", fingerprint: [1], now: 1000 + 300_001) else {
             return XCTFail("an expired auth record no longer replays")
         }
-        guardian.abandon(caller: "u:x", key: "k1")
-        _ = try guardian.begin(caller: "u:x", key: "k2", fingerprint: [1], now: 1000)
-        guardian.complete(caller: "u:x", key: "k2", fingerprint: [1], response: .init(status: 201), path: "/v1/sync", now: 1000)
+        guardian.abandon(caller: "u:x", key: "k1", claim: claim)
+        guard case .proceed(let again) = try guardian.begin(caller: "u:x", key: "k1", fingerprint: [1], now: 1000 + 300_002) else {
+            return XCTFail("an abandoned key runs again")
+        }
+        // A 5xx is not stored: the key is free again.
+        guardian.complete(caller: "u:x", key: "k1", fingerprint: [1], claim: again, response: .init(status: 503),
+                          path: "/v1/sync", now: 1000 + 300_002)
+        guard case .proceed = try guardian.begin(caller: "u:x", key: "k1", fingerprint: [1], now: 1000 + 300_003) else {
+            return XCTFail("a 5xx answer is not replayed")
+        }
+        guard case .proceed(let k2) = try guardian.begin(caller: "u:x", key: "k2", fingerprint: [1], now: 1000) else {
+            return XCTFail("k2 is new")
+        }
+        guardian.complete(caller: "u:x", key: "k2", fingerprint: [1], claim: k2, response: .init(status: 201),
+                          path: "/v1/sync", now: 1000)
         XCTAssertThrowsError(try guardian.begin(caller: "u:x", key: "k2", fingerprint: [2], now: 2000)) { error in
             XCTAssertEqual((error as? APIError)?.code, "idempotency_key_mismatch")
         }

@@ -30,14 +30,14 @@ extension Application {
         switch try guardian.begin(caller: caller, key: key, fingerprint: fingerprint, now: request.now) {
         case .replay(let response):
             return response
-        case .proceed:
+        case .proceed(let claim):
             let response: HTTPResponse
             do {
                 response = try handler(request)
             } catch {
                 response = problem(for: error, request: request.http, route: request.route)
             }
-            guardian.complete(caller: caller, key: key, fingerprint: fingerprint, response: response,
+            guardian.complete(caller: caller, key: key, fingerprint: fingerprint, claim: claim, response: response,
                               path: request.http.path, now: request.now)
             return response
         }

@@ -190,14 +190,49 @@ public struct IdempotencyRecord: Sendable, Equatable {
     }
 }
 
-/// Persistence of completed Idempotency-Key requests (spec §7).
+/// The outcome of claiming an Idempotency-Key in the repository (spec §7).
+public enum IdempotencyClaim: Sendable, Equatable {
+    /// The caller now holds the key until its lease ends: run the request, then
+    /// `completeIdempotencyKey` or `abandonIdempotencyKey` with `token` (the claim time, ms).
+    case claimed(token: Int64)
+    /// Another request with this key holds an unexpired claim (→ 409 `idempotency_key_in_use`).
+    case running
+    /// The key's request has completed: replay the record (or 422 when fingerprints differ).
+    case completed(IdempotencyRecord)
+}
+
+/// Persistence of Idempotency-Key requests (spec §7): completed responses, and — for stores
+/// shared by several server instances — the "still running" claim.
+///
+/// A claim is a row of the same table as the completed record (status 0, empty body,
+/// `expires_at` = the lease end), so the primary key (caller, key) decides between two
+/// claimers, and completing replaces the claim in place: there is no instant at which
+/// neither a claim nor a record exists.
 public protocol IdempotencyRepository: Sendable {
-    /// The record of (`caller`, `key`) that has not expired at `now`, or nil.
+    /// The completed record of (`caller`, `key`) that has not expired at `now`, or nil
+    /// (a running claim is not a record).
     func idempotencyRecord(caller: String, key: String, now: Int64) throws -> IdempotencyRecord?
-    /// Stores (or replaces an expired) record.
+    /// Stores (or replaces) a completed record.
     func saveIdempotencyRecord(caller: String, key: String, record: IdempotencyRecord, now: Int64) throws
-    /// Deletes records expired at `now`; returns how many.
+    /// Deletes records and claims expired at `now`; returns how many.
     func purgeIdempotencyRecords(now: Int64) throws -> Int
+
+    /// Atomically claims (`caller`, `key`): when no unexpired row exists (none, or only an
+    /// expired record or claim), stores a running claim with `fingerprint` until `leaseUntil`
+    /// and answers `.claimed(token: now)`; otherwise answers `.running` or `.completed`.
+    /// - Parameters: `now`, `leaseUntil`: ms since the epoch.
+    /// - Throws: `RepositoryError.unavailable` when the store cannot be reached.
+    func claimIdempotencyKey(caller: String, key: String, fingerprint: [UInt8], now: Int64,
+                             leaseUntil: Int64) throws -> IdempotencyClaim
+    /// Replaces the claim `token` with the completed `record`. When the claim is gone (its
+    /// lease expired and it was purged) the record is stored anyway; when another request
+    /// took over the expired claim, or completed, nothing is written.
+    /// - Throws: `RepositoryError.unavailable` when the store cannot be reached.
+    func completeIdempotencyKey(caller: String, key: String, token: Int64, record: IdempotencyRecord) throws
+    /// Deletes the claim `token` (its request will not be stored; a retry runs again).
+    /// Another request's claim or record is left alone.
+    /// - Throws: `RepositoryError.unavailable` when the store cannot be reached.
+    func abandonIdempotencyKey(caller: String, key: String, token: Int64) throws
 }
 
 /// Water-entry batch import (spec §4 `entries:batch`).
