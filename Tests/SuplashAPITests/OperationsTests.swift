@@ -70,6 +70,19 @@ final class OperationsTests: XCTestCase {
 
 /// `config/suplash.json` documents exactly the built-in defaults.
 final class ConfigurationFileTests: XCTestCase {
+    /// `ratelimit.store`: `database` needs PostgreSQL (SQLite is one process); unknown values
+    /// are refused at start-up.
+    func testRateLimitStoreIsCheckedAtStartUp() throws {
+        let (status, _, err) = try TestServer.runCLI(["serve", "--port", "0", "--data-dir", TestServer.makeDataDir()],
+                                                     environment: ["SUPLASH_RATELIMIT_STORE": "database"])
+        XCTAssertNotEqual(status, 0)
+        XCTAssertTrue(err.contains("ratelimit.store=database needs storage.driver=postgres"), err)
+        let (bad, _, err2) = try TestServer.runCLI(["serve", "--port", "0", "--data-dir", TestServer.makeDataDir()],
+                                                   environment: ["SUPLASH_RATELIMIT_STORE": "redis"])
+        XCTAssertNotEqual(bad, 0)
+        XCTAssertTrue(err2.contains("ratelimit.store must be"), err2)
+    }
+
     func testShippedConfigFileEqualsTheBuiltInDefaults() throws {
         let (s1, effective, e1) = try TestServer.runCLI(["config"], environment: [:])
         let (s2, defaults, e2) = try TestServer.runCLI(["config", "defaults"], environment: [:])
