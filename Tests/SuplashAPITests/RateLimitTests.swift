@@ -41,6 +41,8 @@ final class RateLimitTests: XCTestCase {
         XCTAssertFalse(layer.take("a", now: 0).allowed)
         layer.refund("a")
         XCTAssertTrue(layer.take("a", now: 0).allowed)
+        // After the retry pause the database is tried again (and still fails over).
+        XCTAssertTrue(layer.take("b", now: RateLimitLayer.sharedRetrySeconds + 1).allowed)
         XCTAssertTrue(RateLimits(shared: shared).isShared)
         XCTAssertFalse(RateLimits().isShared)
     }

@@ -10,9 +10,11 @@ import SuplashLogging
 /// Bucket names are HMAC-SHA-256 under `key` of the layer name and the client key (address,
 /// device, user id or email), so the database never holds a raw address or email.
 /// When the repository fails, the limiter fails *open to the local bucket*: the request is
-/// decided by the layer's in-memory bucket (per instance, as with `memory`), and a warning
-/// with the error type is logged at most once a minute per layer. A limiter outage must
-/// not take the API down, and the API stays limited per instance meanwhile.
+/// decided by the layer's in-memory bucket (per instance, as with `memory`), a warning with
+/// the error type is logged at most once a minute per layer, and the layer stays on its
+/// local buckets for `RateLimitLayer.sharedRetrySeconds` (5 s) before trying the database
+/// again (so an outage does not cost every request a failed round trip). A limiter outage
+/// must not take the API down, and the API stays limited per instance meanwhile.
 ///
 /// Idle buckets are deleted by `purgeRateLimitBuckets` at most every `purgeIntervalSeconds`
 /// (default 300 s), started by a take on whichever instance notices first (deletes are
@@ -81,9 +83,13 @@ public final class RateLimitLayer: @unchecked Sendable {
     private let shards: [Shard]
     /// Buckets in the database (several instances), or nil for in-memory buckets only.
     public let shared: SharedRateLimitBuckets?
-    // Guarded by `warningLock`: when the last shared-bucket failure was logged.
-    private let warningLock = NSLock()
+    /// Seconds a layer uses its local buckets after a shared-bucket failure.
+    public static let sharedRetrySeconds: Double = 5
+    // Guarded by `failureLock`: when the last shared-bucket failure was logged, and until
+    // when the shared buckets are skipped (monotonic seconds).
+    private let failureLock = NSLock()
     private var lastWarning = -Double.infinity
+    private var localUntil = -Double.infinity
 
     private final class Shard: @unchecked Sendable {
         // Guarded by `lock`.
@@ -124,7 +130,7 @@ public final class RateLimitLayer: @unchecked Sendable {
     /// buckets use the database clock instead (and fall back to memory when it fails).
     /// Shared buckets block on a database round trip: call from a worker thread.
     public func take(_ key: String, now: Double) -> Decision {
-        if let shared {
+        if let shared, failureLock.withLock({ now >= localUntil }) {
             do {
                 let take = try shared.repository.takeRateLimitToken(bucket: shared.bucket(layer: name, clientKey: key),
                                                                    capacity: limit, windowSeconds: window)
@@ -146,7 +152,8 @@ public final class RateLimitLayer: @unchecked Sendable {
     }
 
     private func warnSharedFailure(_ error: any Error, logger: Logger, now: Double) {
-        let due = warningLock.withLock {
+        let due = failureLock.withLock {
+            localUntil = now + Self.sharedRetrySeconds
             guard now - lastWarning >= 60 else { return false }
             lastWarning = now
             return true
@@ -176,7 +183,7 @@ public final class RateLimitLayer: @unchecked Sendable {
     /// Returns a token taken by `take` (used when a request did not count, e.g. a login
     /// that succeeded does not count as a failure).
     public func refund(_ key: String) {
-        if let shared {
+        if let shared, failureLock.withLock({ RateLimits.now() >= localUntil }) {
             do {
                 try shared.repository.returnRateLimitToken(bucket: shared.bucket(layer: name, clientKey: key), capacity: limit)
                 return
