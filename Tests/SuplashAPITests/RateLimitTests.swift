@@ -72,3 +72,30 @@ final class RateLimitTests: XCTestCase {
         XCTAssertEqual(Array(compressed.prefix(2)), [0x1f, 0x8b], "gzip magic")
     }
 }
+
+/// The per-user layer over HTTP.
+final class PerUserLimitTests: XCTestCase {
+    /// A request with an Idempotency-Key counts once against the per-user budget (the
+    /// key's caller is identified without taking a token; the handler takes it).
+    func testKeyedRequestsCountOnce() throws {
+        let s = try TestServer(environment: ["SUPLASH_RATELIMIT_USER_PER_MINUTE": "4"])
+        defer { s.stop() }
+        let u = try s.signUp()
+        let base = "/v1/water_logs/\(u.id)/entries"
+        for i in 0..<4 {
+            let r = try s.request("POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "phone"],
+                                  token: u.token, headers: [("Idempotency-Key", "k\(i)")])
+            XCTAssertEqual(r.status, 201, r.text)
+        }
+        let limited = try s.request("POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "phone"],
+                                    token: u.token, headers: [("Idempotency-Key", "k4")])
+        XCTAssertEqual(limited.status, 429, limited.text)
+        XCTAssertNotNil(limited.header("Retry-After"))
+        XCTAssertEqual(limited.header("RateLimit-Policy"), "\"user\";q=4;w=60", "the fifth, not the third, is limited")
+        // A 429 is not stored: the same key runs again once the budget allows (here: still 429, not a replay).
+        let again = try s.request("POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "phone"],
+                                  token: u.token, headers: [("Idempotency-Key", "k4")])
+        XCTAssertEqual(again.status, 429)
+        XCTAssertNil(again.header("Idempotent-Replayed"))
+    }
+}

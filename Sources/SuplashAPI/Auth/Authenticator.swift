@@ -16,10 +16,28 @@ public struct Authenticator: Sendable {
         self.perUserLimit = perUserLimit
     }
 
-    /// The caller of `request`.
+    /// The caller of `request`, counted against the per-user limit.
     /// - Throws: 429 `rate_limited` past the per-user limit, 401 `unauthenticated` without a bearer token, 401 `invalid_token` for a
     ///   bad, expired, tampered or revoked one; 503 when admin keys cannot be read.
     public func authenticate(_ request: APIRequest) throws(APIError) -> Principal {
+        let principal = try identify(request)
+        if case .user(let userID, _) = principal, let layer = perUserLimit {
+            let decision = layer.take(userID, now: RateLimits.now())
+            if !decision.allowed {
+                throw APIError(status: 429, code: "rate_limited", title: "Too Many Requests",
+                               detail: "Too many requests for this user; retry after the time in Retry-After.",
+                               headers: [("Retry-After", String(decision.resetSeconds)),
+                                         ("RateLimit-Policy", layer.policyHeader), ("RateLimit", layer.header(decision))])
+            }
+        }
+        return principal
+    }
+
+    /// The caller of `request` without counting it against the per-user limit (the
+    /// Idempotency-Key dispatch names the caller before the handler authenticates, so a
+    /// keyed request counts once, not twice).
+    /// - Throws: as `authenticate`, except 429.
+    public func identify(_ request: APIRequest) throws(APIError) -> Principal {
         guard let header = request.header("Authorization") else { throw APIError.unauthorized() }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw APIError.unauthorized() }
@@ -33,15 +51,6 @@ public struct Authenticator: Sendable {
         let (userID, sessionID, issuedAt) = try tokens.verifyAccessTokenIssuedAt(token, now: request.now)
         guard !revocations.isRevoked(sessionID: sessionID), !revocations.isRevoked(userID: userID),
               !revocations.isRevoked(userID: userID, issuedAt: issuedAt) else { throw APIError.invalidToken() }
-        if let layer = perUserLimit {
-            let decision = layer.take(userID, now: RateLimits.now())
-            if !decision.allowed {
-                throw APIError(status: 429, code: "rate_limited", title: "Too Many Requests",
-                               detail: "Too many requests for this user; retry after the time in Retry-After.",
-                               headers: [("Retry-After", String(decision.resetSeconds)),
-                                         ("RateLimit-Policy", layer.policyHeader), ("RateLimit", layer.header(decision))])
-            }
-        }
         return .user(id: userID, sessionID: sessionID)
     }
 }

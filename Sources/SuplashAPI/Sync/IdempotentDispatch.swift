@@ -19,7 +19,9 @@ extension Application {
         if request.header("Authorization") == nil {
             caller = "ip:" + request.http.remoteAddress
         } else {
-            switch try? services.authenticator.authenticate(request) {
+            // `identify`, not `authenticate`: the handler authenticates (and counts the
+            // per-user limit) itself, so a keyed request is counted once.
+            switch try? services.authenticator.identify(request) {
             case .user(let id, _)?: caller = "u:" + id
             case .admin(let name)?: caller = "a:" + name
             case nil: return try handler(request)
