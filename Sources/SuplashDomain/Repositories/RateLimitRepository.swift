@@ -5,6 +5,7 @@ public struct RateLimitTake: Sendable, Equatable {
     /// Tokens left in the bucket after this request (fractional; ≥ 0).
     public var tokens: Double
 
+    /// - Parameters: `tokens`: tokens left after the take (≥ 0).
     public init(allowed: Bool, tokens: Double) {
         self.allowed = allowed
         self.tokens = tokens
