@@ -140,7 +140,7 @@ extension PostgresStore {
 }
 
 extension PostgresStore {
-    /// Advisory-lock key of the tombstone purge (`pg_try_advisory_xact_lock`): ASCII "SUPLPURG".
+    /// Advisory-lock key (bigint) of the tombstone purge (`pg_try_advisory_xact_lock`): ASCII "SUPLPURG".
     /// The migrator's session lock uses another key.
-    static let purgeLockKey: Int64 = 0x5355_504C_5055_5247
+    public static let purgeLockKey: Int64 = 0x5355_504C_5055_5247
 }
