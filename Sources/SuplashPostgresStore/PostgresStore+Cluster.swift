@@ -116,6 +116,19 @@ public final class PostgresClusterListener: Sendable {
 }
 
 extension PostgresStore {
+    /// True when session `id` of `userID` exists and is not revoked (logout, refresh reuse,
+    /// password reset, Apple takeover set `revoked_at`; erasure deletes the row). One
+    /// primary-key lookup, at READ COMMITTED: it sees every revocation committed before it
+    /// starts, on any instance — the guarantee `NOTIFY` cannot give (its delivery is
+    /// asynchronous).
+    /// - Throws: `RepositoryError.unavailable`.
+    public func isSessionLive(id: String, userID: String) throws -> Bool {
+        try read { c in
+            !(try c.query("SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL",
+                          [.text(id), .text(userID)])).isEmpty
+        }
+    }
+
     /// The secret every instance signs tokens with, shared through the database (table
     /// `server_secrets`, migration 0007): the first instance to start stores `candidate`
     /// (`INSERT … ON CONFLICT DO NOTHING`), every instance then reads the stored value, so

@@ -169,6 +169,11 @@ enum ServeCommand {
             revokedSessions: try store.sessionsRevoked(since: nowMs - (tokens.accessTokenTTL + 60) * 1000),
             revokedUsers: try store.accountsErased(since: nowMs - (tokens.accessTokenTTL + 60) * 1000))
         let adminKeys = AdminKeyCache(repository: store)
+        // Several instances (PostgreSQL): every user token's session is checked in the database.
+        var sessionCheck: (@Sendable (String, String) throws -> Bool)?
+        if let postgresStore {
+            sessionCheck = { sessionID, userID in try postgresStore.isSessionLive(id: sessionID, userID: userID) }
+        }
         let rateLimits: RateLimits
         if configuration.bool("ratelimit.enabled") {
             rateLimits = RateLimits(
@@ -196,7 +201,8 @@ enum ServeCommand {
         var services = Services(
             users: store, sessions: store, entries: store, tokens: tokens, revocations: revocations,
             authenticator: Authenticator(tokens: tokens, revocations: revocations, adminKeys: adminKeys,
-                                         perUserLimit: rateLimits.perUser),
+                                         perUserLimit: rateLimits.perUser,
+                                         sessionCheck: sessionCheck),
             pageTokens: PageTokenCodec(key: HMACSHA256.authenticationCode(key: secret, message: Array("suplash page tokens v1".utf8))),
             passwordHashing: hashing, timeZones: TimeZoneDatabase(),
             domain: DomainServices(hydration: store, bills: store, accountData: store,

@@ -198,6 +198,22 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(heard.revocations.current, expected)
     }
 
+    func testSessionLivenessSeesRevocationsOfAnyInstanceAtOnce() throws {
+        let (setup, stores) = try makeInstances(2)
+        defer { setup.close(); stores.forEach { $0.database.close() } }
+        let (a, b) = (stores[0], stores[1])
+        try makeUser(a, alice, session: "s1")
+        try makeUser(a, bob, session: "s2")
+        XCTAssertTrue(try b.isSessionLive(id: "s1", userID: alice))
+        XCTAssertFalse(try b.isSessionLive(id: "s1", userID: bob), "another user's session")
+        XCTAssertFalse(try b.isSessionLive(id: "nope", userID: alice))
+        XCTAssertTrue(try a.revokeSession(id: "s1", userID: alice, now: t0 + 1))
+        XCTAssertFalse(try b.isSessionLive(id: "s1", userID: alice), "logout on A, checked on B")
+        XCTAssertTrue(try b.isSessionLive(id: "s2", userID: bob))
+        XCTAssertTrue(try a.eraseAccount(userID: bob, now: t0 + 2))
+        XCTAssertFalse(try b.isSessionLive(id: "s2", userID: bob), "erased on A, checked on B")
+    }
+
     // MARK: - Background jobs
 
     func testConcurrentOutboxClaimsOnTwoInstancesAreDisjoint() throws {
