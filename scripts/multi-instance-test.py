@@ -19,7 +19,7 @@ not what this test is about). Then checks:
   d. logout on A -> the access token is refused on B at once; a refresh-token logout on B
      -> refused on A; an admin key revoked with the CLI -> refused on both at once;
   e. after the listening connections are killed (pg_terminate_backend via psql), each
-     instance reconnects and a long poll on B is again woken by a write on A;
+     instance reconnects (and resyncs) and long polls on B are again woken by writes on A;
   f. a seeded model-based convergence run (a port of Tests/SuplashAPITests/
      SyncConvergenceTests.swift): phone, watch and widget push last-write-wins mutations
      of entries, bills and days to alternating instances, with offline periods and
@@ -607,7 +607,7 @@ def convergence(a, b, seed):
     collections = {m["key"][0] for m in arrivals}
     check("f. the run covered entries, bills and days, conflicts and both instances",
           collections == {"water_entries", "bills", "days"} and superseded > 0 and len(arrivals) > 200
-          and min(per_instance) > 50,
+          and min(per_instance) * 4 >= sum(per_instance),
           f"collections {sorted(collections)}, {superseded} superseded, {len(arrivals)} mutations, "
           f"requests A/B {per_instance[0]}/{per_instance[1]}")
 
@@ -676,15 +676,12 @@ def main():
             check("e. listener reconnect (psql not found: skipped)", True)
         else:
             check("e. one listening connection per instance killed", killed == 2, f"{killed} killed")
-            # Reconnects are immediate-ish (backoff from 0.1 s); the wait below is the
-            # behavioural check: a long poll on B is woken by a write on A again.
-            deadline = time.time() + 20
-            ok, detail = False, "no attempt"
-            while time.time() < deadline:
-                ok, detail = long_poll_woken(a, b, user, phone, watch, "e")
-                if ok:
-                    break
-            check("e. after the reconnect a long poll on B is again woken by a write on A", ok, detail)
+            # The first long poll may be parked before B listens again: then B's resync
+            # (every waiter woken after a reconnect) answers it; the second one is woken by
+            # the NOTIFY of A's write on B's new listening connection.
+            for attempt in ("e1", "e2"):
+                ok, detail = long_poll_woken(a, b, user, phone, watch, attempt)
+                check(f"{attempt}. after the reconnect a long poll on B is woken by a write on A", ok, detail)
 
         convergence(a, b, seed)
     except Failure as e:

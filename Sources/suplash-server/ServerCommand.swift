@@ -168,7 +168,9 @@ enum ServeCommand {
         let revocations = RevocationView(
             revokedSessions: try store.sessionsRevoked(since: nowMs - (tokens.accessTokenTTL + 60) * 1000),
             revokedUsers: try store.accountsErased(since: nowMs - (tokens.accessTokenTTL + 60) * 1000))
-        let adminKeys = AdminKeyCache(repository: store)
+        // On PostgreSQL (several instances, and the CLI) every admin request reads the key
+        // table, so a revoked key is refused by all at once; SQLite keeps the 0.5 s snapshot.
+        let adminKeys = AdminKeyCache(repository: store, maxAge: postgresStore == nil ? 0.5 : 0)
         // Several instances (PostgreSQL): every user token's session is checked in the database.
         var sessionCheck: (@Sendable (String, String) throws -> Bool)?
         if let postgresStore {
