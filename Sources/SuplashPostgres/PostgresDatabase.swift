@@ -62,6 +62,28 @@ public final class PostgresTransaction {
         return position
     }
 
+    /// Queues `NOTIFY channel, payload` (`SELECT pg_notify($1, $2)`): PostgreSQL delivers it
+    /// to every session listening on `channel` only if and when this transaction commits
+    /// (docs: SQL command `NOTIFY`). The same pair is sent once per attempt (PostgreSQL would
+    /// fold duplicates too; this saves the round trips). The payload must be shorter than
+    /// 8000 bytes and must not carry user content: listeners and the server log may see it.
+    /// - Throws: `PostgresError`.
+    public func notify(channel: String, payload: String) throws {
+        guard notified.insert(channel + "\u{0}" + payload).inserted else { return }
+        try connection.query("SELECT pg_notify($1, $2)", [.text(channel), .text(payload)])
+    }
+    private var notified: Set<String> = []
+
+    /// Tries to take the transaction-level advisory lock `key` (`pg_try_advisory_xact_lock`,
+    /// docs §9.27.10 "Advisory Lock Functions") without waiting: true when this transaction
+    /// now holds it (until it ends), false when another session holds it. For jobs that only
+    /// one instance should run at a time.
+    /// - Throws: `PostgresError`.
+    public func tryAdvisoryLock(_ key: Int64) throws -> Bool {
+        let rows = try connection.query("SELECT pg_try_advisory_xact_lock($1::bigint) AS locked", [.integer(key)])
+        return rows.first?["locked"] == .integer(1)
+    }
+
     /// Takes the change-sequence row lock without taking a position (`SELECT … FOR UPDATE`),
     /// so that everything this transaction reads afterwards (READ COMMITTED: each statement
     /// sees what committed before it) cannot be changed by another position-taking writer

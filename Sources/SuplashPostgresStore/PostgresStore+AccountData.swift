@@ -36,6 +36,7 @@ extension PostgresStore: AccountDataRepository {
                 INSERT INTO erased_accounts (user_id, erased_at) VALUES ($1, $2)
                 ON CONFLICT (user_id) DO UPDATE SET erased_at = EXCLUDED.erased_at
                 """, [.text(userID), .integer(now)])
+            try self.publish(tx, .account(userID: userID))
             return true
         }
     }

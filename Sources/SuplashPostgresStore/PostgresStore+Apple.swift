@@ -32,7 +32,11 @@ extension PostgresStore: AppleIdentityRepository {
                         UPDATE sessions SET revoked_at = $1, revoked_reason = 'apple_takeover'
                         WHERE user_id = $2 AND revoked_at IS NULL RETURNING id
                         """, [.integer(now), .text(user.id)]).compactMap { $0["id"].text }
-                    let position = try tx.takeChangePosition()
+                    for id in revoked { try self.publish(tx, .session(id: id)) }
+                    if !revoked.isEmpty {
+                        try self.publish(tx, .userCutoff(userID: user.id, issuedBeforeSeconds: now / 1000))
+                    }
+                    let position = try self.takeChangePosition(tx, userID: user.id)
                     try c.update("""
                         UPDATE users SET email_verified = 1, password_hash = NULL, version = version + 1, updated_at = $1,
                             change_position = $2, lww_at = GREATEST($3, lww_at + 1), lww_device = ''

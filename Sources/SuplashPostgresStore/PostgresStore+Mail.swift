@@ -85,7 +85,7 @@ extension PostgresStore: EmailCodeRepository {
             let unverified = try c.query("SELECT 1 FROM users WHERE id = $1 AND email_verified = 0 FOR UPDATE",
                                          [.text(userID)])
             if !unverified.isEmpty {
-                let position = try tx.takeChangePosition()
+                let position = try self.takeChangePosition(tx, userID: userID)
                 try c.update("""
                     UPDATE users SET email_verified = 1, version = version + 1, updated_at = $1, change_position = $2,
                         lww_at = GREATEST($1, lww_at + 1), lww_device = ''
@@ -101,16 +101,45 @@ extension PostgresStore: EmailCodeRepository {
                     UPDATE sessions SET revoked_at = $1, revoked_reason = 'password_reset'
                     WHERE user_id = $2 AND revoked_at IS NULL RETURNING id
                     """, [.integer(now), .text(userID)]).compactMap { $0["id"].text }
+                // Every instance's revocation view: the sessions, and the route's per-user cut-off.
+                for id in revoked { try self.publish(tx, .session(id: id)) }
+                try self.publish(tx, .userCutoff(userID: userID, issuedBeforeSeconds: now / 1000))
                 return .redeemed(revokedSessionIDs: revoked)
             }
         }
     }
 }
 
-/// The mail outbox. Several instances reading due messages at once may each send one; the
-/// provider deduplicates by the message id (its Idempotency-Key). Claiming messages with
-/// `FOR UPDATE SKIP LOCKED` is still to come (README "PostgreSQL (in progress)").
+/// The mail outbox, shared by the delivery workers of every instance: each claims its
+/// messages with `FOR UPDATE SKIP LOCKED` (`claimDueMessages`), so two instances never
+/// attempt one message at the same time; the provider still deduplicates by message id
+/// (its Idempotency-Key) when a worker dies between sending and recording.
 extension PostgresStore: OutboxRepository {
+    /// Claims due messages in one statement: locks up to `limit` due rows, skipping rows
+    /// another worker has locked (`FOR UPDATE SKIP LOCKED`, docs "The Locking Clause"), and
+    /// moves their `next_attempt_at` to `now + leaseMs`. Under READ COMMITTED a row that a
+    /// concurrent claim updated and committed is re-checked against the `WHERE` clause
+    /// before it is locked, and is no longer due — so concurrent claims get disjoint rows.
+    /// `markDelivered` / `markAttemptFailed` then end the lease.
+    public func claimDueMessages(now: Int64, limit: Int, leaseMs: Int64) throws -> [OutboxMessage] {
+        try write { tx in
+            try tx.connection.query("""
+                UPDATE outbox SET next_attempt_at = $2
+                WHERE id IN (
+                    SELECT id FROM outbox
+                    WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= $1
+                    ORDER BY next_attempt_at, created_at LIMIT $3
+                    FOR UPDATE SKIP LOCKED)
+                RETURNING id, recipient, subject, body, created_at, attempts
+                """, [.integer(now), .integer(now + max(0, leaseMs)), .integer(Int64(limit))]).map { row in
+                OutboxMessage(id: row["id"].text ?? "", recipient: row["recipient"].text ?? "",
+                              subject: row["subject"].text ?? "", text: row["body"].text ?? "",
+                              createdAt: row["created_at"].int64 ?? 0, attempts: Int(row["attempts"].int64 ?? 0))
+            }
+            .sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+        }
+    }
+
     public func dueMessages(now: Int64, limit: Int) throws -> [OutboxMessage] {
         try read { c in
             try c.query("""

@@ -34,6 +34,7 @@ extension PostgresStore: SessionRepository {
             if !row["used_at"].isNull {
                 try c.update("UPDATE sessions SET revoked_at = $1, revoked_reason = 'refresh_token_reused' WHERE id = $2",
                              [.integer(now), .text(sessionID)])
+                try self.publish(tx, .session(id: sessionID))
                 return .reused(sessionID: sessionID, userID: userID)
             }
             if (row["expires_at"].int64 ?? 0) <= now { return .expired }
@@ -53,6 +54,7 @@ extension PostgresStore: SessionRepository {
             }
             try c.update("UPDATE sessions SET revoked_at = $1, revoked_reason = 'logout' WHERE id = $2 AND revoked_at IS NULL",
                          [.integer(now), .text(sessionID)])
+            try self.publish(tx, .session(id: sessionID))
             return sessionID
         }
     }
@@ -65,6 +67,7 @@ extension PostgresStore: SessionRepository {
             else { return false }
             try c.update("UPDATE sessions SET revoked_at = $1, revoked_reason = 'logout' WHERE id = $2 AND revoked_at IS NULL",
                          [.integer(now), .text(id)])
+            try self.publish(tx, .session(id: id))
             return true
         }
     }
@@ -85,6 +88,7 @@ extension PostgresStore: AdminKeyRepository {
             }
             try c.update("INSERT INTO admin_keys (name, key_hash, created_at) VALUES ($1, $2, $3)",
                          [.text(name), .blob(keyHash), .integer(now)])
+            try self.publish(tx, .adminKeys)
         }
     }
 
@@ -99,8 +103,10 @@ extension PostgresStore: AdminKeyRepository {
 
     public func revokeAdminKey(name: String, now: Int64) throws -> Bool {
         try write { tx in
-            try tx.connection.update("UPDATE admin_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL",
-                                     [.integer(now), .text(name)]) > 0
+            let revoked = try tx.connection.update("UPDATE admin_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL",
+                                                   [.integer(now), .text(name)]) > 0
+            if revoked { try self.publish(tx, .adminKeys) }
+            return revoked
         }
     }
 

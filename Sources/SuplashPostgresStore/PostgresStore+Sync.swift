@@ -227,6 +227,11 @@ extension PostgresStore: SyncRepository {
     public func purgeTombstones(deletedBefore: Int64) throws -> (purged: Int, horizon: Int64) {
         try write { tx in
             let c = tx.connection
+            // One purge at a time across instances (each runs the maintenance timer): the
+            // others skip this round and report the current horizon.
+            guard try tx.tryAdvisoryLock(PostgresStore.purgeLockKey) else {
+                return (0, try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0)
+            }
             // Every collection with tombstones (each purge served by its `…_tombstones` index).
             var rows: [PostgresRow] = []
             for table in ["water_entries", "bills"] {

@@ -3,8 +3,8 @@ import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
 
-/// The PostgreSQL adapter of the repository protocols of `SuplashDomain` (in progress:
-/// every protocol, for one server instance so far; see README "PostgreSQL (in progress)").
+/// The PostgreSQL adapter of the repository protocols of `SuplashDomain`, for any number of
+/// server instances on one database (README "PostgreSQL (in progress)").
 ///
 /// Semantics follow `SQLiteStore`: every write that changes a synced document takes a
 /// change position (`PostgresTransaction.takeChangePosition`, commit order = position
@@ -18,6 +18,10 @@ public final class PostgresStore: Sendable {
     public let database: PostgresDatabase
     /// Reports the users each commit touched (to be wired to the long-poll registry).
     public let changeNotifier = PostgresChangeNotifier()
+    /// A random id of this store object (one per server process): the first word of its
+    /// `suplash_changes` payloads, so that its own `PostgresClusterListener` skips the
+    /// changes `changeNotifier` already reported in-process. Not secret, not user data.
+    public let instanceID = UUID().uuidString.lowercased()
 
     /// Creates the store on a migrated database.
     public init(database: PostgresDatabase) {
@@ -61,17 +65,27 @@ public final class PostgresStore: Sendable {
     }
 
     /// Takes the next change position and arranges for `userID`'s long polls to be woken
-    /// after the commit. Every synced write path uses this.
+    /// after the commit: in this process through `changeNotifier`, on every other instance
+    /// through `NOTIFY suplash_changes, '<instanceID> <userID>'` (sent with the commit, once
+    /// per transaction and user). Every synced write path uses this.
     func takeChangePosition(_ tx: PostgresTransaction, userID: String) throws -> Int64 {
         let position = try tx.takeChangePosition()
+        try tx.notify(channel: PostgresClusterChannel.changes, payload: instanceID + " " + userID)
         let notifier = changeNotifier
         tx.afterCommit { notifier.notify(userID: userID) }
         return position
     }
+
+    /// Broadcasts `event` to every instance's revocation view with this transaction's commit
+    /// (`NOTIFY suplash_revocations`): delivered if and only if the revocation committed.
+    func publish(_ tx: PostgresTransaction, _ event: PostgresRevocationEvent) throws {
+        try tx.notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
+    }
 }
 
-/// Tells listeners which users a committed write touched (long-poll wake-ups, spec §5).
-/// Within one process; waking other instances (`LISTEN/NOTIFY`) is still to come.
+/// Tells listeners which users a committed write touched (long-poll wake-ups, spec §5),
+/// within this process. Other instances hear of the same commit through
+/// `NOTIFY suplash_changes` (`PostgresClusterListener`).
 ///
 /// `@unchecked Sendable`: `listeners` is guarded by `lock`.
 public final class PostgresChangeNotifier: @unchecked Sendable {

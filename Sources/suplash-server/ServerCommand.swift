@@ -7,6 +7,7 @@ import SuplashHTTP
 import SuplashJSON
 import SuplashLogging
 import SuplashPostgres
+import SuplashPostgresStore
 import SuplashSQLiteStore
 import SuplashStorage
 
@@ -80,6 +81,26 @@ struct Environment {
         return bytes
     }
 
+    /// The JWT signing secret on PostgreSQL, where instances with separate data dirs must
+    /// agree: `auth.jwtSecret` when configured, else the one stored in the database
+    /// (`server_secrets`), which the first instance seeds with its data dir's `jwt-secret`
+    /// if it has one (tokens issued before a move from SQLite stay valid), else random bytes.
+    func sharedJWTSecret(_ store: PostgresStore) throws -> [UInt8] {
+        if !configuration.string("auth.jwtSecret").isEmpty { return try jwtSecret() }
+        let candidate = Self.readSecretFile(dataDir + "/jwt-secret") ?? SecureRandom.bytes(32)
+        return try store.sharedSecret(name: "jwt", candidate: candidate, now: Int64(Date().timeIntervalSince1970 * 1000))
+    }
+
+    /// The secret in a `jwt-secret` file (base64url, ≥ 32 bytes), or nil.
+    static func readSecretFile(_ path: String) -> [UInt8]? {
+        guard let data = FileManager.default.contents(atPath: path),
+              let text = String(data: data, encoding: .utf8),
+              let bytes = Base64URL.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count >= 32 else {
+            return nil
+        }
+        return bytes
+    }
+
     /// The JWT signing secret: `auth.jwtSecret` (base64url or text ≥ 32 bytes), else the
     /// `jwt-secret` file in the data dir, generated on first start with mode 0600.
     func jwtSecret() throws -> [UInt8] {
@@ -138,8 +159,8 @@ enum ServeCommand {
         logger.info("open_file_limit", .number("soft", limits.soft), .number("hard", limits.hard))
 
         let env = try Environment.make(configuration, logger: logger, migrate: true)
-        let (store, subscribe) = env.backend.makeStore()
-        let secret = try env.jwtSecret()
+        let (store, subscribe, postgresStore) = env.backend.makeStore()
+        let secret = try postgresStore.map { try env.sharedJWTSecret($0) } ?? env.jwtSecret()
         let tokens = TokenService(secret: secret,
                                   accessTokenTTL: Int64(try configuration.int("auth.accessTokenTtlSeconds")),
                                   refreshTokenTTL: Int64(try configuration.int("auth.refreshTokenTtlSeconds")))
@@ -147,7 +168,14 @@ enum ServeCommand {
         let revocations = RevocationView(
             revokedSessions: try store.sessionsRevoked(since: nowMs - (tokens.accessTokenTTL + 60) * 1000),
             revokedUsers: try store.accountsErased(since: nowMs - (tokens.accessTokenTTL + 60) * 1000))
-        let adminKeys = AdminKeyCache(repository: store)
+        // On PostgreSQL (several instances, and the CLI) every admin request reads the key
+        // table, so a revoked key is refused by all at once; SQLite keeps the 0.5 s snapshot.
+        let adminKeys = AdminKeyCache(repository: store, maxAge: postgresStore == nil ? 0.5 : 0)
+        // Several instances (PostgreSQL): every user token's session is checked in the database.
+        var sessionCheck: (@Sendable (String, String) throws -> Bool)?
+        if let postgresStore {
+            sessionCheck = { sessionID, userID in try postgresStore.isSessionLive(id: sessionID, userID: userID) }
+        }
         let rateLimits: RateLimits
         if configuration.bool("ratelimit.enabled") {
             rateLimits = RateLimits(
@@ -176,7 +204,8 @@ enum ServeCommand {
         var services = Services(
             users: store, sessions: store, entries: store, tokens: tokens, revocations: revocations,
             authenticator: Authenticator(tokens: tokens, revocations: revocations, adminKeys: adminKeys,
-                                         perUserLimit: rateLimits.perUser),
+                                         perUserLimit: rateLimits.perUser,
+                                         sessionCheck: sessionCheck),
             pageTokens: PageTokenCodec(key: HMACSHA256.authenticationCode(key: secret, message: Array("suplash page tokens v1".utf8))),
             passwordHashing: hashing, timeZones: TimeZoneDatabase(),
             domain: DomainServices(hydration: store, bills: store, accountData: store,
@@ -235,6 +264,12 @@ enum ServeCommand {
                 return s.commits > 0 ? Double(s.jobs) / Double(s.commits) : 0
             }
         }
+        // Several instances on one PostgreSQL database: hear the others' commits and
+        // revocations (started before serving; its first LISTEN re-reads the revocations).
+        let cluster = try postgresStore.map {
+            try ClusterWiring.start(store: $0, longPolls: services.sync?.longPolls, revocations: revocations,
+                                    adminKeys: adminKeys, revocationWindowMs: (tokens.accessTokenTTL + 60) * 1000, logger: logger)
+        }
         outbox.start()
         let port = try server.start()
         let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
@@ -246,6 +281,7 @@ enum ServeCommand {
         logger.info("shutting_down", .number("signal", Int(received)))
         server.shutdown(gracePeriod: Double(try configuration.int("server.shutdownGraceSeconds")))
         application.shutdown()
+        cluster?.stop()
         maintenance.stop()
         outbox.stop()
         if case .sqlite(let database) = backend {

@@ -18,15 +18,17 @@ enum StorageBackend {
     /// PostgreSQL (issue 8): a pool on `storage.postgresUrl`.
     case postgres(PostgresDatabase)
 
-    /// The repository adapter, and how to hear about commits (for long-poll wake-ups).
-    func makeStore() -> (store: any SuplashStore, subscribe: (@escaping @Sendable (String) -> Void) -> Void) {
+    /// The repository adapter, how to hear about commits (for long-poll wake-ups), and on
+    /// PostgreSQL the same adapter as `PostgresStore` (for the cross-instance listener).
+    func makeStore() -> (store: any SuplashStore, subscribe: (@escaping @Sendable (String) -> Void) -> Void,
+                         postgres: PostgresStore?) {
         switch self {
         case .sqlite(let database):
             let store = SQLiteStore(database: database)
-            return (store, { store.changeNotifier.subscribe($0) })
+            return (store, { store.changeNotifier.subscribe($0) }, nil)
         case .postgres(let database):
             let store = PostgresStore(database: database)
-            return (store, { store.changeNotifier.subscribe($0) })
+            return (store, { store.changeNotifier.subscribe($0) }, store)
         }
     }
 

@@ -23,6 +23,8 @@ public final class AdminKeyCache: @unchecked Sendable {
     // Guarded by `lock`.
     private var keys: [(hash: [UInt8], name: String)] = []
     private var loadedAt: Double = -Double.infinity
+    // Guarded by `lock`: bumped by `invalidate()`, so a read that began before it is not cached.
+    private var generation = 0
     private let lock = NSLock()
 
     /// - Parameter maxAge: seconds a snapshot may be used (default 0.5).
@@ -43,13 +45,25 @@ public final class AdminKeyCache: @unchecked Sendable {
         return found
     }
 
+    /// Forgets the snapshot, so the next request re-reads the table: a key was created or
+    /// revoked (on PostgreSQL, another instance or the CLI said so through `NOTIFY`).
+    public func invalidate() {
+        lock.withLock {
+            generation += 1
+            loadedAt = -Double.infinity
+        }
+    }
+
     private func current() throws -> [(hash: [UInt8], name: String)] {
         let now = ProcessInfo.processInfo.systemUptime
-        if let fresh = lock.withLock({ now - loadedAt < maxAge ? keys : nil }) { return fresh }
+        let (fresh, startedAt) = lock.withLock { (now - loadedAt < maxAge ? keys : nil, generation) }
+        if let fresh { return fresh }
         let loaded = try repository.activeAdminKeyHashes()
         lock.withLock {
-            keys = loaded
-            loadedAt = now
+            if generation == startedAt {
+                keys = loaded
+                loadedAt = now
+            }
         }
         return loaded
     }

@@ -27,6 +27,20 @@ public final class RevocationView: @unchecked Sendable {
         self.revokedUsers = Set(revokedUsers)
     }
 
+    /// Adds what the database reports as revoked (the same reads as at start-up): used when an
+    /// instance may have missed revocations broadcast by others (its PostgreSQL listener
+    /// reconnected). Only adds — a revoked session or erased account never comes back — so
+    /// revocations applied meanwhile are kept.
+    /// - Parameters:
+    ///   - revokedSessions: session ids revoked within one access-token lifetime.
+    ///   - revokedUsers: ids of accounts erased within one access-token lifetime.
+    public func merge(revokedSessions: [String], revokedUsers: [String]) {
+        lock.withLock {
+            self.revokedSessions.formUnion(revokedSessions)
+            self.revokedUsers.formUnion(revokedUsers)
+        }
+    }
+
     /// True when the account `id` was erased (every token of it is refused).
     public func isRevoked(userID id: String) -> Bool {
         lock.withLock { revokedUsers.contains(id) }

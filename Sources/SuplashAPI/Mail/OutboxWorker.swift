@@ -14,6 +14,9 @@ public struct OutboxRetryPolicy: Sendable {
     public var scanIntervalMs: Int64 = 30_000
     /// Messages taken per pass.
     public var batchSize = 16
+    /// How long a claimed message is reserved for this worker before another instance may
+    /// retry it, ms (default 5 min; well above a transport's timeout, 10 s for Resend).
+    public var claimLeaseMs: Int64 = 300_000
 
     /// The defaults above.
     public init() {}
@@ -155,7 +158,7 @@ public final class OutboxWorker: @unchecked Sendable {
     public func deliverDue() -> Int {
         let due: [OutboxMessage]
         do {
-            due = try repository.dueMessages(now: clock(), limit: policy.batchSize)
+            due = try repository.claimDueMessages(now: clock(), limit: policy.batchSize, leaseMs: policy.claimLeaseMs)
         } catch {
             logger.warning("outbox_read_failed", .errorType(String(reflecting: type(of: error))))
             return 0

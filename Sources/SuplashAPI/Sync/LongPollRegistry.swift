@@ -43,6 +43,19 @@ public final class LongPollRegistry: @unchecked Sendable {
         for waiter in woken.values { waiter.wake() }
     }
 
+    /// Wakes every waiting request (each re-reads its page and answers only if it finds
+    /// changes, else parks again): for when commits may have gone unheard, e.g. after the
+    /// PostgreSQL listener reconnected.
+    public func wakeAll() {
+        let woken = lock.withLock { () -> [String: [ObjectIdentifier: any LongPollParked]] in
+            defer { waiters.removeAll() }
+            return waiters
+        }
+        for forUser in woken.values {
+            for waiter in forUser.values { waiter.wake() }
+        }
+    }
+
     /// Requests waiting now (metrics, tests).
     public var waitingCount: Int { lock.withLock { waiters.values.reduce(0) { $0 + $1.count } } }
 }

@@ -121,6 +121,19 @@ public protocol OutboxRepository: Sendable {
     func markAttemptFailed(id: String, attempts: Int, nextAttemptAt: Int64, abandon: Bool, errorKind: String, now: Int64) throws
     /// Messages neither delivered nor abandoned (the metrics backlog).
     func pendingCount() throws -> Int
+    /// The due messages this delivery worker should attempt now (at most `limit`, oldest
+    /// first). With several server instances on one database (PostgreSQL) each message is
+    /// handed to one worker only: the claim pushes its `next_attempt_at` to `now + leaseMs`,
+    /// so if that worker dies before recording the attempt, another retries it (same message
+    /// id) after the lease. The default, for a single instance, is `dueMessages`.
+    func claimDueMessages(now: Int64, limit: Int, leaseMs: Int64) throws -> [OutboxMessage]
+}
+
+extension OutboxRepository {
+    /// One instance, one worker thread: nothing to claim against.
+    public func claimDueMessages(now: Int64, limit: Int, leaseMs: Int64) throws -> [OutboxMessage] {
+        try dueMessages(now: now, limit: limit)
+    }
 }
 
 /// The outcome of Sign in with Apple.
