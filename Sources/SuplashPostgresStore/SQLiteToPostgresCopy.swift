@@ -96,11 +96,11 @@ public enum SQLiteToPostgresCopy {
         public var schemaVersion: Int
         /// One entry per copied table, in copy order.
         public var tables: [TableReport]
-        /// The source's change counter and the target's after the copy.
+        /// The source's change counter (`change_sequence.position`) in the snapshot.
         public var sourceSequence: Int64
         /// The target's change counter after the copy (≥ every copied position).
         public var targetSequence: Int64
-        /// Purge horizon of source and target (must be equal).
+        /// The source's purge horizon (`sync_state.purge_horizon`) in the snapshot.
         public var sourceHorizon: Int64
         /// The target's purge horizon after the copy.
         public var targetHorizon: Int64
