@@ -65,7 +65,13 @@ public enum SQLiteToPostgresCopy {
     ]
 
     /// Tables the copy handles without copying rows one by one.
-    static let specialTables: Set<String> = ["schema_migrations", "database_identity", "change_sequence", "sync_state"]
+    static let specialTables: Set<String> = ["database_identity", "change_sequence", "sync_state"]
+
+    /// Tables deliberately not copied: the migrator's own (each side records its own
+    /// migrations) and state that is rebuilt by itself (rate-limit buckets refill; a missing
+    /// bucket is a full one). Any other table the copy does not know refuses the run, so a
+    /// migration that adds state cannot be skipped silently: add it to `tables` or here.
+    static let notCopiedTables: Set<String> = ["schema_migrations", "rate_limit_buckets"]
 
     /// Per-table outcome of a run.
     public struct TableReport: Sendable, Equatable {
@@ -109,8 +115,7 @@ public enum SQLiteToPostgresCopy {
         /// True when the incremental upsert hit a secondary unique index and the copy was
         /// redone as a full replace.
         public var replacedAll: Bool
-        /// Source tables that were not copied (their names only): the migrator's table and
-        /// anything a later migration added that this copy does not know.
+        /// Source tables deliberately not copied (`schema_migrations`, rate-limit buckets).
         public var skippedTables: [String]
 
         /// Every table matches, the identity and horizon were carried over, and the target's
@@ -130,7 +135,8 @@ public enum SQLiteToPostgresCopy {
         case targetAhead(source: Int64, target: Int64)
         /// Source and target schemas are at different migration versions.
         case schemaVersionMismatch(source: Int, target: Int)
-        /// A source column the target table does not have, or a name that is not a plain identifier.
+        /// A source column the target table does not have, a source table this copy does not
+        /// know, or a name that is not a plain identifier.
         case schemaMismatch(String)
         /// The source file is missing or not a Suplash database.
         case source(String)
@@ -185,8 +191,13 @@ public enum SQLiteToPostgresCopy {
         let sourceHorizon = try source.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0
         let sourceTables = try source.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
             .map { try $0.string(0) }
-        let known = Set(tables.map(\.name)).union(specialTables)
-        let skipped = sourceTables.filter { !known.contains($0) || $0 == "schema_migrations" }
+        let copied = Set(tables.map(\.name)).union(specialTables)
+        let unknown = sourceTables.filter { !copied.contains($0) && !notCopiedTables.contains($0) }
+        guard unknown.isEmpty else {
+            throw Failure.schemaMismatch("the SQLite database has tables migrate-data does not know (\(unknown.joined(separator: ", "))); "
+                                         + "this build cannot copy them")
+        }
+        let skipped = sourceTables.filter { notCopiedTables.contains($0) }
 
         let targetVersion = try PostgresMigrator.applied(target).last?.version ?? 0
         guard targetVersion == Int(sourceVersion) else {

@@ -106,7 +106,8 @@ final class MigrateDataTests: XCTestCase {
         XCTAssertEqual(entries.written, 31)
         XCTAssertEqual(first.tables.first { $0.table == "idempotency_records" }?.targetRows, 1)
         XCTAssertEqual(first.tables.first { $0.table == "sessions" }?.targetRows, 2)
-        XCTAssertEqual(first.skippedTables, ["schema_migrations"])
+        XCTAssertTrue(first.skippedTables.contains("schema_migrations"))
+        XCTAssertTrue(Set(first.skippedTables).isSubset(of: ["schema_migrations", "rate_limit_buckets"]), "\(first.skippedTables)")
 
         let postgres = PostgresStore(database: target)
         XCTAssertEqual(try transcript(postgres), try transcript(source.store))
@@ -203,6 +204,32 @@ final class MigrateDataTests: XCTestCase {
             XCTAssertEqual(forced.targetSequence, before)
         } else {
             XCTFail("no change_sequence row")
+        }
+    }
+
+    func testATableItDoesNotKnowRefusesTheRunAndRateLimitBucketsAreLeftOut() throws {
+        let target = try target()
+        let source = try sqliteSource()
+        try fixtures.makeUsers(source.store)
+        // Rate-limit buckets (schema v6) refill by themselves: not copied, named in the report.
+        try source.database.write { w in
+            try w.connection.execute("""
+                CREATE TABLE IF NOT EXISTS rate_limit_buckets (bucket BLOB PRIMARY KEY, tokens REAL NOT NULL,
+                    allowed INTEGER NOT NULL, updated_at REAL NOT NULL, expires_at REAL NOT NULL) WITHOUT ROWID;
+                INSERT OR REPLACE INTO rate_limit_buckets VALUES (x'01', 1.5, 1, 10.0, 20.0);
+                """)
+        }
+        let report = try SQLiteToPostgresCopy.run(sqlitePath: source.path, target: target)
+        XCTAssertTrue(report.verified, "\(report.tables)")
+        XCTAssertEqual(report.skippedTables, ["rate_limit_buckets", "schema_migrations"])
+
+        // State a later migration might add, unknown to this copy: refused, not skipped.
+        try source.database.write { w in
+            try w.connection.execute("CREATE TABLE future_state (id TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID")
+        }
+        XCTAssertThrowsError(try SQLiteToPostgresCopy.run(sqlitePath: source.path, target: target)) { error in
+            guard case .schemaMismatch(let detail) = error as? SQLiteToPostgresCopy.Failure else { return XCTFail("got \(error)") }
+            XCTAssertTrue(detail.contains("future_state"), detail)
         }
     }
 
