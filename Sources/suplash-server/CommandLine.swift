@@ -3,13 +3,17 @@ struct ParsedCommandLine {
     var command: String
     var positional: [String] = []
     var options: [String: String] = [:]
+    /// Flags without a value that were given (`--force`).
+    var switches: Set<String> = []
 
     struct UsageError: Error, CustomStringConvertible {
         var description: String
     }
 
     /// Flags that take a value; every other `--x` is an error.
-    static let valueFlags: Set<String> = ["host", "port", "data-dir", "config", "name", "to"]
+    static let valueFlags: Set<String> = ["host", "port", "data-dir", "config", "name", "to", "from"]
+    /// Flags without a value.
+    static let switchFlags: Set<String> = ["force"]
 
     init(_ arguments: [String]) throws {
         var args = arguments[...]
@@ -21,6 +25,10 @@ struct ParsedCommandLine {
                 if let eq = name.firstIndex(of: "=") {
                     value = String(name[name.index(after: eq)...])
                     name = String(name[..<eq])
+                }
+                if Self.switchFlags.contains(name) && value == nil {
+                    switches.insert(name)
+                    continue
                 }
                 guard Self.valueFlags.contains(name) else { throw UsageError(description: "unknown option --\(name)") }
                 if value == nil { value = args.popFirst() }
@@ -59,6 +67,10 @@ struct ParsedCommandLine {
           backup --to FILE [--data-dir DIR]
                                     write a consistent online snapshot of the database to FILE
                                     (which must not exist), also while a server runs
+          migrate-data --from sqlite:PATH --to postgres:URL [--force]
+                                    copy a (live) SQLite deployment (PATH: the .sqlite file or the
+                                    data dir) into PostgreSQL, then verify row counts per table;
+                                    safe to re-run (copies what changed). See README.md
           config [defaults]         print the effective configuration (or the built-in defaults) as JSON
           help                      this text
 

@@ -49,6 +49,8 @@ func main() -> Int32 {
             let bytes = try env.backend.makeStore().store.backup(to: destination)
             print("\(destination)\t\(bytes) bytes")
             return 0
+        case "migrate-data":
+            return try MigrateDataCommand.run(parsed, configuration: configuration, logger: logger)
         case "admin-key":
             return try AdminKeyCommand.run(parsed, configuration: configuration, logger: logger)
         default:
