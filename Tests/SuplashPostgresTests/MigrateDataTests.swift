@@ -107,7 +107,7 @@ final class MigrateDataTests: XCTestCase {
         XCTAssertEqual(first.tables.first { $0.table == "idempotency_records" }?.targetRows, 1)
         XCTAssertEqual(first.tables.first { $0.table == "sessions" }?.targetRows, 2)
         XCTAssertTrue(first.skippedTables.contains("schema_migrations"))
-        XCTAssertTrue(Set(first.skippedTables).isSubset(of: ["schema_migrations", "rate_limit_buckets"]), "\(first.skippedTables)")
+        XCTAssertTrue(Set(first.skippedTables).isSubset(of: ["schema_migrations", "rate_limit_buckets", "server_secrets"]), "\(first.skippedTables)")
 
         let postgres = PostgresStore(database: target)
         XCTAssertEqual(try transcript(postgres), try transcript(source.store))
@@ -221,7 +221,7 @@ final class MigrateDataTests: XCTestCase {
         }
         let report = try SQLiteToPostgresCopy.run(sqlitePath: source.path, target: target)
         XCTAssertTrue(report.verified, "\(report.tables)")
-        XCTAssertEqual(report.skippedTables, ["rate_limit_buckets", "schema_migrations"])
+        XCTAssertEqual(report.skippedTables, ["rate_limit_buckets", "schema_migrations", "server_secrets"])
 
         // State a later migration might add, unknown to this copy: refused, not skipped.
         try source.database.write { w in
