@@ -71,10 +71,9 @@ extension SQLiteStore: SyncRepository {
         try read { c in try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? "" }
     }
 
-    /// Last-write-wins order (spec §5): true when (`at`, `device`) loses against the stored
-    /// (`storedAt`, `storedDevice`). Equal pairs: the later arrival wins, so it does not lose.
-    static func loses(at: Int64, device: String, storedAt: Int64, storedDevice: String) -> Bool {
-        at < storedAt || (at == storedAt && device < storedDevice)
+    /// The last-write-wins stamp of a row with `lww_at` and `lww_device` columns (spec §5).
+    static func stamp(_ row: SQLiteRow) -> WriteStamp {
+        WriteStamp(at: row["lww_at"].int64 ?? 0, device: row["lww_device"].text ?? "")
     }
 
     public func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
@@ -112,24 +111,23 @@ extension SQLiteStore: SyncRepository {
                                     _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = ctx.connection
         let stored = try c.query("SELECT \(SQLiteStore.entryColumns), lww_device FROM water_entries WHERE user_id = ? AND id = ?",
-                                 [.text(userID), .text(m.id)]).first
-        if let row = stored,
-           SQLiteStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
-                             storedDevice: row["lww_device"].text ?? "") {
-            let current = SQLiteStore.decodeEntry(row)
-            return .superseded(current: current.deleted ? nil : .waterEntry(current))
+                                 [.text(userID), .text(m.id)]).first.map { row in
+            Stamped(SQLiteStore.decodeEntry(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: SQLiteStore.stamp(row))
         }
-        let current = stored.map(SQLiteStore.decodeEntry)
-        switch m.write {
-        case .upsertEntry(let content):
+        let step = SyncPush.entry(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
+                                  now: now)
+        let position: Int64
+        switch step {
+        case .answer(let outcome):
+            return outcome
+        case .upsert(let entry):
+            let content = entry.content
             if let hk = content.healthKitUUID,
                !(try c.query("SELECT 1 FROM water_entries WHERE user_id = ? AND health_kit_uuid = ? AND deleted = 0 AND id <> ?",
                              [.text(userID), .text(hk), .text(m.id)])).isEmpty {
                 return .rejected(SyncRejection(code: "health_kit_uuid_exists"))
             }
-            let position = try takeChangePosition(ctx, userID: userID)
-            let entry = WaterEntry(id: m.id, userID: userID, content: content, createdAt: current?.createdAt ?? now,
-                                   updatedAt: now, version: (current?.version ?? 0) + 1, deleted: false)
+            position = try takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -143,17 +141,8 @@ extension SQLiteStore: SyncRepository {
                     .integer(entry.createdAt), .integer(now), .integer(entry.version), .integer(position),
                     .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
-            // Daily totals and achievements change in the same transaction (spec §4).
-            var deltas = [EntryDelta(content, sign: 1)]
-            if let current, !current.deleted { deltas.append(EntryDelta(current.content, sign: -1)) }
-            try SQLiteStore.entriesChanged(c, userID: userID, deltas: deltas, now: now)
-            return .applied(SyncChange(collection: "water_entries", id: m.id, version: entry.version, updatedAt: now,
-                                       deleted: false, position: position, document: .waterEntry(entry)))
-        case .delete:
-            let position = try takeChangePosition(ctx, userID: userID)
-            let version = (current?.version ?? 0) + 1
-            // A delete of an unknown id leaves a tombstone too, so that an older upsert
-            // arriving later loses against it.
+        case .tombstone(let version):
+            position = try takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -162,14 +151,11 @@ extension SQLiteStore: SyncRepository {
                     change_position = ?5, lww_at = ?6, lww_device = ?7
                 """, [.text(userID), .text(m.id), .integer(now), .integer(version), .integer(position),
                       .integer(m.clientUpdatedAt), .text(deviceID)])
-            if let current, !current.deleted {
-                try SQLiteStore.entriesChanged(c, userID: userID, deltas: [EntryDelta(current.content, sign: -1)], now: now)
-            }
-            return .applied(SyncChange(collection: "water_entries", id: m.id, version: version, updatedAt: now,
-                                       deleted: true, position: position, document: nil))
-        case .patchProfile, .upsertBill, .putDay:
-            return .rejected(SyncRejection(code: "invalid_mutation"))
         }
+        // Daily totals and achievements change in the same transaction (spec §4).
+        try SQLiteStore.entriesChanged(c, userID: userID, deltas: SyncPush.entryDeltas(step, stored: stored), now: now)
+        return SyncPush.applied(step, collection: "water_entries", id: m.id, position: position, now: now,
+                                wrap: SyncDocument.waterEntry)
     }
 
     private func applyProfileMutation(_ ctx: WriteContext, userID: String, deviceID: String, now: Int64,
@@ -177,31 +163,22 @@ extension SQLiteStore: SyncRepository {
                                       _ profilePatch: @Sendable (JSONValue, UserProfile) throws -> UserProfile)
         throws -> SyncMutationOutcome {
         let c = ctx.connection
-        guard m.id == userID else { return .rejected(SyncRejection(code: "permission_denied")) }
-        guard case .patchProfile(let patch) = m.write else {
-            return .rejected(SyncRejection(code: "operation_not_allowed"))
+        let patch: JSONValue
+        switch SyncPush.profileTarget(m, userID: userID) {
+        case .failure(let rejection): return .rejected(rejection)
+        case .success(let p): patch = p
         }
         guard let row = try c.query("SELECT \(SQLiteStore.userColumns), lww_at, lww_device FROM users WHERE id = ?",
                                     [.text(userID)]).first else {
             throw RepositoryError.notFound
         }
         let current = SQLiteStore.decodeUser(row).profile
-        if SQLiteStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
-                             storedDevice: row["lww_device"].text ?? "") {
-            return .superseded(current: .profile(current))
+        let step = try SyncPush.profile(patch: patch, stored: Stamped(current, stamp: SQLiteStore.stamp(row)),
+                                        stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now,
+                                        apply: profilePatch)
+        guard case .upsert(let next) = step else {
+            return SyncPush.applied(step, collection: "profile", id: userID, position: 0, now: now, wrap: SyncDocument.profile)
         }
-        var next: UserProfile
-        do {
-            next = try profilePatch(patch, current)
-        } catch let failure as ValidationFailure {
-            return .rejected(SyncRejection(code: "validation_failed", errors: failure.errors))
-        }
-        next.id = current.id
-        next.email = current.email
-        next.emailVerified = current.emailVerified
-        next.createdAt = current.createdAt
-        next.updatedAt = now
-        next.version = current.version + 1
         let position = try takeChangePosition(ctx, userID: userID)
         _ = try c.run("""
             UPDATE users SET email = ?, email_verified = ?, display_name = ?, weight_kg = ?, activity_level = ?,
@@ -212,8 +189,8 @@ extension SQLiteStore: SyncRepository {
                                                     .text(userID)])
         // A new time zone or goal re-buckets days and re-evaluates goals, as for REST writes.
         try SQLiteStore.profileChanged(c, previous: current, current: next, now: now)
-        return .applied(SyncChange(collection: "profile", id: userID, version: next.version, updatedAt: now,
-                                   deleted: false, position: position, document: .profile(next)))
+        return SyncPush.applied(step, collection: "profile", id: userID, position: position, now: now,
+                                wrap: SyncDocument.profile)
     }
 
     public func purgeTombstones(deletedBefore: Int64) throws -> (purged: Int, horizon: Int64) {
