@@ -3,8 +3,8 @@ import SuplashJSON
 import SuplashPostgres
 import SuplashStorage
 
-/// The sync feed and push on PostgreSQL — a port of `SQLiteStore+Sync.swift` (keep the two
-/// in step). One collection of the change feed: its name, the query of a user's rows after
+/// The sync feed and push on PostgreSQL — the storage side of `SQLiteStore+Sync.swift`'s
+/// twin: last-write-wins decisions are the domain's `SyncPush`. One collection of the change feed: its name, the query of a user's rows after
 /// a position (served by a `(user_id, change_position)` index), and the row decoder.
 /// Query parameters: `$1` user id, `$2` position (exclusive), `$3` limit, `$4` 1 to include
 /// tombstones. Rows carry a `change_position` column and are ordered by it.
