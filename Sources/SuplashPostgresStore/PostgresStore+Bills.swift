@@ -22,13 +22,12 @@ extension PostgresStore: BillRepository {
     }
 
     static func fetchBill(_ c: PostgresConnection, userID: String, id: String, lock: Bool = false) throws
-        -> (Bill, deleted: Bool, lwwAt: Int64)? {
+        -> Stamped<Bill>? {
         let sql = lock
-            ? "SELECT \(billColumns) FROM bills WHERE user_id = $1 AND id = $2 FOR UPDATE"
-            : "SELECT \(billColumns) FROM bills WHERE user_id = $1 AND id = $2"
-        guard let row = try c.query(sql,
-                                    [.text(userID), .text(id)]).first else { return nil }
-        return (decodeBill(row), (row["deleted"].int64 ?? 0) != 0, row["lww_at"].int64 ?? 0)
+            ? "SELECT \(billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2 FOR UPDATE"
+            : "SELECT \(billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2"
+        guard let row = try c.query(sql, [.text(userID), .text(id)]).first else { return nil }
+        return Stamped(decodeBill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: stamp(row))
     }
 
     /// Throws `bill_exists` when another live bill holds the same subscription and period.
@@ -50,10 +49,10 @@ extension PostgresStore: BillRepository {
     public func createBill(userID: String, id: String, content: BillContent, deviceID: String?, now: Int64) throws -> BillCreateOutcome {
         try write { tx in
             let c = tx.connection
-            if let (existing, deleted, _) = try PostgresStore.fetchBill(c, userID: userID, id: id) {
-                if deleted { throw RepositoryError.conflict(code: "bill_deleted") }
-                if existing.content == content { return .existing(existing) }
-                throw RepositoryError.conflict(code: "bill_id_exists")
+            let stored = try PostgresStore.fetchBill(c, userID: userID, id: id)
+            if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
+                                                          deletedCode: "bill_deleted", existsCode: "bill_id_exists") {
+                return .existing(existing)
             }
             if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.text(userID)])).isEmpty { throw RepositoryError.notFound }
             try PostgresStore.checkUnique(c, userID: userID, excluding: id, content)
@@ -82,16 +81,12 @@ extension PostgresStore: BillRepository {
                            _ transform: @escaping @Sendable (BillContent) throws -> BillContent) throws -> Bill {
         try write { tx in
             let c = tx.connection
-            guard let (current, deleted, lwwAt) = try PostgresStore.fetchBill(c, userID: userID, id: id, lock: true), !deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try PostgresStore.fetchBill(c, userID: userID, id: id, lock: true)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
             try PostgresStore.checkUnique(c, userID: userID, excluding: id, content)
-            var next = current
-            next.content = content
-            next.updatedAt = now
-            next.version = current.version + 1
+            let next = DocumentWrites.revised(current, content: content, now: now)
             let position = try self.takeChangePosition(tx, userID: userID)
             try c.update("""
                 UPDATE bills SET provider = $1, subscriber_no = $2, period = $3, consumption_milli_m3 = $4, amount_minor = $5,
@@ -99,8 +94,8 @@ extension PostgresStore: BillRepository {
                     lww_device = $13
                 WHERE user_id = $14 AND id = $15
                 """, PostgresStore.contentValues(content) + [
-                    .integer(now), .integer(next.version), .integer(position), .integer(max(now, lwwAt + 1)),
-                    .text(deviceID ?? ""), .text(userID), .text(id),
+                    .integer(now), .integer(next.version), .integer(position), .integer(stamp.at),
+                    .text(stamp.device), .text(userID), .text(id),
                 ])
             return next
         }
@@ -110,16 +105,15 @@ extension PostgresStore: BillRepository {
                            precondition: @escaping @Sendable (Bill) -> Bool) throws {
         try write { tx in
             let c = tx.connection
-            guard let (current, deleted, lwwAt) = try PostgresStore.fetchBill(c, userID: userID, id: id, lock: true), !deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try PostgresStore.fetchBill(c, userID: userID, id: id, lock: true)
+            _ = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let position = try self.takeChangePosition(tx, userID: userID)
             try c.update("""
                 UPDATE bills SET deleted = 1, updated_at = $1, version = version + 1, change_position = $2, lww_at = $3,
                     lww_device = $4
                 WHERE user_id = $5 AND id = $6
-                """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
+                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
                       .text(userID), .text(id)])
         }
     }

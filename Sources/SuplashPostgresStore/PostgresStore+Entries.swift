@@ -20,14 +20,15 @@ extension PostgresStore: WaterEntryRepository {
             version: row["version"].int64 ?? 1, deleted: (row["deleted"].int64 ?? 0) != 0)
     }
 
-    /// Reads one entry row (live or tombstone) with its last-write-wins clock; `lock` takes
+    /// Reads one entry row (live or tombstone) with its last-write-wins stamp; `lock` takes
     /// its row lock for a read-modify-write.
-    static func fetchEntry(_ c: PostgresConnection, userID: String, id: String, lock: Bool) throws -> (WaterEntry, Int64)? {
+    static func fetchEntry(_ c: PostgresConnection, userID: String, id: String, lock: Bool) throws -> Stamped<WaterEntry>? {
         let sql = lock
-            ? "SELECT \(entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2 FOR UPDATE"
-            : "SELECT \(entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2"
+            ? "SELECT \(entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2 FOR UPDATE"
+            : "SELECT \(entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2"
         guard let row = try c.query(sql, [.text(userID), .text(id)]).first else { return nil }
-        return (decodeEntry(row), row["lww_at"].int64 ?? 0)
+        let entry = decodeEntry(row)
+        return Stamped(entry, deleted: entry.deleted, stamp: stamp(row))
     }
 
     /// Check, then insert: when a concurrent writer inserts the same id or HealthKit sample
@@ -38,10 +39,10 @@ extension PostgresStore: WaterEntryRepository {
                             now: Int64) throws -> EntryCreateOutcome {
         try write { tx in
             let c = tx.connection
-            if let (existing, _) = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: false) {
-                if existing.deleted { throw RepositoryError.conflict(code: "entry_deleted") }
-                if existing.content == content { return .existing(existing) }
-                throw RepositoryError.conflict(code: "entry_exists")
+            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: false)
+            if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
+                                                          deletedCode: "entry_deleted", existsCode: "entry_exists") {
+                return .existing(existing)
             }
             if let hk = content.healthKitUUID,
                let row = try c.query("""
@@ -81,21 +82,16 @@ extension PostgresStore: WaterEntryRepository {
                             _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent) throws -> WaterEntry {
         try write { tx in
             let c = tx.connection
-            guard let (current, lwwAt) = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true),
-                  !current.deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
             if let hk = content.healthKitUUID, hk != current.content.healthKitUUID,
                !(try c.query("SELECT 1 FROM water_entries WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0",
                              [.text(userID), .text(hk)])).isEmpty {
                 throw RepositoryError.conflict(code: "health_kit_uuid_exists")
             }
-            var next = current
-            next.content = content
-            next.updatedAt = now
-            next.version = current.version + 1
+            let next = DocumentWrites.revised(current, content: content, now: now)
             let position = try self.takeChangePosition(tx, userID: userID)
             try c.update("""
                 UPDATE water_entries SET amount_ml = $1, logged_at = $2, source = $3, health_kit_uuid = $4, note = $5,
@@ -104,7 +100,7 @@ extension PostgresStore: WaterEntryRepository {
                 """, [
                     .integer(Int64(content.amountMl)), .integer(content.loggedAt), .text(content.source.rawValue),
                     .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
-                    .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""), .text(userID), .text(id),
+                    .integer(position), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
             try PostgresStore.entriesChanged(tx, userID: userID,
                                              deltas: [EntryDelta(current.content, sign: -1), EntryDelta(content, sign: 1)],
@@ -117,17 +113,15 @@ extension PostgresStore: WaterEntryRepository {
                             precondition: @escaping @Sendable (WaterEntry) -> Bool) throws {
         try write { tx in
             let c = tx.connection
-            guard let (current, lwwAt) = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true),
-                  !current.deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let position = try self.takeChangePosition(tx, userID: userID)
             try c.update("""
                 UPDATE water_entries SET deleted = 1, updated_at = $1, version = version + 1, change_position = $2,
                     lww_at = $3, lww_device = $4
                 WHERE user_id = $5 AND id = $6
-                """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
+                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
                       .text(userID), .text(id)])
             try PostgresStore.entriesChanged(tx, userID: userID, deltas: [EntryDelta(current.content, sign: -1)], now: now)
         }

@@ -235,13 +235,15 @@ extension PostgresStore: WaterEntryBatchRepository {
             outcomes.reserveCapacity(list.count)
             var touched: [EntryDelta] = []
             for item in list {
-                if let (existing, _) = try PostgresStore.fetchEntry(c, userID: userID, id: item.id, lock: false) {
-                    if existing.deleted {
-                        outcomes.append(.rejected(code: "entry_deleted"))
-                    } else if existing.content == item.content {
-                        outcomes.append(.existing(existing))
-                    } else {
-                        outcomes.append(.rejected(code: "entry_exists"))
+                if let stored = try PostgresStore.fetchEntry(c, userID: userID, id: item.id, lock: false) {
+                    do {
+                        if let existing = try DocumentWrites.existing(stored, content: item.content,
+                                                                      storedContent: \.content, deletedCode: "entry_deleted",
+                                                                      existsCode: "entry_exists") {
+                            outcomes.append(.existing(existing))
+                        }
+                    } catch RepositoryError.conflict(code: let code) {
+                        outcomes.append(.rejected(code: code))
                     }
                     continue
                 }

@@ -81,14 +81,8 @@ extension PostgresStore: UserRepository {
                 throw RepositoryError.notFound
             }
             let current = PostgresStore.decodeUser(row).profile
-            var next = try transform(current)
-            next.id = current.id
-            next.email = current.email
-            next.emailVerified = current.emailVerified
-            next.createdAt = current.createdAt
-            next.updatedAt = now
-            next.version = current.version + 1
-            let lwwAt = max(now, (row["lww_at"].int64 ?? 0) + 1)
+            let next = DocumentWrites.revised(current, patched: try transform(current), now: now)
+            let lwwAt = LastWriteWins.restStampAt(now: now, storedAt: row["lww_at"].int64 ?? 0)
             let position = try self.takeChangePosition(tx, userID: userID)
             try c.update("""
                 UPDATE users SET email = $1, email_verified = $2, display_name = $3, weight_kg = $4, activity_level = $5,

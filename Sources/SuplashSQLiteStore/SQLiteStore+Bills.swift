@@ -20,10 +20,10 @@ extension SQLiteStore: BillRepository {
                     version: row["version"].int64 ?? 1)
     }
 
-    static func fetchBill(_ c: SQLiteConnection, userID: String, id: String) throws -> (Bill, deleted: Bool, lwwAt: Int64)? {
-        guard let row = try c.query("SELECT \(billColumns) FROM bills WHERE user_id = ? AND id = ?",
+    static func fetchBill(_ c: SQLiteConnection, userID: String, id: String) throws -> Stamped<Bill>? {
+        guard let row = try c.query("SELECT \(billColumns), lww_device FROM bills WHERE user_id = ? AND id = ?",
                                     [.text(userID), .text(id)]).first else { return nil }
-        return (decodeBill(row), (row["deleted"].int64 ?? 0) != 0, row["lww_at"].int64 ?? 0)
+        return Stamped(decodeBill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: stamp(row))
     }
 
     /// Throws `bill_exists` when another live bill holds the same subscription and period.
@@ -45,10 +45,10 @@ extension SQLiteStore: BillRepository {
     public func createBill(userID: String, id: String, content: BillContent, deviceID: String?, now: Int64) throws -> BillCreateOutcome {
         try write { ctx in
             let c = ctx.connection
-            if let (existing, deleted, _) = try SQLiteStore.fetchBill(c, userID: userID, id: id) {
-                if deleted { throw RepositoryError.conflict(code: "bill_deleted") }
-                if existing.content == content { return .existing(existing) }
-                throw RepositoryError.conflict(code: "bill_id_exists")
+            let stored = try SQLiteStore.fetchBill(c, userID: userID, id: id)
+            if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
+                                                          deletedCode: "bill_deleted", existsCode: "bill_id_exists") {
+                return .existing(existing)
             }
             if (try c.query("SELECT 1 FROM users WHERE id = ?", [.text(userID)])).isEmpty { throw RepositoryError.notFound }
             try SQLiteStore.checkUnique(c, userID: userID, excluding: id, content)
@@ -77,16 +77,12 @@ extension SQLiteStore: BillRepository {
                            _ transform: @escaping @Sendable (BillContent) throws -> BillContent) throws -> Bill {
         try write { ctx in
             let c = ctx.connection
-            guard let (current, deleted, lwwAt) = try SQLiteStore.fetchBill(c, userID: userID, id: id), !deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try SQLiteStore.fetchBill(c, userID: userID, id: id)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
             try SQLiteStore.checkUnique(c, userID: userID, excluding: id, content)
-            var next = current
-            next.content = content
-            next.updatedAt = now
-            next.version = current.version + 1
+            let next = DocumentWrites.revised(current, content: content, now: now)
             let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE bills SET provider = ?, subscriber_no = ?, period = ?, consumption_milli_m3 = ?, amount_minor = ?,
@@ -94,8 +90,8 @@ extension SQLiteStore: BillRepository {
                     lww_device = ?
                 WHERE user_id = ? AND id = ?
                 """, SQLiteStore.contentValues(content) + [
-                    .integer(now), .integer(next.version), .integer(position), .integer(max(now, lwwAt + 1)),
-                    .text(deviceID ?? ""), .text(userID), .text(id),
+                    .integer(now), .integer(next.version), .integer(position), .integer(stamp.at),
+                    .text(stamp.device), .text(userID), .text(id),
                 ])
             return next
         }
@@ -105,16 +101,15 @@ extension SQLiteStore: BillRepository {
                            precondition: @escaping @Sendable (Bill) -> Bool) throws {
         try write { ctx in
             let c = ctx.connection
-            guard let (current, deleted, lwwAt) = try SQLiteStore.fetchBill(c, userID: userID, id: id), !deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try SQLiteStore.fetchBill(c, userID: userID, id: id)
+            _ = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE bills SET deleted = 1, updated_at = ?, version = version + 1, change_position = ?, lww_at = ?,
                     lww_device = ?
                 WHERE user_id = ? AND id = ?
-                """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
+                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
                       .text(userID), .text(id)])
         }
     }

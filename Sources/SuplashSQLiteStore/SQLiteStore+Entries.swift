@@ -17,21 +17,22 @@ extension SQLiteStore: WaterEntryRepository {
             version: row["version"].int64 ?? 1, deleted: (row["deleted"].int64 ?? 0) != 0)
     }
 
-    /// Reads one entry row (live or tombstone) with its last-write-wins clock.
-    static func fetchEntry(_ c: SQLiteConnection, userID: String, id: String) throws -> (WaterEntry, Int64)? {
-        guard let row = try c.query("SELECT \(entryColumns) FROM water_entries WHERE user_id = ? AND id = ?",
+    /// Reads one entry row (live or tombstone) with its last-write-wins stamp.
+    static func fetchEntry(_ c: SQLiteConnection, userID: String, id: String) throws -> Stamped<WaterEntry>? {
+        guard let row = try c.query("SELECT \(entryColumns), lww_device FROM water_entries WHERE user_id = ? AND id = ?",
                                     [.text(userID), .text(id)]).first else { return nil }
-        return (decodeEntry(row), row["lww_at"].int64 ?? 0)
+        let entry = decodeEntry(row)
+        return Stamped(entry, deleted: entry.deleted, stamp: stamp(row))
     }
 
     public func createEntry(userID: String, id: String, content: WaterEntryContent, deviceID: String?,
                             now: Int64) throws -> EntryCreateOutcome {
         try write { ctx in
             let c = ctx.connection
-            if let (existing, _) = try SQLiteStore.fetchEntry(c, userID: userID, id: id) {
-                if existing.deleted { throw RepositoryError.conflict(code: "entry_deleted") }
-                if existing.content == content { return .existing(existing) }
-                throw RepositoryError.conflict(code: "entry_exists")
+            let stored = try SQLiteStore.fetchEntry(c, userID: userID, id: id)
+            if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
+                                                          deletedCode: "entry_deleted", existsCode: "entry_exists") {
+                return .existing(existing)
             }
             if let hk = content.healthKitUUID,
                let row = try c.query("""
@@ -71,20 +72,16 @@ extension SQLiteStore: WaterEntryRepository {
                             _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent) throws -> WaterEntry {
         try write { ctx in
             let c = ctx.connection
-            guard let (current, lwwAt) = try SQLiteStore.fetchEntry(c, userID: userID, id: id), !current.deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try SQLiteStore.fetchEntry(c, userID: userID, id: id)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
             if let hk = content.healthKitUUID, hk != current.content.healthKitUUID,
                !(try c.query("SELECT 1 FROM water_entries WHERE user_id = ? AND health_kit_uuid = ? AND deleted = 0",
                              [.text(userID), .text(hk)])).isEmpty {
                 throw RepositoryError.conflict(code: "health_kit_uuid_exists")
             }
-            var next = current
-            next.content = content
-            next.updatedAt = now
-            next.version = current.version + 1
+            let next = DocumentWrites.revised(current, content: content, now: now)
             let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE water_entries SET amount_ml = ?, logged_at = ?, source = ?, health_kit_uuid = ?, note = ?,
@@ -93,7 +90,7 @@ extension SQLiteStore: WaterEntryRepository {
                 """, [
                     .integer(Int64(content.amountMl)), .integer(content.loggedAt), .text(content.source.rawValue),
                     content.healthKitUUID.sqlValue, content.note.sqlValue, .integer(now), .integer(next.version),
-                    .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""), .text(userID), .text(id),
+                    .integer(position), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
             try SQLiteStore.entriesChanged(c, userID: userID,
                                            deltas: [.init(current.content, sign: -1), .init(content, sign: 1)], now: now)
@@ -105,16 +102,15 @@ extension SQLiteStore: WaterEntryRepository {
                             precondition: @escaping @Sendable (WaterEntry) -> Bool) throws {
         try write { ctx in
             let c = ctx.connection
-            guard let (current, lwwAt) = try SQLiteStore.fetchEntry(c, userID: userID, id: id), !current.deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try SQLiteStore.fetchEntry(c, userID: userID, id: id)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE water_entries SET deleted = 1, updated_at = ?, version = version + 1, change_position = ?,
                     lww_at = ?, lww_device = ?
                 WHERE user_id = ? AND id = ?
-                """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
+                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
                       .text(userID), .text(id)])
             try SQLiteStore.entriesChanged(c, userID: userID, deltas: [.init(current.content, sign: -1)], now: now)
         }

@@ -268,13 +268,15 @@ extension SQLiteStore: WaterEntryBatchRepository {
             outcomes.reserveCapacity(list.count)
             var touched: [EntryDelta] = []
             for item in list {
-                if let (existing, _) = try SQLiteStore.fetchEntry(c, userID: userID, id: item.id) {
-                    if existing.deleted {
-                        outcomes.append(.rejected(code: "entry_deleted"))
-                    } else if existing.content == item.content {
-                        outcomes.append(.existing(existing))
-                    } else {
-                        outcomes.append(.rejected(code: "entry_exists"))
+                if let stored = try SQLiteStore.fetchEntry(c, userID: userID, id: item.id) {
+                    do {
+                        if let existing = try DocumentWrites.existing(stored, content: item.content,
+                                                                      storedContent: \.content, deletedCode: "entry_deleted",
+                                                                      existsCode: "entry_exists") {
+                            outcomes.append(.existing(existing))
+                        }
+                    } catch RepositoryError.conflict(code: let code) {
+                        outcomes.append(.rejected(code: code))
                     }
                     continue
                 }

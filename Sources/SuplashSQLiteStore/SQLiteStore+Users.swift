@@ -75,14 +75,8 @@ extension SQLiteStore: UserRepository {
                 throw RepositoryError.notFound
             }
             let current = SQLiteStore.decodeUser(row).profile
-            var next = try transform(current)
-            next.id = current.id
-            next.email = current.email
-            next.emailVerified = current.emailVerified
-            next.createdAt = current.createdAt
-            next.updatedAt = now
-            next.version = current.version + 1
-            let lwwAt = max(now, (row["lww_at"].int64 ?? 0) + 1)
+            let next = DocumentWrites.revised(current, patched: try transform(current), now: now)
+            let lwwAt = LastWriteWins.restStampAt(now: now, storedAt: row["lww_at"].int64 ?? 0)
             let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE users SET email = ?, email_verified = ?, display_name = ?, weight_kg = ?, activity_level = ?,

@@ -143,8 +143,8 @@ public enum SyncPush {
 
     /// The step of a `profile` mutation with merge patch `patch` against the stored profile:
     /// `superseded` when it loses, `rejected validation_failed` when `apply` throws a
-    /// `ValidationFailure`, else the patched profile with its identity, email, verification
-    /// and `createdAt` kept, `updatedAt` = now and version + 1.
+    /// `ValidationFailure`, else the patched profile as `DocumentWrites.revised` saves it
+    /// (identity, email, verification and `createdAt` kept, `updatedAt` = now, version + 1).
     /// - Parameters: `apply`: applies a merge patch to a profile (as `PATCH /v1/users/{uid}`).
     /// - Throws: whatever `apply` throws other than `ValidationFailure`.
     public static func profile(patch: JSONValue, stored: Stamped<UserProfile>, stamp: WriteStamp, now: Int64,
@@ -153,19 +153,11 @@ public enum SyncPush {
         if !LastWriteWins.wins(stamp, over: stored.stamp) {
             return .answer(.superseded(current: .profile(current)))
         }
-        var next: UserProfile
         do {
-            next = try apply(patch, current)
+            return .upsert(DocumentWrites.revised(current, patched: try apply(patch, current), now: now))
         } catch let failure as ValidationFailure {
             return .answer(.rejected(SyncRejection(code: "validation_failed", errors: failure.errors)))
         }
-        next.id = current.id
-        next.email = current.email
-        next.emailVerified = current.emailVerified
-        next.createdAt = current.createdAt
-        next.updatedAt = now
-        next.version = current.version + 1
-        return .upsert(next)
     }
 
     // MARK: - Answers
