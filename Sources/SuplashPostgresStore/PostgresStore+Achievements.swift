@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 /// Keeps `daily_totals` and `achievements` current inside the transaction of the write that
 /// changes them (spec §4 achievements). The decisions (day rows, streaks, badges) are the
@@ -156,7 +157,7 @@ extension PostgresStore {
     }
 
     static func loadProfile(_ c: PostgresConnection, userID: String) throws -> UserProfile? {
-        try c.query("SELECT \(userColumns) FROM users WHERE id = $1", [.text(userID)]).first.map { decodeUser($0).profile }
+        try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE id = $1", [.text(userID)]).first.map { StoreRows.user($0).profile }
     }
 
     /// Day contexts of `[from, to]` (nil = unbounded).
@@ -181,15 +182,7 @@ extension PostgresStore {
         return Achievements(
             latestRunEnd: row[0].text.flatMap(LocalDate.init(parsing:)), latestRunLength: Int(row[1].int64 ?? 0),
             longestStreakDays: Int(row[2].int64 ?? 0), totalMl: row[3].int64 ?? 0, daysGoalMet: Int(row[4].int64 ?? 0),
-            badges: decodeBadges(row[5].text ?? ""), updatedAt: row[6].int64 ?? 0, version: row[7].int64 ?? 0)
-    }
-
-    static func decodeBadges(_ text: String) -> [EarnedBadge] {
-        text.split(separator: ",").compactMap { item in
-            let parts = item.split(separator: ":")
-            guard parts.count == 2, let badge = Badge(rawValue: String(parts[0])), let at = Int64(parts[1]) else { return nil }
-            return EarnedBadge(badge: badge, earnedAt: at)
-        }
+            badges: StoreRows.badges(row[5].text ?? ""), updatedAt: row[6].int64 ?? 0, version: row[7].int64 ?? 0)
     }
 
     /// Writes `after` with version + 1 and a new change position when it differs from `before`.
@@ -198,7 +191,7 @@ extension PostgresStore {
         let c = tx.connection
         guard StreakBook.changed(from: before, to: after) else { return }
         let position = try tx.takeChangePosition()
-        let badges = after.badges.map { "\($0.badge.rawValue):\($0.earnedAt)" }.joined(separator: ",")
+        let badges = StoreRows.badgesText(after.badges)
         try c.update("""
             INSERT INTO achievements (user_id, latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met,
                 badges, updated_at, version, change_position)

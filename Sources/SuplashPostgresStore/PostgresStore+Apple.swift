@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 /// Sign in with Apple. Two first sign-ins of one `sub` (or one email) on two instances at
 /// once: the second insert hits a unique index and the transaction is re-run, then finds
@@ -13,17 +14,17 @@ extension PostgresStore: AppleIdentityRepository {
             var session = session
             // 1. A known Apple identity.
             if let row = try c.query("""
-                SELECT \(PostgresStore.userColumns) FROM users WHERE id = (SELECT user_id FROM apple_identities WHERE sub = $1)
+                SELECT \(StoreRows.userColumns) FROM users WHERE id = (SELECT user_id FROM apple_identities WHERE sub = $1)
                 """, [.text(sub)]).first {
-                let user = PostgresStore.decodeUser(row).profile
+                let user = StoreRows.user(row).profile
                 session.userID = user.id
                 try PostgresStore.insertSession(c, session)
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: [])
             }
             // 2. An existing account with the same email: linked only when Apple verified it.
-            if let row = try c.query("SELECT \(PostgresStore.userColumns) FROM users WHERE email = $1 FOR UPDATE", [.text(email)]).first {
+            if let row = try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = $1 FOR UPDATE", [.text(email)]).first {
                 guard emailVerified else { throw RepositoryError.emailTaken }
-                var user = PostgresStore.decodeUser(row).profile
+                var user = StoreRows.user(row).profile
                 var revoked: [String] = []
                 if !user.emailVerified {
                     // Whoever set this account's password never proved the mailbox (account
@@ -58,7 +59,7 @@ extension PostgresStore: AppleIdentityRepository {
                     timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version,
                     id, password_hash, created_at, change_position, lww_at, lww_device)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, $15, $16, $17, '')
-                """, PostgresStore.profileValues(p) + [
+                """, StoreRows.profileValues(p) + [
                     .text(p.id), .integer(p.createdAt), .integer(position), .integer(p.updatedAt),
                 ])
             try c.update("INSERT INTO apple_identities (sub, user_id, created_at) VALUES ($1, $2, $3)",

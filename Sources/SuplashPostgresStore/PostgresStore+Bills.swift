@@ -1,33 +1,16 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: BillRepository {
-    static let billColumns = """
-        user_id, id, provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date, paid_at, \
-        created_at, updated_at, version, deleted, lww_at
-        """
-
-    static func decodeBill(_ row: PostgresRow) -> Bill {
-        let content = BillContent(
-            provider: row["provider"].text ?? "", subscriberNo: row["subscriber_no"].text ?? "",
-            period: row["period"].text.flatMap(YearMonth.init(parsing:)) ?? LocalDate(dayNumber: 0).yearMonth,
-            consumptionMilliM3: row["consumption_milli_m3"].int64 ?? 0, amountMinor: row["amount_minor"].int64 ?? 0,
-            currency: row["currency"].text ?? "TRY",
-            dueDate: row["due_date"].text.flatMap(LocalDate.init(parsing:)) ?? LocalDate(dayNumber: 0),
-            paidAt: row["paid_at"].int64)
-        return Bill(id: row["id"].text ?? "", userID: row["user_id"].text ?? "", content: content,
-                    createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-                    version: row["version"].int64 ?? 1)
-    }
-
     static func fetchBill(_ c: PostgresConnection, userID: String, id: String, lock: Bool = false) throws
         -> Stamped<Bill>? {
         let sql = lock
-            ? "SELECT \(billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2 FOR UPDATE"
-            : "SELECT \(billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2"
+            ? "SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2 FOR UPDATE"
+            : "SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2"
         guard let row = try c.query(sql, [.text(userID), .text(id)]).first else { return nil }
-        return Stamped(decodeBill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: stamp(row))
+        return Stamped(StoreRows.bill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
     }
 
     /// Throws `bill_exists` when another live bill holds the same subscription and period.
@@ -37,13 +20,6 @@ extension PostgresStore: BillRepository {
             """, [.text(userID), .text(content.provider), .text(content.subscriberNo), .text(content.period.description),
                   .text(id)])
         if !rows.isEmpty { throw RepositoryError.conflict(code: "bill_exists") }
-    }
-
-    static func contentValues(_ b: BillContent) -> [SQLValue] {
-        [
-            .text(b.provider), .text(b.subscriberNo), .text(b.period.description), .integer(b.consumptionMilliM3),
-            .integer(b.amountMinor), .text(b.currency), .text(b.dueDate.description), .optionalInteger(b.paidAt),
-        ]
     }
 
     public func createBill(userID: String, id: String, content: BillContent, deviceID: String?, now: Int64) throws -> BillCreateOutcome {
@@ -61,7 +37,7 @@ extension PostgresStore: BillRepository {
                 INSERT INTO bills (provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date,
                     paid_at, user_id, id, created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, 0, $13, $14, $15)
-                """, PostgresStore.contentValues(content) + [
+                """, StoreRows.billValues(content) + [
                     .text(userID), .text(id), .integer(now), .integer(now), .integer(position), .integer(now),
                     .text(deviceID ?? ""),
                 ])
@@ -71,8 +47,8 @@ extension PostgresStore: BillRepository {
 
     public func bill(userID: String, id: String) throws -> Bill? {
         try read { c in
-            try c.query("SELECT \(PostgresStore.billColumns) FROM bills WHERE user_id = $1 AND id = $2 AND deleted = 0",
-                        [.text(userID), .text(id)]).first.map(PostgresStore.decodeBill)
+            try c.query("SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = $1 AND id = $2 AND deleted = 0",
+                        [.text(userID), .text(id)]).first.map(StoreRows.bill)
         }
     }
 
@@ -93,7 +69,7 @@ extension PostgresStore: BillRepository {
                     currency = $6, due_date = $7, paid_at = $8, updated_at = $9, version = $10, change_position = $11, lww_at = $12,
                     lww_device = $13
                 WHERE user_id = $14 AND id = $15
-                """, PostgresStore.contentValues(content) + [
+                """, StoreRows.billValues(content) + [
                     .integer(now), .integer(next.version), .integer(position), .integer(stamp.at),
                     .text(stamp.device), .text(userID), .text(id),
                 ])
@@ -120,7 +96,7 @@ extension PostgresStore: BillRepository {
 
     /// The list query (served by `bills_list`); public to the tests.
     public static let listBillsSQL = """
-        SELECT \(billColumns) FROM bills
+        SELECT \(StoreRows.billColumns) FROM bills
         WHERE user_id = $1 AND deleted = 0 AND period <= $2 AND (period < $2 OR id < $3)
         ORDER BY period DESC, id DESC
         LIMIT $4
@@ -131,38 +107,38 @@ extension PostgresStore: BillRepository {
             try c.query(PostgresStore.listBillsSQL, [
                 .text(userID), .text(cursor?.period.description ?? "9999-99"), .text(cursor?.id ?? "\u{10FFFF}"),
                 .integer(Int64(limit)),
-            ]).map(PostgresStore.decodeBill)
+            ]).map(StoreRows.bill)
         }
     }
 
     public func bill(userID: String, provider: String, subscriberNo: String, period: YearMonth) throws -> Bill? {
         try read { c in
             try c.query("""
-                SELECT \(PostgresStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = $1 AND provider = $2 AND subscriber_no = $3 AND period = $4 AND deleted = 0
                 """, [.text(userID), .text(provider), .text(subscriberNo), .text(period.description)])
-                .first.map(PostgresStore.decodeBill)
+                .first.map(StoreRows.bill)
         }
     }
 
     public func latestBills(userID: String, provider: String, subscriberNo: String, limit: Int) throws -> [Bill] {
         try read { c in
             try c.query("""
-                SELECT \(PostgresStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = $1 AND provider = $2 AND subscriber_no = $3 AND deleted = 0
                 ORDER BY period DESC LIMIT $4
                 """, [.text(userID), .text(provider), .text(subscriberNo), .integer(Int64(limit))])
-                .map(PostgresStore.decodeBill)
+                .map(StoreRows.bill)
         }
     }
 
     public func unpaidBills(userID: String, dueThrough: LocalDate) throws -> [Bill] {
         try read { c in
             try c.query("""
-                SELECT \(PostgresStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = $1 AND deleted = 0 AND paid_at IS NULL AND due_date <= $2
                 ORDER BY due_date, period, id
-                """, [.text(userID), .text(dueThrough.description)]).map(PostgresStore.decodeBill)
+                """, [.text(userID), .text(dueThrough.description)]).map(StoreRows.bill)
         }
     }
 }

@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: HydrationRepository {
     public func putDay(userID: String, date: LocalDate, content: DayContextContent, deviceID: String?,
@@ -36,7 +37,7 @@ extension PostgresStore: HydrationRepository {
 
     /// The summary's day read (served by `water_entries_list`).
     public static let dayEntriesSQL = """
-        SELECT \(entryColumns) FROM water_entries
+        SELECT \(StoreRows.entryColumns) FROM water_entries
         WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
         ORDER BY logged_at DESC, id DESC
         """
@@ -48,7 +49,7 @@ extension PostgresStore: HydrationRepository {
         try snapshotRead { c in
             let entries = try c.query(PostgresStore.dayEntriesSQL,
                                       [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)])
-                .map(PostgresStore.decodeEntry)
+                .map(StoreRows.entry)
             var recent: [Int] = []
             for e in entries where !recent.contains(e.content.amountMl) && recent.count < 3 { recent.append(e.content.amountMl) }
             if recent.count < 3 {

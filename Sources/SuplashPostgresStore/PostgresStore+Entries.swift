@@ -1,34 +1,20 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 /// Water entries; every write recomputes the touched days' totals and the achievements in
 /// its own transaction (`entriesChanged`), as on SQLite.
 extension PostgresStore: WaterEntryRepository {
-    static let entryColumns = """
-        user_id, id, amount_ml, logged_at, source, health_kit_uuid, note, created_at, updated_at, version, deleted, lww_at
-        """
-
-    static func decodeEntry(_ row: PostgresRow) -> WaterEntry {
-        WaterEntry(
-            id: row["id"].text ?? "", userID: row["user_id"].text ?? "",
-            content: WaterEntryContent(
-                amountMl: Int(row["amount_ml"].int64 ?? 0), loggedAt: row["logged_at"].int64 ?? 0,
-                source: EntrySource(rawValue: row["source"].text ?? "") ?? .api,
-                healthKitUUID: row["health_kit_uuid"].text, note: row["note"].text),
-            createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-            version: row["version"].int64 ?? 1, deleted: (row["deleted"].int64 ?? 0) != 0)
-    }
-
     /// Reads one entry row (live or tombstone) with its last-write-wins stamp; `lock` takes
     /// its row lock for a read-modify-write.
     static func fetchEntry(_ c: PostgresConnection, userID: String, id: String, lock: Bool) throws -> Stamped<WaterEntry>? {
         let sql = lock
-            ? "SELECT \(entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2 FOR UPDATE"
-            : "SELECT \(entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2"
+            ? "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2 FOR UPDATE"
+            : "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2"
         guard let row = try c.query(sql, [.text(userID), .text(id)]).first else { return nil }
-        let entry = decodeEntry(row)
-        return Stamped(entry, deleted: entry.deleted, stamp: stamp(row))
+        let entry = StoreRows.entry(row)
+        return Stamped(entry, deleted: entry.deleted, stamp: StoreRows.stamp(row))
     }
 
     /// Check, then insert: when a concurrent writer inserts the same id or HealthKit sample
@@ -46,10 +32,10 @@ extension PostgresStore: WaterEntryRepository {
             }
             if let hk = content.healthKitUUID,
                let row = try c.query("""
-                   SELECT \(PostgresStore.entryColumns) FROM water_entries
+                   SELECT \(StoreRows.entryColumns) FROM water_entries
                    WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
                    """, [.text(userID), .text(hk)]).first {
-                return .existing(PostgresStore.decodeEntry(row))
+                return .existing(StoreRows.entry(row))
             }
             if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.text(userID)])).isEmpty {
                 throw RepositoryError.notFound
@@ -72,8 +58,8 @@ extension PostgresStore: WaterEntryRepository {
 
     public func entry(userID: String, id: String) throws -> WaterEntry? {
         try read { c in
-            try c.query("SELECT \(PostgresStore.entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2 AND deleted = 0",
-                        [.text(userID), .text(id)]).first.map(PostgresStore.decodeEntry)
+            try c.query("SELECT \(StoreRows.entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2 AND deleted = 0",
+                        [.text(userID), .text(id)]).first.map(StoreRows.entry)
         }
     }
 
@@ -129,7 +115,7 @@ extension PostgresStore: WaterEntryRepository {
 
     /// The SQL of the list query (keyset, served by `water_entries_list`).
     public static let listEntriesSQL = """
-        SELECT \(entryColumns) FROM water_entries
+        SELECT \(StoreRows.entryColumns) FROM water_entries
         WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
           AND logged_at <= $4 AND (logged_at < $4 OR id < $5)
         ORDER BY logged_at DESC, id DESC
@@ -141,7 +127,7 @@ extension PostgresStore: WaterEntryRepository {
             try c.query(PostgresStore.listEntriesSQL, [
                 .text(userID), .integer(from ?? Int64.min), .integer(to ?? Int64.max), .integer(cursor?.loggedAt ?? Int64.max),
                 .text(cursor?.id ?? "\u{10FFFF}"), .integer(Int64(limit)),
-            ]).map(PostgresStore.decodeEntry)
+            ]).map(StoreRows.entry)
         }
     }
 }

@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: EmailCodeRepository {
     /// Inserts or replaces the code and enqueues its message (inside the caller's transaction).
@@ -49,9 +50,9 @@ extension PostgresStore: EmailCodeRepository {
                           make: @escaping @Sendable (StoredUser) -> (NewEmailCode, OutboxMessage)) throws -> CodeIssueOutcome {
         try write { tx in
             let c = tx.connection
-            guard let row = try c.query("SELECT \(PostgresStore.userColumns) FROM users WHERE email = $1 FOR KEY SHARE", [.text(email)]).first
+            guard let row = try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = $1 FOR KEY SHARE", [.text(email)]).first
             else { return .noSuchUser }
-            let (code, message) = make(PostgresStore.decodeUser(row))
+            let (code, message) = make(StoreRows.user(row))
             return try PostgresStore.storeCode(c, code, message: message, minIntervalMs: minIntervalMs)
         }
     }

@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: SessionRepository {
     static func insertSession(_ c: PostgresConnection, _ s: NewSession) throws {

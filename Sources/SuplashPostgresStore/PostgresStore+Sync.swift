@@ -2,6 +2,7 @@ import SuplashDomain
 import SuplashJSON
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 /// The sync feed and push on PostgreSQL — the storage side of `SQLiteStore+Sync.swift`'s
 /// twin: last-write-wins decisions are the domain's `SyncPush`. One collection of the change feed: its name, the query of a user's rows after
@@ -18,11 +19,11 @@ extension PostgresStore: SyncRepository {
     static let profileFeed = PostgresFeedSource(
         collection: "profile",
         sql: """
-            SELECT \(userColumns), change_position FROM users
+            SELECT \(StoreRows.userColumns), change_position FROM users
             WHERE id = $1 AND change_position > $2 AND $3 > 0 AND $4 >= 0
             """,
         decode: { row in
-            let profile = PostgresStore.decodeUser(row).profile
+            let profile = StoreRows.user(row).profile
             return SyncChange(collection: "profile", id: profile.id, version: profile.version,
                               updatedAt: profile.updatedAt, deleted: false,
                               position: row["change_position"].int64 ?? 0, document: .profile(profile))
@@ -31,13 +32,13 @@ extension PostgresStore: SyncRepository {
     static let waterEntriesFeed = PostgresFeedSource(
         collection: "water_entries",
         sql: """
-            SELECT \(entryColumns), change_position FROM water_entries
+            SELECT \(StoreRows.entryColumns), change_position FROM water_entries
             WHERE user_id = $1 AND change_position > $2 AND (deleted = 0 OR $4 = 1)
             ORDER BY change_position
             LIMIT $3
             """,
         decode: { row in
-            let entry = PostgresStore.decodeEntry(row)
+            let entry = StoreRows.entry(row)
             return SyncChange(collection: "water_entries", id: entry.id, version: entry.version,
                               updatedAt: entry.updatedAt, deleted: entry.deleted,
                               position: row["change_position"].int64 ?? 0,
@@ -71,11 +72,6 @@ extension PostgresStore: SyncRepository {
 
     public func databaseID() throws -> String {
         try read { c in try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? "" }
-    }
-
-    /// The last-write-wins stamp of a row with `lww_at` and `lww_device` columns (spec §5).
-    static func stamp(_ row: PostgresRow) -> WriteStamp {
-        WriteStamp(at: row["lww_at"].int64 ?? 0, device: row["lww_device"].text ?? "")
     }
 
     public func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
@@ -118,9 +114,9 @@ extension PostgresStore: SyncRepository {
     private func applyEntryMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,
                                     _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = tx.connection
-        let stored = try c.query("SELECT \(PostgresStore.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2",
+        let stored = try c.query("SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2",
                                  [.text(userID), .text(m.id)]).first.map { row in
-            Stamped(PostgresStore.decodeEntry(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: PostgresStore.stamp(row))
+            Stamped(StoreRows.entry(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
         }
         let step = SyncPush.entry(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
                                   now: now)
@@ -176,12 +172,12 @@ extension PostgresStore: SyncRepository {
         case .failure(let rejection): return .rejected(rejection)
         case .success(let p): patch = p
         }
-        guard let row = try c.query("SELECT \(PostgresStore.userColumns), lww_at, lww_device FROM users WHERE id = $1",
+        guard let row = try c.query("SELECT \(StoreRows.userColumns), lww_at, lww_device FROM users WHERE id = $1",
                                     [.text(userID)]).first else {
             throw RepositoryError.notFound
         }
-        let current = PostgresStore.decodeUser(row).profile
-        let step = try SyncPush.profile(patch: patch, stored: Stamped(current, stamp: PostgresStore.stamp(row)),
+        let current = StoreRows.user(row).profile
+        let step = try SyncPush.profile(patch: patch, stored: Stamped(current, stamp: StoreRows.stamp(row)),
                                         stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now,
                                         apply: profilePatch)
         guard case .upsert(let next) = step else {
@@ -193,7 +189,7 @@ extension PostgresStore: SyncRepository {
                 wake_time = $6, sleep_time = $7, timezone = $8, locale = $9, daily_goal_ml = $10, cup_sizes_ml = $11,
                 updated_at = $12, version = $13, change_position = $14, lww_at = $15, lww_device = $16
             WHERE id = $17
-            """, PostgresStore.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
+            """, StoreRows.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
                                                     .text(userID)])
         // A new time zone or goal re-buckets days and re-evaluates goals, as for REST writes.
         try PostgresStore.profileChanged(tx, previous: current, current: next, now: now)
@@ -249,10 +245,10 @@ extension PostgresStore: WaterEntryBatchRepository {
                 }
                 if let hk = item.content.healthKitUUID,
                    let row = try c.query("""
-                       SELECT \(PostgresStore.entryColumns) FROM water_entries
+                       SELECT \(StoreRows.entryColumns) FROM water_entries
                        WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
                        """, [.text(userID), .text(hk)]).first {
-                    outcomes.append(.existing(PostgresStore.decodeEntry(row)))
+                    outcomes.append(.existing(StoreRows.entry(row)))
                     continue
                 }
                 let position = try self.takeChangePosition(tx, userID: userID)

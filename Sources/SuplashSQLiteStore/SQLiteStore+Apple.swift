@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: AppleIdentityRepository {
     public func signInWithApple(sub: String, email: String, emailVerified: Bool, newProfile: UserProfile,
@@ -9,17 +10,17 @@ extension SQLiteStore: AppleIdentityRepository {
             var session = session
             // 1. A known Apple identity.
             if let row = try c.query("""
-                SELECT \(SQLiteStore.userColumns) FROM users WHERE id = (SELECT user_id FROM apple_identities WHERE sub = ?)
+                SELECT \(StoreRows.userColumns) FROM users WHERE id = (SELECT user_id FROM apple_identities WHERE sub = ?)
                 """, [.text(sub)]).first {
-                let user = SQLiteStore.decodeUser(row).profile
+                let user = StoreRows.user(row).profile
                 session.userID = user.id
                 try SQLiteStore.insertSession(c, session)
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: [])
             }
             // 2. An existing account with the same email: linked only when Apple verified it.
-            if let row = try c.query("SELECT \(SQLiteStore.userColumns) FROM users WHERE email = ?", [.text(email)]).first {
+            if let row = try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = ?", [.text(email)]).first {
                 guard emailVerified else { throw RepositoryError.emailTaken }
-                var user = SQLiteStore.decodeUser(row).profile
+                var user = StoreRows.user(row).profile
                 var revoked: [String] = []
                 if !user.emailVerified {
                     // Whoever set this account's password never proved the mailbox (account
@@ -54,7 +55,7 @@ extension SQLiteStore: AppleIdentityRepository {
                     timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version,
                     id, password_hash, created_at, change_position, lww_at, lww_device)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, '')
-                """, SQLiteStore.profileValues(p) + [
+                """, StoreRows.profileValues(p) + [
                     .text(p.id), .integer(p.createdAt), .integer(position), .integer(p.updatedAt),
                 ])
             _ = try c.run("INSERT INTO apple_identities (sub, user_id, created_at) VALUES (?, ?, ?)",

@@ -1,29 +1,12 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: BillRepository {
-    static let billColumns = """
-        user_id, id, provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date, paid_at, \
-        created_at, updated_at, version, deleted, lww_at
-        """
-
-    static func decodeBill(_ row: SQLiteRow) -> Bill {
-        let content = BillContent(
-            provider: row["provider"].text ?? "", subscriberNo: row["subscriber_no"].text ?? "",
-            period: row["period"].text.flatMap(YearMonth.init(parsing:)) ?? LocalDate(dayNumber: 0).yearMonth,
-            consumptionMilliM3: row["consumption_milli_m3"].int64 ?? 0, amountMinor: row["amount_minor"].int64 ?? 0,
-            currency: row["currency"].text ?? "TRY",
-            dueDate: row["due_date"].text.flatMap(LocalDate.init(parsing:)) ?? LocalDate(dayNumber: 0),
-            paidAt: row["paid_at"].int64)
-        return Bill(id: row["id"].text ?? "", userID: row["user_id"].text ?? "", content: content,
-                    createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-                    version: row["version"].int64 ?? 1)
-    }
-
     static func fetchBill(_ c: SQLiteConnection, userID: String, id: String) throws -> Stamped<Bill>? {
-        guard let row = try c.query("SELECT \(billColumns), lww_device FROM bills WHERE user_id = ? AND id = ?",
+        guard let row = try c.query("SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = ? AND id = ?",
                                     [.text(userID), .text(id)]).first else { return nil }
-        return Stamped(decodeBill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: stamp(row))
+        return Stamped(StoreRows.bill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
     }
 
     /// Throws `bill_exists` when another live bill holds the same subscription and period.
@@ -33,13 +16,6 @@ extension SQLiteStore: BillRepository {
             """, [.text(userID), .text(content.provider), .text(content.subscriberNo), .text(content.period.description),
                   .text(id)])
         if !rows.isEmpty { throw RepositoryError.conflict(code: "bill_exists") }
-    }
-
-    static func contentValues(_ b: BillContent) -> [SQLValue] {
-        [
-            .text(b.provider), .text(b.subscriberNo), .text(b.period.description), .integer(b.consumptionMilliM3),
-            .integer(b.amountMinor), .text(b.currency), .text(b.dueDate.description), b.paidAt.sqlValue,
-        ]
     }
 
     public func createBill(userID: String, id: String, content: BillContent, deviceID: String?, now: Int64) throws -> BillCreateOutcome {
@@ -57,7 +33,7 @@ extension SQLiteStore: BillRepository {
                 INSERT INTO bills (provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date,
                     paid_at, user_id, id, created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)
-                """, SQLiteStore.contentValues(content) + [
+                """, StoreRows.billValues(content) + [
                     .text(userID), .text(id), .integer(now), .integer(now), .integer(position), .integer(now),
                     .text(deviceID ?? ""),
                 ])
@@ -67,8 +43,8 @@ extension SQLiteStore: BillRepository {
 
     public func bill(userID: String, id: String) throws -> Bill? {
         try read { c in
-            try c.query("SELECT \(SQLiteStore.billColumns) FROM bills WHERE user_id = ? AND id = ? AND deleted = 0",
-                        [.text(userID), .text(id)]).first.map(SQLiteStore.decodeBill)
+            try c.query("SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = ? AND id = ? AND deleted = 0",
+                        [.text(userID), .text(id)]).first.map(StoreRows.bill)
         }
     }
 
@@ -89,7 +65,7 @@ extension SQLiteStore: BillRepository {
                     currency = ?, due_date = ?, paid_at = ?, updated_at = ?, version = ?, change_position = ?, lww_at = ?,
                     lww_device = ?
                 WHERE user_id = ? AND id = ?
-                """, SQLiteStore.contentValues(content) + [
+                """, StoreRows.billValues(content) + [
                     .integer(now), .integer(next.version), .integer(position), .integer(stamp.at),
                     .text(stamp.device), .text(userID), .text(id),
                 ])
@@ -116,7 +92,7 @@ extension SQLiteStore: BillRepository {
 
     /// The list query (served by `bills_list`); public to the tests.
     public static let listBillsSQL = """
-        SELECT \(billColumns) FROM bills
+        SELECT \(StoreRows.billColumns) FROM bills
         WHERE user_id = ?1 AND deleted = 0 AND period <= ?2 AND (period < ?2 OR id < ?3)
         ORDER BY period DESC, id DESC
         LIMIT ?4
@@ -127,38 +103,38 @@ extension SQLiteStore: BillRepository {
             try c.query(SQLiteStore.listBillsSQL, [
                 .text(userID), .text(cursor?.period.description ?? "9999-99"), .text(cursor?.id ?? "\u{10FFFF}"),
                 .integer(Int64(limit)),
-            ]).map(SQLiteStore.decodeBill)
+            ]).map(StoreRows.bill)
         }
     }
 
     public func bill(userID: String, provider: String, subscriberNo: String, period: YearMonth) throws -> Bill? {
         try read { c in
             try c.query("""
-                SELECT \(SQLiteStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = ? AND provider = ? AND subscriber_no = ? AND period = ? AND deleted = 0
                 """, [.text(userID), .text(provider), .text(subscriberNo), .text(period.description)])
-                .first.map(SQLiteStore.decodeBill)
+                .first.map(StoreRows.bill)
         }
     }
 
     public func latestBills(userID: String, provider: String, subscriberNo: String, limit: Int) throws -> [Bill] {
         try read { c in
             try c.query("""
-                SELECT \(SQLiteStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = ? AND provider = ? AND subscriber_no = ? AND deleted = 0
                 ORDER BY period DESC LIMIT ?
                 """, [.text(userID), .text(provider), .text(subscriberNo), .integer(Int64(limit))])
-                .map(SQLiteStore.decodeBill)
+                .map(StoreRows.bill)
         }
     }
 
     public func unpaidBills(userID: String, dueThrough: LocalDate) throws -> [Bill] {
         try read { c in
             try c.query("""
-                SELECT \(SQLiteStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = ? AND deleted = 0 AND paid_at IS NULL AND due_date <= ?
                 ORDER BY due_date, period, id
-                """, [.text(userID), .text(dueThrough.description)]).map(SQLiteStore.decodeBill)
+                """, [.text(userID), .text(dueThrough.description)]).map(StoreRows.bill)
         }
     }
 }

@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: HydrationRepository {
     public func putDay(userID: String, date: LocalDate, content: DayContextContent, deviceID: String?,
@@ -35,7 +36,7 @@ extension SQLiteStore: HydrationRepository {
 
     /// The summary's day read; public to the tests, which check its query plan.
     public static let dayEntriesSQL = """
-        SELECT \(entryColumns) FROM water_entries
+        SELECT \(StoreRows.entryColumns) FROM water_entries
         WHERE user_id = ? AND deleted = 0 AND logged_at >= ? AND logged_at < ?
         ORDER BY logged_at DESC, id DESC
         """
@@ -47,7 +48,7 @@ extension SQLiteStore: HydrationRepository {
         try read { c in
             let entries = try c.query(SQLiteStore.dayEntriesSQL,
                                       [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)])
-                .map(SQLiteStore.decodeEntry)
+                .map(StoreRows.entry)
             var recent: [Int] = []
             for e in entries where !recent.contains(e.content.amountMl) && recent.count < 3 { recent.append(e.content.amountMl) }
             if recent.count < 3 {

@@ -1,28 +1,14 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: WaterEntryRepository {
-    static let entryColumns = """
-        user_id, id, amount_ml, logged_at, source, health_kit_uuid, note, created_at, updated_at, version, deleted, lww_at
-        """
-
-    static func decodeEntry(_ row: SQLiteRow) -> WaterEntry {
-        WaterEntry(
-            id: row["id"].text ?? "", userID: row["user_id"].text ?? "",
-            content: WaterEntryContent(
-                amountMl: Int(row["amount_ml"].int64 ?? 0), loggedAt: row["logged_at"].int64 ?? 0,
-                source: EntrySource(rawValue: row["source"].text ?? "") ?? .api,
-                healthKitUUID: row["health_kit_uuid"].text, note: row["note"].text),
-            createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-            version: row["version"].int64 ?? 1, deleted: (row["deleted"].int64 ?? 0) != 0)
-    }
-
     /// Reads one entry row (live or tombstone) with its last-write-wins stamp.
     static func fetchEntry(_ c: SQLiteConnection, userID: String, id: String) throws -> Stamped<WaterEntry>? {
-        guard let row = try c.query("SELECT \(entryColumns), lww_device FROM water_entries WHERE user_id = ? AND id = ?",
+        guard let row = try c.query("SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = ? AND id = ?",
                                     [.text(userID), .text(id)]).first else { return nil }
-        let entry = decodeEntry(row)
-        return Stamped(entry, deleted: entry.deleted, stamp: stamp(row))
+        let entry = StoreRows.entry(row)
+        return Stamped(entry, deleted: entry.deleted, stamp: StoreRows.stamp(row))
     }
 
     public func createEntry(userID: String, id: String, content: WaterEntryContent, deviceID: String?,
@@ -36,10 +22,10 @@ extension SQLiteStore: WaterEntryRepository {
             }
             if let hk = content.healthKitUUID,
                let row = try c.query("""
-                   SELECT \(SQLiteStore.entryColumns) FROM water_entries
+                   SELECT \(StoreRows.entryColumns) FROM water_entries
                    WHERE user_id = ? AND health_kit_uuid = ? AND deleted = 0
                    """, [.text(userID), .text(hk)]).first {
-                return .existing(SQLiteStore.decodeEntry(row))
+                return .existing(StoreRows.entry(row))
             }
             if (try c.query("SELECT 1 FROM users WHERE id = ?", [.text(userID)])).isEmpty {
                 throw RepositoryError.notFound
@@ -51,7 +37,7 @@ extension SQLiteStore: WaterEntryRepository {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)
                 """, [
                     .text(userID), .text(id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
-                    .text(content.source.rawValue), content.healthKitUUID.sqlValue, content.note.sqlValue,
+                    .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
                     .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
                 ])
             try SQLiteStore.entriesChanged(c, userID: userID, deltas: [.init(content, sign: 1)], now: now)
@@ -62,8 +48,8 @@ extension SQLiteStore: WaterEntryRepository {
 
     public func entry(userID: String, id: String) throws -> WaterEntry? {
         try read { c in
-            try c.query("SELECT \(SQLiteStore.entryColumns) FROM water_entries WHERE user_id = ? AND id = ? AND deleted = 0",
-                        [.text(userID), .text(id)]).first.map(SQLiteStore.decodeEntry)
+            try c.query("SELECT \(StoreRows.entryColumns) FROM water_entries WHERE user_id = ? AND id = ? AND deleted = 0",
+                        [.text(userID), .text(id)]).first.map(StoreRows.entry)
         }
     }
 
@@ -89,7 +75,7 @@ extension SQLiteStore: WaterEntryRepository {
                 WHERE user_id = ? AND id = ?
                 """, [
                     .integer(Int64(content.amountMl)), .integer(content.loggedAt), .text(content.source.rawValue),
-                    content.healthKitUUID.sqlValue, content.note.sqlValue, .integer(now), .integer(next.version),
+                    .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
                     .integer(position), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
             try SQLiteStore.entriesChanged(c, userID: userID,
@@ -119,7 +105,7 @@ extension SQLiteStore: WaterEntryRepository {
     /// The SQL of the list query; public to the tests, which check with
     /// `EXPLAIN QUERY PLAN` that it is served by the `water_entries_list` index.
     public static let listEntriesSQL = """
-        SELECT \(entryColumns) FROM water_entries
+        SELECT \(StoreRows.entryColumns) FROM water_entries
         WHERE user_id = ?1 AND deleted = 0 AND logged_at >= ?2 AND logged_at < ?3
           AND logged_at <= ?4 AND (logged_at < ?4 OR id < ?5)
         ORDER BY logged_at DESC, id DESC
@@ -133,7 +119,7 @@ extension SQLiteStore: WaterEntryRepository {
             return try c.query(SQLiteStore.listEntriesSQL, [
                 .text(userID), .integer(from ?? Int64.min), .integer(to ?? Int64.max), .integer(upper),
                 .text(upperID), .integer(Int64(limit)),
-            ]).map(SQLiteStore.decodeEntry)
+            ]).map(StoreRows.entry)
         }
     }
 }

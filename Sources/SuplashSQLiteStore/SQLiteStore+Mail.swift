@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: EmailCodeRepository {
     /// Inserts or replaces the code and enqueues its message (inside the caller's transaction).
@@ -39,9 +40,9 @@ extension SQLiteStore: EmailCodeRepository {
                           make: @escaping @Sendable (StoredUser) -> (NewEmailCode, OutboxMessage)) throws -> CodeIssueOutcome {
         try write { ctx in
             let c = ctx.connection
-            guard let row = try c.query("SELECT \(SQLiteStore.userColumns) FROM users WHERE email = ?", [.text(email)]).first
+            guard let row = try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = ?", [.text(email)]).first
             else { return .noSuchUser }
-            let (code, message) = make(SQLiteStore.decodeUser(row))
+            let (code, message) = make(StoreRows.user(row))
             return try SQLiteStore.storeCode(c, code, message: message, minIntervalMs: minIntervalMs)
         }
     }

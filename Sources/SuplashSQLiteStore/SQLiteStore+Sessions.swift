@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: SessionRepository {
     static func insertSession(_ c: SQLiteConnection, _ s: NewSession) throws {

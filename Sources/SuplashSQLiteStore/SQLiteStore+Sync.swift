@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashJSON
 import SuplashStorage
+import SuplashStoreRows
 
 /// One collection of the change feed: its name, the query of a user's rows after a
 /// position (served by a `(user, change_position)` index), and the row decoder.
@@ -18,11 +19,11 @@ extension SQLiteStore: SyncRepository {
     static let profileFeed = FeedSource(
         collection: "profile",
         sql: """
-            SELECT \(userColumns), change_position FROM users
+            SELECT \(StoreRows.userColumns), change_position FROM users
             WHERE id = ?1 AND change_position > ?2 AND ?3 > 0 AND ?4 >= 0
             """,
         decode: { row in
-            let profile = SQLiteStore.decodeUser(row).profile
+            let profile = StoreRows.user(row).profile
             return SyncChange(collection: "profile", id: profile.id, version: profile.version,
                               updatedAt: profile.updatedAt, deleted: false,
                               position: row["change_position"].int64 ?? 0, document: .profile(profile))
@@ -31,13 +32,13 @@ extension SQLiteStore: SyncRepository {
     static let waterEntriesFeed = FeedSource(
         collection: "water_entries",
         sql: """
-            SELECT \(entryColumns), change_position FROM water_entries
+            SELECT \(StoreRows.entryColumns), change_position FROM water_entries
             WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR ?4 = 1)
             ORDER BY change_position
             LIMIT ?3
             """,
         decode: { row in
-            let entry = SQLiteStore.decodeEntry(row)
+            let entry = StoreRows.entry(row)
             return SyncChange(collection: "water_entries", id: entry.id, version: entry.version,
                               updatedAt: entry.updatedAt, deleted: entry.deleted,
                               position: row["change_position"].int64 ?? 0,
@@ -69,11 +70,6 @@ extension SQLiteStore: SyncRepository {
 
     public func databaseID() throws -> String {
         try read { c in try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? "" }
-    }
-
-    /// The last-write-wins stamp of a row with `lww_at` and `lww_device` columns (spec §5).
-    static func stamp(_ row: SQLiteRow) -> WriteStamp {
-        WriteStamp(at: row["lww_at"].int64 ?? 0, device: row["lww_device"].text ?? "")
     }
 
     public func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
@@ -110,9 +106,9 @@ extension SQLiteStore: SyncRepository {
     private func applyEntryMutation(_ ctx: WriteContext, userID: String, deviceID: String, now: Int64,
                                     _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = ctx.connection
-        let stored = try c.query("SELECT \(SQLiteStore.entryColumns), lww_device FROM water_entries WHERE user_id = ? AND id = ?",
+        let stored = try c.query("SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = ? AND id = ?",
                                  [.text(userID), .text(m.id)]).first.map { row in
-            Stamped(SQLiteStore.decodeEntry(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: SQLiteStore.stamp(row))
+            Stamped(StoreRows.entry(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
         }
         let step = SyncPush.entry(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
                                   now: now)
@@ -137,7 +133,7 @@ extension SQLiteStore: SyncRepository {
                     change_position = ?11, lww_at = ?12, lww_device = ?13
                 """, [
                     .text(userID), .text(m.id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
-                    .text(content.source.rawValue), content.healthKitUUID.sqlValue, content.note.sqlValue,
+                    .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
                     .integer(entry.createdAt), .integer(now), .integer(entry.version), .integer(position),
                     .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
@@ -168,12 +164,12 @@ extension SQLiteStore: SyncRepository {
         case .failure(let rejection): return .rejected(rejection)
         case .success(let p): patch = p
         }
-        guard let row = try c.query("SELECT \(SQLiteStore.userColumns), lww_at, lww_device FROM users WHERE id = ?",
+        guard let row = try c.query("SELECT \(StoreRows.userColumns), lww_at, lww_device FROM users WHERE id = ?",
                                     [.text(userID)]).first else {
             throw RepositoryError.notFound
         }
-        let current = SQLiteStore.decodeUser(row).profile
-        let step = try SyncPush.profile(patch: patch, stored: Stamped(current, stamp: SQLiteStore.stamp(row)),
+        let current = StoreRows.user(row).profile
+        let step = try SyncPush.profile(patch: patch, stored: Stamped(current, stamp: StoreRows.stamp(row)),
                                         stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now,
                                         apply: profilePatch)
         guard case .upsert(let next) = step else {
@@ -185,7 +181,7 @@ extension SQLiteStore: SyncRepository {
                 wake_time = ?, sleep_time = ?, timezone = ?, locale = ?, daily_goal_ml = ?, cup_sizes_ml = ?,
                 updated_at = ?, version = ?, change_position = ?, lww_at = ?, lww_device = ?
             WHERE id = ?
-            """, SQLiteStore.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
+            """, StoreRows.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
                                                     .text(userID)])
         // A new time zone or goal re-buckets days and re-evaluates goals, as for REST writes.
         try SQLiteStore.profileChanged(c, previous: current, current: next, now: now)
@@ -282,10 +278,10 @@ extension SQLiteStore: WaterEntryBatchRepository {
                 }
                 if let hk = item.content.healthKitUUID,
                    let row = try c.query("""
-                       SELECT \(SQLiteStore.entryColumns) FROM water_entries
+                       SELECT \(StoreRows.entryColumns) FROM water_entries
                        WHERE user_id = ? AND health_kit_uuid = ? AND deleted = 0
                        """, [.text(userID), .text(hk)]).first {
-                    outcomes.append(.existing(SQLiteStore.decodeEntry(row)))
+                    outcomes.append(.existing(StoreRows.entry(row)))
                     continue
                 }
                 let position = try self.takeChangePosition(ctx, userID: userID)
@@ -296,7 +292,7 @@ extension SQLiteStore: WaterEntryBatchRepository {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)
                     """, [
                         .text(userID), .text(item.id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
-                        .text(content.source.rawValue), content.healthKitUUID.sqlValue, content.note.sqlValue,
+                        .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
                         .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
                     ])
                 outcomes.append(.created(WaterEntry(id: item.id, userID: userID, content: content, createdAt: now,

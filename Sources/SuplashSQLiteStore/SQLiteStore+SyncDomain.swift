@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 /// The domain collections of the change feed and the sync push (spec §5): `bills`, `days`
 /// and `achievements`. Each feed source is served by its `(user_id, change_position)` index
@@ -10,50 +11,44 @@ extension SQLiteStore {
     static let billsFeed = FeedSource(
         collection: "bills",
         sql: """
-            SELECT \(billColumns), change_position FROM bills
+            SELECT \(StoreRows.billColumns), change_position FROM bills
             WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR ?4 = 1)
             ORDER BY change_position
             LIMIT ?3
             """,
         decode: { row in
-            let bill = SQLiteStore.decodeBill(row)
+            let bill = StoreRows.bill(row)
             let deleted = (row["deleted"].int64 ?? 0) != 0
             return SyncChange(collection: "bills", id: bill.id, version: bill.version, updatedAt: bill.updatedAt,
                               deleted: deleted, position: row["change_position"].int64 ?? 0,
                               document: deleted ? nil : .bill(bill))
         })
 
-    static let dayColumns = "local_date, max_temperature_c, active_minutes, created_at, updated_at, version"
-
     static let daysFeed = FeedSource(
         collection: "days",
         sql: """
-            SELECT \(dayColumns), change_position FROM days
+            SELECT \(StoreRows.dayColumns), change_position FROM days
             WHERE user_id = ?1 AND change_position > ?2 AND ?4 >= 0
             ORDER BY change_position
             LIMIT ?3
             """,
         decode: { row in
-            let day = SQLiteStore.decodeDay(row)
+            let day = StoreRows.day(row)
             return SyncChange(collection: "days", id: day.date.description, version: day.version,
                               updatedAt: day.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
                               document: .day(day))
         })
 
-    static let achievementsColumns = """
-        user_id, latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met, badges, updated_at, version
-        """
-
     static let achievementsFeed = FeedSource(
         collection: "achievements",
         sql: """
-            SELECT \(achievementsColumns), change_position FROM achievements
+            SELECT \(StoreRows.achievementsColumns), change_position FROM achievements
             WHERE user_id = ?1 AND change_position > ?2 AND ?4 >= 0
             ORDER BY change_position
             LIMIT ?3
             """,
         decode: { row in
-            let a = SQLiteStore.decodeAchievements(row)
+            let a = StoreRows.achievements(row)
             return SyncChange(collection: "achievements", id: row["user_id"].text ?? "", version: a.version,
                               updatedAt: a.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
                               document: .achievements(a))
@@ -65,23 +60,6 @@ extension SQLiteStore {
         [billsFeed, daysFeed, achievementsFeed].map { ($0.collection, $0.sql) }
     }
 
-    static func decodeDay(_ row: SQLiteRow) -> DayContext {
-        DayContext(date: row["local_date"].text.flatMap(LocalDate.init(parsing:)) ?? LocalDate(dayNumber: 0),
-                   content: DayContextContent(maxTemperatureC: row["max_temperature_c"].double,
-                                              activeMinutes: row["active_minutes"].int64.map { Int($0) }),
-                   createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-                   version: row["version"].int64 ?? 1)
-    }
-
-    static func decodeAchievements(_ row: SQLiteRow) -> Achievements {
-        Achievements(
-            latestRunEnd: row["latest_run_end"].text.flatMap(LocalDate.init(parsing:)),
-            latestRunLength: Int(row["latest_run_length"].int64 ?? 0),
-            longestStreakDays: Int(row["longest_streak"].int64 ?? 0), totalMl: row["total_ml"].int64 ?? 0,
-            daysGoalMet: Int(row["days_goal_met"].int64 ?? 0), badges: decodeBadges(row["badges"].text ?? ""),
-            updatedAt: row["updated_at"].int64 ?? 0, version: row["version"].int64 ?? 0)
-    }
-
     // MARK: - Push
 
     /// A `bills` mutation: last-write-wins upsert (a whole bill, validated as `POST …/bills`)
@@ -90,9 +68,9 @@ extension SQLiteStore {
     func applyBillMutation(_ ctx: WriteContext, userID: String, deviceID: String, now: Int64,
                            _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = ctx.connection
-        let stored = try c.query("SELECT \(SQLiteStore.billColumns), lww_device FROM bills WHERE user_id = ? AND id = ?",
+        let stored = try c.query("SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = ? AND id = ?",
                                  [.text(userID), .text(m.id)]).first.map { row in
-            Stamped(SQLiteStore.decodeBill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: SQLiteStore.stamp(row))
+            Stamped(StoreRows.bill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
         }
         let step = SyncPush.bill(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
                                  now: now)
@@ -114,7 +92,7 @@ extension SQLiteStore {
                 ON CONFLICT (user_id, id) DO UPDATE SET provider = ?1, subscriber_no = ?2, period = ?3,
                     consumption_milli_m3 = ?4, amount_minor = ?5, currency = ?6, due_date = ?7, paid_at = ?8,
                     updated_at = ?12, version = ?13, deleted = 0, change_position = ?14, lww_at = ?15, lww_device = ?16
-                """, SQLiteStore.contentValues(bill.content) + [
+                """, StoreRows.billValues(bill.content) + [
                     .text(userID), .text(m.id), .integer(bill.createdAt), .integer(now), .integer(bill.version),
                     .integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
@@ -146,9 +124,9 @@ extension SQLiteStore {
         case .success(let target): (date, content) = target
         }
         guard let profile = try SQLiteStore.loadProfile(c, userID: userID) else { throw RepositoryError.notFound }
-        let stored = try c.query("SELECT \(SQLiteStore.dayColumns), lww_at, lww_device FROM days WHERE user_id = ? AND local_date = ?",
+        let stored = try c.query("SELECT \(StoreRows.dayColumns), lww_at, lww_device FROM days WHERE user_id = ? AND local_date = ?",
                                  [.text(userID), .text(date.description)]).first.map { row in
-            Stamped(SQLiteStore.decodeDay(row), stamp: SQLiteStore.stamp(row))
+            Stamped(StoreRows.day(row), stamp: StoreRows.stamp(row))
         }
         let step = SyncPush.day(date: date, content: content, stored: stored,
                                 stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now)
