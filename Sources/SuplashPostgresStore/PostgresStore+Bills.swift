@@ -10,7 +10,7 @@ extension PostgresStore: BillRepository {
             ? "SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2 FOR UPDATE"
             : "SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2"
         guard let row = try c.query(sql, [.text(userID), .text(id)]).first else { return nil }
-        return Stamped(StoreRows.bill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
+        return Stamped(StoreRows.bill(row), deleted: StoreRows.billDeleted(row), stamp: StoreRows.stamp(row))
     }
 
     /// Throws `bill_exists` when another live bill holds the same subscription and period.

@@ -17,13 +17,7 @@ extension PostgresStore {
             ORDER BY change_position
             LIMIT $3
             """,
-        decode: { row in
-            let bill = StoreRows.bill(row)
-            let deleted = (row["deleted"].int64 ?? 0) != 0
-            return SyncChange(collection: "bills", id: bill.id, version: bill.version, updatedAt: bill.updatedAt,
-                              deleted: deleted, position: row["change_position"].int64 ?? 0,
-                              document: deleted ? nil : .bill(bill))
-        })
+        decode: { StoreRows.billChange($0) })
 
     static let daysFeed = PostgresFeedSource(
         collection: "days",
@@ -33,12 +27,7 @@ extension PostgresStore {
             ORDER BY change_position
             LIMIT $3
             """,
-        decode: { row in
-            let day = StoreRows.day(row)
-            return SyncChange(collection: "days", id: day.date.description, version: day.version,
-                              updatedAt: day.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
-                              document: .day(day))
-        })
+        decode: { StoreRows.dayChange($0) })
 
     static let achievementsFeed = PostgresFeedSource(
         collection: "achievements",
@@ -48,12 +37,7 @@ extension PostgresStore {
             ORDER BY change_position
             LIMIT $3
             """,
-        decode: { row in
-            let a = StoreRows.achievements(row)
-            return SyncChange(collection: "achievements", id: row["user_id"].text ?? "", version: a.version,
-                              updatedAt: a.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
-                              document: .achievements(a))
-        })
+        decode: { StoreRows.achievementsChange($0) })
 
     /// The SQL of the bills, days and achievements feed sources (each served by its
     /// `(user_id, change_position)` index).
@@ -71,7 +55,7 @@ extension PostgresStore {
         let c = tx.connection
         let stored = try c.query("SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2",
                                  [.text(userID), .text(m.id)]).first.map { row in
-            Stamped(StoreRows.bill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
+            Stamped(StoreRows.bill(row), deleted: StoreRows.billDeleted(row), stamp: StoreRows.stamp(row))
         }
         let step = SyncPush.bill(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
                                  now: now)

@@ -6,7 +6,7 @@ extension SQLiteStore: BillRepository {
     static func fetchBill(_ c: SQLiteConnection, userID: String, id: String) throws -> Stamped<Bill>? {
         guard let row = try c.query("SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = ? AND id = ?",
                                     [.text(userID), .text(id)]).first else { return nil }
-        return Stamped(StoreRows.bill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
+        return Stamped(StoreRows.bill(row), deleted: StoreRows.billDeleted(row), stamp: StoreRows.stamp(row))
     }
 
     /// Throws `bill_exists` when another live bill holds the same subscription and period.

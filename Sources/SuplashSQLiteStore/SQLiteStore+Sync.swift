@@ -22,12 +22,7 @@ extension SQLiteStore: SyncRepository {
             SELECT \(StoreRows.userColumns), change_position FROM users
             WHERE id = ?1 AND change_position > ?2 AND ?3 > 0 AND ?4 >= 0
             """,
-        decode: { row in
-            let profile = StoreRows.user(row).profile
-            return SyncChange(collection: "profile", id: profile.id, version: profile.version,
-                              updatedAt: profile.updatedAt, deleted: false,
-                              position: row["change_position"].int64 ?? 0, document: .profile(profile))
-        })
+        decode: { StoreRows.profileChange($0) })
 
     static let waterEntriesFeed = FeedSource(
         collection: "water_entries",
@@ -37,13 +32,7 @@ extension SQLiteStore: SyncRepository {
             ORDER BY change_position
             LIMIT ?3
             """,
-        decode: { row in
-            let entry = StoreRows.entry(row)
-            return SyncChange(collection: "water_entries", id: entry.id, version: entry.version,
-                              updatedAt: entry.updatedAt, deleted: entry.deleted,
-                              position: row["change_position"].int64 ?? 0,
-                              document: entry.deleted ? nil : .waterEntry(entry))
-        })
+        decode: { StoreRows.entryChange($0) })
 
     /// Every collection of the feed (spec §5).
     static let feedSources: [FeedSource] = [profileFeed, waterEntriesFeed, billsFeed, daysFeed, achievementsFeed]

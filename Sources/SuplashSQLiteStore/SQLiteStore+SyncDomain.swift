@@ -16,13 +16,7 @@ extension SQLiteStore {
             ORDER BY change_position
             LIMIT ?3
             """,
-        decode: { row in
-            let bill = StoreRows.bill(row)
-            let deleted = (row["deleted"].int64 ?? 0) != 0
-            return SyncChange(collection: "bills", id: bill.id, version: bill.version, updatedAt: bill.updatedAt,
-                              deleted: deleted, position: row["change_position"].int64 ?? 0,
-                              document: deleted ? nil : .bill(bill))
-        })
+        decode: { StoreRows.billChange($0) })
 
     static let daysFeed = FeedSource(
         collection: "days",
@@ -32,12 +26,7 @@ extension SQLiteStore {
             ORDER BY change_position
             LIMIT ?3
             """,
-        decode: { row in
-            let day = StoreRows.day(row)
-            return SyncChange(collection: "days", id: day.date.description, version: day.version,
-                              updatedAt: day.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
-                              document: .day(day))
-        })
+        decode: { StoreRows.dayChange($0) })
 
     static let achievementsFeed = FeedSource(
         collection: "achievements",
@@ -47,12 +36,7 @@ extension SQLiteStore {
             ORDER BY change_position
             LIMIT ?3
             """,
-        decode: { row in
-            let a = StoreRows.achievements(row)
-            return SyncChange(collection: "achievements", id: row["user_id"].text ?? "", version: a.version,
-                              updatedAt: a.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
-                              document: .achievements(a))
-        })
+        decode: { StoreRows.achievementsChange($0) })
 
     /// The SQL of the bills, days and achievements feed sources; public to the tests, which
     /// check with `EXPLAIN QUERY PLAN` that each is served by its `(user_id, change_position)` index.
@@ -70,7 +54,7 @@ extension SQLiteStore {
         let c = ctx.connection
         let stored = try c.query("SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = ? AND id = ?",
                                  [.text(userID), .text(m.id)]).first.map { row in
-            Stamped(StoreRows.bill(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
+            Stamped(StoreRows.bill(row), deleted: StoreRows.billDeleted(row), stamp: StoreRows.stamp(row))
         }
         let step = SyncPush.bill(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
                                  now: now)

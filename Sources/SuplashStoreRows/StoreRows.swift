@@ -121,6 +121,53 @@ public enum StoreRows {
         }
     }
 
+    // MARK: - Feed rows → changes (spec §5)
+
+    /// A `users` row (`userColumns` + `change_position`) as a `profile` change.
+    public static func profileChange(_ row: some SQLRowValues) -> SyncChange {
+        let profile = user(row).profile
+        return SyncChange(collection: "profile", id: profile.id, version: profile.version,
+                          updatedAt: profile.updatedAt, deleted: false,
+                          position: row["change_position"].int64 ?? 0, document: .profile(profile))
+    }
+
+    /// A `water_entries` row (`entryColumns` + `change_position`) as a `water_entries`
+    /// change (no document for a tombstone).
+    public static func entryChange(_ row: some SQLRowValues) -> SyncChange {
+        let entry = entry(row)
+        return SyncChange(collection: "water_entries", id: entry.id, version: entry.version,
+                          updatedAt: entry.updatedAt, deleted: entry.deleted,
+                          position: row["change_position"].int64 ?? 0,
+                          document: entry.deleted ? nil : .waterEntry(entry))
+    }
+
+    /// A `bills` row (`billColumns` + `change_position`) as a `bills` change (no document
+    /// for a tombstone).
+    public static func billChange(_ row: some SQLRowValues) -> SyncChange {
+        let bill = bill(row)
+        let deleted = billDeleted(row)
+        return SyncChange(collection: "bills", id: bill.id, version: bill.version, updatedAt: bill.updatedAt,
+                          deleted: deleted, position: row["change_position"].int64 ?? 0,
+                          document: deleted ? nil : .bill(bill))
+    }
+
+    /// A `days` row (`dayColumns` + `change_position`) as a `days` change (id: the date).
+    public static func dayChange(_ row: some SQLRowValues) -> SyncChange {
+        let day = day(row)
+        return SyncChange(collection: "days", id: day.date.description, version: day.version,
+                          updatedAt: day.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
+                          document: .day(day))
+    }
+
+    /// An `achievements` row (`achievementsColumns` + `change_position`) as an
+    /// `achievements` change (id: the user id).
+    public static func achievementsChange(_ row: some SQLRowValues) -> SyncChange {
+        let a = achievements(row)
+        return SyncChange(collection: "achievements", id: row["user_id"].text ?? "", version: a.version,
+                          updatedAt: a.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
+                          document: .achievements(a))
+    }
+
     // MARK: - Models → values
 
     /// The `badges` column of earned badges (`id:earnedAt,…`).
