@@ -33,17 +33,10 @@ public enum DocumentWrites {
         WriteStamp(at: LastWriteWins.restStampAt(now: now, storedAt: stored?.at), device: deviceID ?? "")
     }
 
-    /// `current` with new `content`, `updatedAt` = now (ms) and version + 1.
-    public static func revised(_ current: WaterEntry, content: WaterEntryContent, now: Int64) -> WaterEntry {
-        var next = current
-        next.content = content
-        next.updatedAt = now
-        next.version = current.version + 1
-        return next
-    }
-
-    /// `current` with new `content`, `updatedAt` = now (ms) and version + 1.
-    public static func revised(_ current: Bill, content: BillContent, now: Int64) -> Bill {
+    /// `current` with new `content`, `updatedAt` = now (ms) and version + 1 (`PATCH` of an
+    /// entry or a bill).
+    public static func revised<Document: RevisableDocument>(_ current: Document, content: Document.Content,
+                                                             now: Int64) -> Document {
         var next = current
         next.content = content
         next.updatedAt = now
@@ -74,3 +67,17 @@ public enum DocumentWrites {
                     version: (stored?.version ?? 0) + 1), stored == nil)
     }
 }
+
+/// A document whose content a REST `PATCH` replaces (entries, bills).
+public protocol RevisableDocument: Sendable {
+    associatedtype Content: Equatable
+    /// The writable content.
+    var content: Content { get set }
+    /// ms since the epoch of the last write.
+    var updatedAt: Int64 { get set }
+    /// +1 per write.
+    var version: Int64 { get set }
+}
+
+extension WaterEntry: RevisableDocument {}
+extension Bill: RevisableDocument {}
