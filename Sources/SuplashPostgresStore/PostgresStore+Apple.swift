@@ -23,12 +23,11 @@ extension PostgresStore: AppleIdentityRepository {
             }
             // 2. An existing account with the same email: linked only when Apple verified it.
             if let row = try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = $1 FOR UPDATE", [.text(email)]).first {
-                guard emailVerified else { throw RepositoryError.emailTaken }
-                var user = StoreRows.user(row).profile
+                let (user, takeover) = try AppleSignInRules.link(StoreRows.user(row).profile, appleVerifiedEmail: emailVerified,
+                                                                 now: now)
                 var revoked: [String] = []
-                if !user.emailVerified {
-                    // Whoever set this account's password never proved the mailbox (account
-                    // pre-hijacking): the verified owner takes it over without that password.
+                if takeover {
+                    // Account pre-hijacking: the verified owner takes it over without that password.
                     revoked = try c.query("""
                         UPDATE sessions SET revoked_at = $1, revoked_reason = 'apple_takeover'
                         WHERE user_id = $2 AND revoked_at IS NULL RETURNING id
@@ -39,9 +38,6 @@ extension PostgresStore: AppleIdentityRepository {
                             change_position = $2, lww_at = GREATEST($3, lww_at + 1), lww_device = ''
                         WHERE id = $4
                         """, [.integer(now), .integer(position), .integer(now), .text(user.id)])
-                    user.emailVerified = true
-                    user.version += 1
-                    user.updatedAt = now
                 }
                 try c.update("INSERT INTO apple_identities (sub, user_id, created_at) VALUES ($1, $2, $3)",
                               [.text(sub), .text(user.id), .integer(now)])
@@ -50,9 +46,7 @@ extension PostgresStore: AppleIdentityRepository {
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: revoked)
             }
             // 3. A new user without a password.
-            var p = newProfile
-            p.email = email
-            p.emailVerified = emailVerified
+            let p = AppleSignInRules.newUser(newProfile, email: email, emailVerified: emailVerified)
             let position = try tx.takeChangePosition()
             try c.update("""
                 INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,

@@ -19,12 +19,11 @@ extension SQLiteStore: AppleIdentityRepository {
             }
             // 2. An existing account with the same email: linked only when Apple verified it.
             if let row = try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = ?", [.text(email)]).first {
-                guard emailVerified else { throw RepositoryError.emailTaken }
-                var user = StoreRows.user(row).profile
+                let (user, takeover) = try AppleSignInRules.link(StoreRows.user(row).profile, appleVerifiedEmail: emailVerified,
+                                                                 now: now)
                 var revoked: [String] = []
-                if !user.emailVerified {
-                    // Whoever set this account's password never proved the mailbox (account
-                    // pre-hijacking): the verified owner takes it over without that password.
+                if takeover {
+                    // Account pre-hijacking: the verified owner takes it over without that password.
                     revoked = try c.query("""
                         UPDATE sessions SET revoked_at = ?, revoked_reason = 'apple_takeover'
                         WHERE user_id = ? AND revoked_at IS NULL RETURNING id
@@ -35,9 +34,6 @@ extension SQLiteStore: AppleIdentityRepository {
                             change_position = ?, lww_at = max(?, lww_at + 1), lww_device = ''
                         WHERE id = ?
                         """, [.integer(now), .integer(position), .integer(now), .text(user.id)])
-                    user.emailVerified = true
-                    user.version += 1
-                    user.updatedAt = now
                 }
                 _ = try c.run("INSERT INTO apple_identities (sub, user_id, created_at) VALUES (?, ?, ?)",
                               [.text(sub), .text(user.id), .integer(now)])
@@ -46,9 +42,7 @@ extension SQLiteStore: AppleIdentityRepository {
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: revoked)
             }
             // 3. A new user without a password.
-            var p = newProfile
-            p.email = email
-            p.emailVerified = emailVerified
+            let p = AppleSignInRules.newUser(newProfile, email: email, emailVerified: emailVerified)
             let position = try SQLiteStore.nextChangePosition(c)
             _ = try c.run("""
                 INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,
