@@ -103,10 +103,7 @@ extension PostgresStore: SyncRepository {
     private func applyEntryMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,
                                     _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = tx.connection
-        let stored = try c.query("SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2",
-                                 [.text(userID), .text(m.id)]).first.map { row in
-            Stamped(StoreRows.entry(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
-        }
+        let stored = try PostgresStore.fetchEntry(c, userID: userID, id: m.id, lock: false)
         let step = SyncPush.entry(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
                                   now: now)
         let position: Int64

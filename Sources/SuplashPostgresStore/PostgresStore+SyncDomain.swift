@@ -53,10 +53,7 @@ extension PostgresStore {
     func applyBillMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,
                            _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = tx.connection
-        let stored = try c.query("SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2",
-                                 [.text(userID), .text(m.id)]).first.map { row in
-            Stamped(StoreRows.bill(row), deleted: StoreRows.billDeleted(row), stamp: StoreRows.stamp(row))
-        }
+        let stored = try PostgresStore.fetchBill(c, userID: userID, id: m.id)
         let step = SyncPush.bill(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
                                  now: now)
         let position: Int64

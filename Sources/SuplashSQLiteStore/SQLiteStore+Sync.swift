@@ -95,10 +95,7 @@ extension SQLiteStore: SyncRepository {
     private func applyEntryMutation(_ ctx: WriteContext, userID: String, deviceID: String, now: Int64,
                                     _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = ctx.connection
-        let stored = try c.query("SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = ? AND id = ?",
-                                 [.text(userID), .text(m.id)]).first.map { row in
-            Stamped(StoreRows.entry(row), deleted: (row["deleted"].int64 ?? 0) != 0, stamp: StoreRows.stamp(row))
-        }
+        let stored = try SQLiteStore.fetchEntry(c, userID: userID, id: m.id)
         let step = SyncPush.entry(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
                                   now: now)
         let position: Int64

@@ -17,8 +17,11 @@ public struct DayTotalRow: Sendable, Equatable {
 /// One local day's `daily_totals` row before and after a write (nil: no row, i.e. no live
 /// entry that day).
 public struct DayTotalChange: Sendable, Equatable {
+    /// The local day (in the profile's time zone).
     public var date: LocalDate
+    /// The row before the write (nil: none).
     public var before: DayTotalRow?
+    /// The row after the write (nil: deleted, no live entry left).
     public var after: DayTotalRow?
 
     public init(date: LocalDate, before: DayTotalRow?, after: DayTotalRow?) {
