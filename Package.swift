@@ -41,13 +41,18 @@ let package = Package(
         // MARK: Domain: models, validation, rules, repository protocols (pure, no I/O)
         .target(name: "SuplashDomain", dependencies: ["SuplashJSON"]),
 
+        // MARK: Row mappings shared by both repository adapters (columns, row → model, model → values)
+        .target(name: "SuplashStoreRows", dependencies: ["SuplashDomain", "SuplashStorage"]),
+
         // MARK: Repository adapters for SQLite
-        .target(name: "SuplashSQLiteStore", dependencies: ["SuplashDomain", "SuplashStorage", "SuplashJSON"]),
+        .target(name: "SuplashSQLiteStore", dependencies: ["SuplashDomain", "SuplashStorage", "SuplashStoreRows", "SuplashJSON"]),
 
         // MARK: PostgreSQL (issue 8, in progress): libpq connection + pool + migrator, and
         // the repository adapters on it (`storage.driver = postgres`, one instance so far).
         .target(name: "SuplashPostgres", dependencies: ["CPostgreSQL", "SuplashStorage"]),
-        .target(name: "SuplashPostgresStore", dependencies: ["SuplashDomain", "SuplashPostgres", "SuplashStorage", "SuplashJSON"]),
+        .target(name: "SuplashPostgresStore", dependencies: [
+            "SuplashDomain", "SuplashPostgres", "SuplashStorage", "SuplashStoreRows", "SuplashJSON",
+        ]),
 
         // MARK: The API: routes, auth, problems
         .target(name: "SuplashAPI", dependencies: [

@@ -82,6 +82,24 @@ public enum JWT {
     /// - Throws: `JWTError`.
     public static func verifyHS256(_ token: String, keys: [String: [UInt8]], now: Int64,
                                    leewaySeconds: Int64 = 30) throws(JWTError) -> JSONValue {
+        try verify(token, algorithm: "HS256", key: { keys[$0] }, now: now, leewaySeconds: leewaySeconds) {
+            secret, signature, signingInput in
+            signature.count == 32
+                && constantTimeEquals(HMACSHA256.authenticationCode(key: secret, message: signingInput), signature)
+        }
+    }
+
+    /// The checks every JWS algorithm shares (RFC 7515, RFC 7519), in order: size and shape
+    /// (exactly three non-empty base64url segments); the header is a JSON object (strict
+    /// `JSONParser`) whose `alg` is exactly `algorithm`, whose `typ` (if present) is `JWT`,
+    /// with no `crit`; `kid` names a key (`key(kid)`); `verifySignature(key, signature,
+    /// signingInput)` accepts the decoded signature over `header.payload`, before the claims
+    /// are looked at; the claims are a JSON object; `exp` is present, an integer, and
+    /// `exp > now - leewaySeconds`; `nbf` and `iat`, if present, are integers not after
+    /// `now + leewaySeconds`. Times are Unix seconds.
+    /// - Throws: `JWTError`.
+    static func verify<Key>(_ token: String, algorithm: String, key: (String) -> Key?, now: Int64, leewaySeconds: Int64,
+                            verifySignature: (Key, [UInt8], ArraySlice<UInt8>) -> Bool) throws(JWTError) -> JSONValue {
         let bytes = Array(token.utf8)
         guard bytes.count <= maxTokenLength else { throw .malformed }
         let segments = bytes.split(separator: 0x2E, maxSplits: 3, omittingEmptySubsequences: false)
@@ -92,18 +110,16 @@ public enum JWT {
               let header = try? JSONParser.parse(headerBytes, maxDepth: 8),
               case .object = header else { throw .malformed }
         guard case .string(let alg)? = header["alg"] else { throw .malformed }
-        guard alg == "HS256" else { throw .unsupportedAlgorithm }
+        guard alg == algorithm else { throw .unsupportedAlgorithm }
         if header["crit"] != nil { throw .malformed }
         if let typ = header["typ"] {
             guard case .string(let t) = typ, t.uppercased() == "JWT" else { throw .malformed }
         }
-        guard case .string(let kid)? = header["kid"], let secret = keys[kid] else { throw .unknownKey }
+        guard case .string(let kid)? = header["kid"], let verifyingKey = key(kid) else { throw .unknownKey }
 
         // Signature, before looking at the claims.
-        guard let signature = Base64URL.decode(bytes: segments[2]), signature.count == 32 else { throw .badSignature }
-        let signingInput = bytes[..<segments[1].endIndex]
-        let expected = HMACSHA256.authenticationCode(key: secret, message: signingInput)
-        guard constantTimeEquals(expected, signature) else { throw .badSignature }
+        guard let signature = Base64URL.decode(bytes: segments[2]),
+              verifySignature(verifyingKey, signature, bytes[..<segments[1].endIndex]) else { throw .badSignature }
 
         // Claims.
         guard let payloadBytes = Base64URL.decode(bytes: segments[1]),

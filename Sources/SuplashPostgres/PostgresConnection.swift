@@ -5,7 +5,7 @@ import SuplashStorage
 ///
 /// `int2`/`int4`/`int8`/`bool` → `.integer` (`bool` as 1/0, like SQLite), `float4`/`float8`/
 /// `numeric` → `.real`, `bytea` → `.blob`, everything else → `.text`; SQL `NULL` → `.null`.
-public struct PostgresRow: Sendable {
+public struct PostgresRow: Sendable, SQLRowValues {
     let columns: [String]
     let values: [SQLValue]
 

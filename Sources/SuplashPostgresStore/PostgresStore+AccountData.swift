@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: AccountDataRepository {
     /// Read in one snapshot, so the parts agree.
@@ -8,11 +9,11 @@ extension PostgresStore: AccountDataRepository {
         try snapshotRead { c in
             guard let profile = try PostgresStore.loadProfile(c, userID: userID) else { return nil }
             let entries = try c.query("""
-                SELECT \(PostgresStore.entryColumns) FROM water_entries WHERE user_id = $1 AND deleted = 0 ORDER BY logged_at, id
-                """, [.text(userID)]).map(PostgresStore.decodeEntry)
+                SELECT \(StoreRows.entryColumns) FROM water_entries WHERE user_id = $1 AND deleted = 0 ORDER BY logged_at, id
+                """, [.text(userID)]).map(StoreRows.entry)
             let bills = try c.query("""
-                SELECT \(PostgresStore.billColumns) FROM bills WHERE user_id = $1 AND deleted = 0 ORDER BY period DESC, id DESC
-                """, [.text(userID)]).map(PostgresStore.decodeBill)
+                SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = $1 AND deleted = 0 ORDER BY period DESC, id DESC
+                """, [.text(userID)]).map(StoreRows.bill)
             return AccountExport(profile: profile, entries: entries, days: try PostgresStore.loadDays(c, userID: userID),
                                  bills: bills, achievements: try PostgresStore.loadAchievements(c, userID: userID))
         }

@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 /// Sign in with Apple. Two first sign-ins of one `sub` (or one email) on two instances at
 /// once: the second insert hits a unique index and the transaction is re-run, then finds
@@ -13,21 +14,20 @@ extension PostgresStore: AppleIdentityRepository {
             var session = session
             // 1. A known Apple identity.
             if let row = try c.query("""
-                SELECT \(PostgresStore.userColumns) FROM users WHERE id = (SELECT user_id FROM apple_identities WHERE sub = $1)
+                SELECT \(StoreRows.userColumns) FROM users WHERE id = (SELECT user_id FROM apple_identities WHERE sub = $1)
                 """, [.text(sub)]).first {
-                let user = PostgresStore.decodeUser(row).profile
+                let user = StoreRows.user(row).profile
                 session.userID = user.id
                 try PostgresStore.insertSession(c, session)
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: [])
             }
             // 2. An existing account with the same email: linked only when Apple verified it.
-            if let row = try c.query("SELECT \(PostgresStore.userColumns) FROM users WHERE email = $1 FOR UPDATE", [.text(email)]).first {
-                guard emailVerified else { throw RepositoryError.emailTaken }
-                var user = PostgresStore.decodeUser(row).profile
+            if let row = try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = $1 FOR UPDATE", [.text(email)]).first {
+                let (user, takeover) = try AppleSignInRules.link(StoreRows.user(row).profile, appleVerifiedEmail: emailVerified,
+                                                                 now: now)
                 var revoked: [String] = []
-                if !user.emailVerified {
-                    // Whoever set this account's password never proved the mailbox (account
-                    // pre-hijacking): the verified owner takes it over without that password.
+                if takeover {
+                    // Account pre-hijacking: the verified owner takes it over without that password.
                     revoked = try c.query("""
                         UPDATE sessions SET revoked_at = $1, revoked_reason = 'apple_takeover'
                         WHERE user_id = $2 AND revoked_at IS NULL RETURNING id
@@ -42,9 +42,6 @@ extension PostgresStore: AppleIdentityRepository {
                             change_position = $2, lww_at = GREATEST($3, lww_at + 1), lww_device = ''
                         WHERE id = $4
                         """, [.integer(now), .integer(position), .integer(now), .text(user.id)])
-                    user.emailVerified = true
-                    user.version += 1
-                    user.updatedAt = now
                 }
                 try c.update("INSERT INTO apple_identities (sub, user_id, created_at) VALUES ($1, $2, $3)",
                               [.text(sub), .text(user.id), .integer(now)])
@@ -53,16 +50,14 @@ extension PostgresStore: AppleIdentityRepository {
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: revoked)
             }
             // 3. A new user without a password.
-            var p = newProfile
-            p.email = email
-            p.emailVerified = emailVerified
+            let p = AppleSignInRules.newUser(newProfile, email: email, emailVerified: emailVerified)
             let position = try tx.takeChangePosition()
             try c.update("""
                 INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,
                     timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version,
                     id, password_hash, created_at, change_position, lww_at, lww_device)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, $15, $16, $17, '')
-                """, PostgresStore.profileValues(p) + [
+                """, StoreRows.profileValues(p) + [
                     .text(p.id), .integer(p.createdAt), .integer(position), .integer(p.updatedAt),
                 ])
             try c.update("INSERT INTO apple_identities (sub, user_id, created_at) VALUES ($1, $2, $3)",

@@ -1,34 +1,16 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: BillRepository {
-    static let billColumns = """
-        user_id, id, provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date, paid_at, \
-        created_at, updated_at, version, deleted, lww_at
-        """
-
-    static func decodeBill(_ row: PostgresRow) -> Bill {
-        let content = BillContent(
-            provider: row["provider"].text ?? "", subscriberNo: row["subscriber_no"].text ?? "",
-            period: row["period"].text.flatMap(YearMonth.init(parsing:)) ?? LocalDate(dayNumber: 0).yearMonth,
-            consumptionMilliM3: row["consumption_milli_m3"].int64 ?? 0, amountMinor: row["amount_minor"].int64 ?? 0,
-            currency: row["currency"].text ?? "TRY",
-            dueDate: row["due_date"].text.flatMap(LocalDate.init(parsing:)) ?? LocalDate(dayNumber: 0),
-            paidAt: row["paid_at"].int64)
-        return Bill(id: row["id"].text ?? "", userID: row["user_id"].text ?? "", content: content,
-                    createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-                    version: row["version"].int64 ?? 1)
-    }
-
     static func fetchBill(_ c: PostgresConnection, userID: String, id: String, lock: Bool = false) throws
-        -> (Bill, deleted: Bool, lwwAt: Int64)? {
+        -> Stamped<Bill>? {
         let sql = lock
-            ? "SELECT \(billColumns) FROM bills WHERE user_id = $1 AND id = $2 FOR UPDATE"
-            : "SELECT \(billColumns) FROM bills WHERE user_id = $1 AND id = $2"
-        guard let row = try c.query(sql,
-                                    [.text(userID), .text(id)]).first else { return nil }
-        return (decodeBill(row), (row["deleted"].int64 ?? 0) != 0, row["lww_at"].int64 ?? 0)
+            ? "SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2 FOR UPDATE"
+            : "SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2"
+        guard let row = try c.query(sql, [.text(userID), .text(id)]).first else { return nil }
+        return Stamped(StoreRows.bill(row), deleted: StoreRows.billDeleted(row), stamp: StoreRows.stamp(row))
     }
 
     /// Throws `bill_exists` when another live bill holds the same subscription and period.
@@ -40,20 +22,13 @@ extension PostgresStore: BillRepository {
         if !rows.isEmpty { throw RepositoryError.conflict(code: "bill_exists") }
     }
 
-    static func contentValues(_ b: BillContent) -> [SQLValue] {
-        [
-            .text(b.provider), .text(b.subscriberNo), .text(b.period.description), .integer(b.consumptionMilliM3),
-            .integer(b.amountMinor), .text(b.currency), .text(b.dueDate.description), .optionalInteger(b.paidAt),
-        ]
-    }
-
     public func createBill(userID: String, id: String, content: BillContent, deviceID: String?, now: Int64) throws -> BillCreateOutcome {
         try write { tx in
             let c = tx.connection
-            if let (existing, deleted, _) = try PostgresStore.fetchBill(c, userID: userID, id: id) {
-                if deleted { throw RepositoryError.conflict(code: "bill_deleted") }
-                if existing.content == content { return .existing(existing) }
-                throw RepositoryError.conflict(code: "bill_id_exists")
+            let stored = try PostgresStore.fetchBill(c, userID: userID, id: id)
+            if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
+                                                          deletedCode: "bill_deleted", existsCode: "bill_id_exists") {
+                return .existing(existing)
             }
             if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.text(userID)])).isEmpty { throw RepositoryError.notFound }
             try PostgresStore.checkUnique(c, userID: userID, excluding: id, content)
@@ -62,7 +37,7 @@ extension PostgresStore: BillRepository {
                 INSERT INTO bills (provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date,
                     paid_at, user_id, id, created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, 0, $13, $14, $15)
-                """, PostgresStore.contentValues(content) + [
+                """, StoreRows.billValues(content) + [
                     .text(userID), .text(id), .integer(now), .integer(now), .integer(position), .integer(now),
                     .text(deviceID ?? ""),
                 ])
@@ -72,8 +47,8 @@ extension PostgresStore: BillRepository {
 
     public func bill(userID: String, id: String) throws -> Bill? {
         try read { c in
-            try c.query("SELECT \(PostgresStore.billColumns) FROM bills WHERE user_id = $1 AND id = $2 AND deleted = 0",
-                        [.text(userID), .text(id)]).first.map(PostgresStore.decodeBill)
+            try c.query("SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = $1 AND id = $2 AND deleted = 0",
+                        [.text(userID), .text(id)]).first.map(StoreRows.bill)
         }
     }
 
@@ -82,25 +57,21 @@ extension PostgresStore: BillRepository {
                            _ transform: @escaping @Sendable (BillContent) throws -> BillContent) throws -> Bill {
         try write { tx in
             let c = tx.connection
-            guard let (current, deleted, lwwAt) = try PostgresStore.fetchBill(c, userID: userID, id: id, lock: true), !deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try PostgresStore.fetchBill(c, userID: userID, id: id, lock: true)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
             try PostgresStore.checkUnique(c, userID: userID, excluding: id, content)
-            var next = current
-            next.content = content
-            next.updatedAt = now
-            next.version = current.version + 1
+            let next = DocumentWrites.revised(current, content: content, now: now)
             let position = try self.takeChangePosition(tx, userID: userID)
             try c.update("""
                 UPDATE bills SET provider = $1, subscriber_no = $2, period = $3, consumption_milli_m3 = $4, amount_minor = $5,
                     currency = $6, due_date = $7, paid_at = $8, updated_at = $9, version = $10, change_position = $11, lww_at = $12,
                     lww_device = $13
                 WHERE user_id = $14 AND id = $15
-                """, PostgresStore.contentValues(content) + [
-                    .integer(now), .integer(next.version), .integer(position), .integer(max(now, lwwAt + 1)),
-                    .text(deviceID ?? ""), .text(userID), .text(id),
+                """, StoreRows.billValues(content) + [
+                    .integer(now), .integer(next.version), .integer(position), .integer(stamp.at),
+                    .text(stamp.device), .text(userID), .text(id),
                 ])
             return next
         }
@@ -110,23 +81,22 @@ extension PostgresStore: BillRepository {
                            precondition: @escaping @Sendable (Bill) -> Bool) throws {
         try write { tx in
             let c = tx.connection
-            guard let (current, deleted, lwwAt) = try PostgresStore.fetchBill(c, userID: userID, id: id, lock: true), !deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try PostgresStore.fetchBill(c, userID: userID, id: id, lock: true)
+            _ = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let position = try self.takeChangePosition(tx, userID: userID)
             try c.update("""
                 UPDATE bills SET deleted = 1, updated_at = $1, version = version + 1, change_position = $2, lww_at = $3,
                     lww_device = $4
                 WHERE user_id = $5 AND id = $6
-                """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
+                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
                       .text(userID), .text(id)])
         }
     }
 
     /// The list query (served by `bills_list`); public to the tests.
     public static let listBillsSQL = """
-        SELECT \(billColumns) FROM bills
+        SELECT \(StoreRows.billColumns) FROM bills
         WHERE user_id = $1 AND deleted = 0 AND period <= $2 AND (period < $2 OR id < $3)
         ORDER BY period DESC, id DESC
         LIMIT $4
@@ -137,38 +107,38 @@ extension PostgresStore: BillRepository {
             try c.query(PostgresStore.listBillsSQL, [
                 .text(userID), .text(cursor?.period.description ?? "9999-99"), .text(cursor?.id ?? "\u{10FFFF}"),
                 .integer(Int64(limit)),
-            ]).map(PostgresStore.decodeBill)
+            ]).map(StoreRows.bill)
         }
     }
 
     public func bill(userID: String, provider: String, subscriberNo: String, period: YearMonth) throws -> Bill? {
         try read { c in
             try c.query("""
-                SELECT \(PostgresStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = $1 AND provider = $2 AND subscriber_no = $3 AND period = $4 AND deleted = 0
                 """, [.text(userID), .text(provider), .text(subscriberNo), .text(period.description)])
-                .first.map(PostgresStore.decodeBill)
+                .first.map(StoreRows.bill)
         }
     }
 
     public func latestBills(userID: String, provider: String, subscriberNo: String, limit: Int) throws -> [Bill] {
         try read { c in
             try c.query("""
-                SELECT \(PostgresStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = $1 AND provider = $2 AND subscriber_no = $3 AND deleted = 0
                 ORDER BY period DESC LIMIT $4
                 """, [.text(userID), .text(provider), .text(subscriberNo), .integer(Int64(limit))])
-                .map(PostgresStore.decodeBill)
+                .map(StoreRows.bill)
         }
     }
 
     public func unpaidBills(userID: String, dueThrough: LocalDate) throws -> [Bill] {
         try read { c in
             try c.query("""
-                SELECT \(PostgresStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = $1 AND deleted = 0 AND paid_at IS NULL AND due_date <= $2
                 ORDER BY due_date, period, id
-                """, [.text(userID), .text(dueThrough.description)]).map(PostgresStore.decodeBill)
+                """, [.text(userID), .text(dueThrough.description)]).map(StoreRows.bill)
         }
     }
 }

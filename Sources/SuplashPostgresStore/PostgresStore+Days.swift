@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: HydrationRepository {
     public func putDay(userID: String, date: LocalDate, content: DayContextContent, deviceID: String?,
@@ -10,10 +11,11 @@ extension PostgresStore: HydrationRepository {
             guard let profile = try PostgresStore.loadProfile(c, userID: userID) else { throw RepositoryError.notFound }
             let existing = try c.query("SELECT created_at, version, lww_at FROM days WHERE user_id = $1 AND local_date = $2",
                                        [.text(userID), .text(date.description)]).first
+            let (day, created) = DocumentWrites.putDay(
+                date: date, content: content, stored: existing.map { ($0[0].int64 ?? now, $0[1].int64 ?? 0) }, now: now)
+            let stamp = DocumentWrites.stamp(now: now, stored: existing.map { WriteStamp(at: $0[2].int64 ?? 0, device: "") },
+                                             deviceID: deviceID)
             let position = try self.takeChangePosition(tx, userID: userID)
-            let createdAt = existing?[0].int64 ?? now
-            let version = (existing?[1].int64 ?? 0) + 1
-            let lwwAt = max(now, (existing?[2].int64 ?? 0) + 1)
             try c.update("""
                 INSERT INTO days (user_id, local_date, max_temperature_c, active_minutes, created_at, updated_at, version,
                     change_position, lww_at, lww_device)
@@ -24,19 +26,18 @@ extension PostgresStore: HydrationRepository {
                     change_position = excluded.change_position, lww_at = excluded.lww_at, lww_device = excluded.lww_device
                 """, [
                     .text(userID), .text(date.description), content.maxTemperatureC.map(SQLValue.real) ?? .null,
-                    content.activeMinutes.map { .integer(Int64($0)) } ?? .null, .integer(createdAt), .integer(now),
-                    .integer(version), .integer(position), .integer(lwwAt), .text(deviceID ?? ""),
+                    content.activeMinutes.map { .integer(Int64($0)) } ?? .null, .integer(day.createdAt), .integer(now),
+                    .integer(day.version), .integer(position), .integer(stamp.at), .text(stamp.device),
                 ])
             try PostgresStore.recomputeDays(tx, userID: userID, profile: profile,
                                           clock: ZoneClocks.shared.clock(profile.timezone), dates: [date], now: now)
-            return (DayContext(date: date, content: content, createdAt: createdAt, updatedAt: now, version: version),
-                    existing == nil)
+            return (day, created)
         }
     }
 
     /// The summary's day read (served by `water_entries_list`).
     public static let dayEntriesSQL = """
-        SELECT \(entryColumns) FROM water_entries
+        SELECT \(StoreRows.entryColumns) FROM water_entries
         WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
         ORDER BY logged_at DESC, id DESC
         """
@@ -48,7 +49,7 @@ extension PostgresStore: HydrationRepository {
         try snapshotRead { c in
             let entries = try c.query(PostgresStore.dayEntriesSQL,
                                       [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)])
-                .map(PostgresStore.decodeEntry)
+                .map(StoreRows.entry)
             var recent: [Int] = []
             for e in entries where !recent.contains(e.content.amountMl) && recent.count < 3 { recent.append(e.content.amountMl) }
             if recent.count < 3 {

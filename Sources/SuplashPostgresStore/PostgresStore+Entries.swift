@@ -1,33 +1,20 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 /// Water entries; every write recomputes the touched days' totals and the achievements in
 /// its own transaction (`entriesChanged`), as on SQLite.
 extension PostgresStore: WaterEntryRepository {
-    static let entryColumns = """
-        user_id, id, amount_ml, logged_at, source, health_kit_uuid, note, created_at, updated_at, version, deleted, lww_at
-        """
-
-    static func decodeEntry(_ row: PostgresRow) -> WaterEntry {
-        WaterEntry(
-            id: row["id"].text ?? "", userID: row["user_id"].text ?? "",
-            content: WaterEntryContent(
-                amountMl: Int(row["amount_ml"].int64 ?? 0), loggedAt: row["logged_at"].int64 ?? 0,
-                source: EntrySource(rawValue: row["source"].text ?? "") ?? .api,
-                healthKitUUID: row["health_kit_uuid"].text, note: row["note"].text),
-            createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-            version: row["version"].int64 ?? 1, deleted: (row["deleted"].int64 ?? 0) != 0)
-    }
-
-    /// Reads one entry row (live or tombstone) with its last-write-wins clock; `lock` takes
+    /// Reads one entry row (live or tombstone) with its last-write-wins stamp; `lock` takes
     /// its row lock for a read-modify-write.
-    static func fetchEntry(_ c: PostgresConnection, userID: String, id: String, lock: Bool) throws -> (WaterEntry, Int64)? {
+    static func fetchEntry(_ c: PostgresConnection, userID: String, id: String, lock: Bool) throws -> Stamped<WaterEntry>? {
         let sql = lock
-            ? "SELECT \(entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2 FOR UPDATE"
-            : "SELECT \(entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2"
+            ? "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2 FOR UPDATE"
+            : "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2"
         guard let row = try c.query(sql, [.text(userID), .text(id)]).first else { return nil }
-        return (decodeEntry(row), row["lww_at"].int64 ?? 0)
+        let entry = StoreRows.entry(row)
+        return Stamped(entry, deleted: entry.deleted, stamp: StoreRows.stamp(row))
     }
 
     /// Check, then insert: when a concurrent writer inserts the same id or HealthKit sample
@@ -38,17 +25,17 @@ extension PostgresStore: WaterEntryRepository {
                             now: Int64) throws -> EntryCreateOutcome {
         try write { tx in
             let c = tx.connection
-            if let (existing, _) = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: false) {
-                if existing.deleted { throw RepositoryError.conflict(code: "entry_deleted") }
-                if existing.content == content { return .existing(existing) }
-                throw RepositoryError.conflict(code: "entry_exists")
+            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: false)
+            if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
+                                                          deletedCode: "entry_deleted", existsCode: "entry_exists") {
+                return .existing(existing)
             }
             if let hk = content.healthKitUUID,
                let row = try c.query("""
-                   SELECT \(PostgresStore.entryColumns) FROM water_entries
+                   SELECT \(StoreRows.entryColumns) FROM water_entries
                    WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
                    """, [.text(userID), .text(hk)]).first {
-                return .existing(PostgresStore.decodeEntry(row))
+                return .existing(StoreRows.entry(row))
             }
             if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.text(userID)])).isEmpty {
                 throw RepositoryError.notFound
@@ -71,8 +58,8 @@ extension PostgresStore: WaterEntryRepository {
 
     public func entry(userID: String, id: String) throws -> WaterEntry? {
         try read { c in
-            try c.query("SELECT \(PostgresStore.entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2 AND deleted = 0",
-                        [.text(userID), .text(id)]).first.map(PostgresStore.decodeEntry)
+            try c.query("SELECT \(StoreRows.entryColumns) FROM water_entries WHERE user_id = $1 AND id = $2 AND deleted = 0",
+                        [.text(userID), .text(id)]).first.map(StoreRows.entry)
         }
     }
 
@@ -81,21 +68,16 @@ extension PostgresStore: WaterEntryRepository {
                             _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent) throws -> WaterEntry {
         try write { tx in
             let c = tx.connection
-            guard let (current, lwwAt) = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true),
-                  !current.deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
             if let hk = content.healthKitUUID, hk != current.content.healthKitUUID,
                !(try c.query("SELECT 1 FROM water_entries WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0",
                              [.text(userID), .text(hk)])).isEmpty {
                 throw RepositoryError.conflict(code: "health_kit_uuid_exists")
             }
-            var next = current
-            next.content = content
-            next.updatedAt = now
-            next.version = current.version + 1
+            let next = DocumentWrites.revised(current, content: content, now: now)
             let position = try self.takeChangePosition(tx, userID: userID)
             try c.update("""
                 UPDATE water_entries SET amount_ml = $1, logged_at = $2, source = $3, health_kit_uuid = $4, note = $5,
@@ -104,7 +86,7 @@ extension PostgresStore: WaterEntryRepository {
                 """, [
                     .integer(Int64(content.amountMl)), .integer(content.loggedAt), .text(content.source.rawValue),
                     .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
-                    .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""), .text(userID), .text(id),
+                    .integer(position), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
             try PostgresStore.entriesChanged(tx, userID: userID,
                                              deltas: [EntryDelta(current.content, sign: -1), EntryDelta(content, sign: 1)],
@@ -117,17 +99,15 @@ extension PostgresStore: WaterEntryRepository {
                             precondition: @escaping @Sendable (WaterEntry) -> Bool) throws {
         try write { tx in
             let c = tx.connection
-            guard let (current, lwwAt) = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true),
-                  !current.deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let position = try self.takeChangePosition(tx, userID: userID)
             try c.update("""
                 UPDATE water_entries SET deleted = 1, updated_at = $1, version = version + 1, change_position = $2,
                     lww_at = $3, lww_device = $4
                 WHERE user_id = $5 AND id = $6
-                """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
+                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
                       .text(userID), .text(id)])
             try PostgresStore.entriesChanged(tx, userID: userID, deltas: [EntryDelta(current.content, sign: -1)], now: now)
         }
@@ -135,7 +115,7 @@ extension PostgresStore: WaterEntryRepository {
 
     /// The SQL of the list query (keyset, served by `water_entries_list`).
     public static let listEntriesSQL = """
-        SELECT \(entryColumns) FROM water_entries
+        SELECT \(StoreRows.entryColumns) FROM water_entries
         WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
           AND logged_at <= $4 AND (logged_at < $4 OR id < $5)
         ORDER BY logged_at DESC, id DESC
@@ -147,7 +127,7 @@ extension PostgresStore: WaterEntryRepository {
             try c.query(PostgresStore.listEntriesSQL, [
                 .text(userID), .integer(from ?? Int64.min), .integer(to ?? Int64.max), .integer(cursor?.loggedAt ?? Int64.max),
                 .text(cursor?.id ?? "\u{10FFFF}"), .integer(Int64(limit)),
-            ]).map(PostgresStore.decodeEntry)
+            ]).map(StoreRows.entry)
         }
     }
 }

@@ -2,6 +2,7 @@ import SuplashDomain
 import SuplashJSON
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 /// Idempotency-Key requests (spec §7), shared by every instance on the database: a retry
 /// that lands on another instance replays the same first response, and a duplicate that

@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: EmailCodeRepository {
     /// Inserts or replaces the code and enqueues its message (inside the caller's transaction).
@@ -8,9 +9,11 @@ extension PostgresStore: EmailCodeRepository {
                           minIntervalMs: Int64) throws -> CodeIssueOutcome {
         let previous = try c.query("SELECT created_at FROM email_codes WHERE user_id = $1 AND purpose = $2 FOR UPDATE",
                                    [.text(code.userID), .text(code.purpose.rawValue)]).first?["created_at"].int64
-        if let previous {
-            let wait = previous + minIntervalMs - code.createdAt
-            if wait > 0 { return .tooSoon(retryAfterMs: wait) }
+        if let wait = EmailCodeRules.resendWait(previousCreatedAt: previous, minIntervalMs: minIntervalMs,
+                                                now: code.createdAt) {
+            return .tooSoon(retryAfterMs: wait)
+        }
+        if previous != nil {
             try c.update("""
                 UPDATE email_codes SET code_hash = $3, created_at = $4, expires_at = $5, attempts = 0
                 WHERE user_id = $1 AND purpose = $2
@@ -47,9 +50,9 @@ extension PostgresStore: EmailCodeRepository {
                           make: @escaping @Sendable (StoredUser) -> (NewEmailCode, OutboxMessage)) throws -> CodeIssueOutcome {
         try write { tx in
             let c = tx.connection
-            guard let row = try c.query("SELECT \(PostgresStore.userColumns) FROM users WHERE email = $1 FOR KEY SHARE", [.text(email)]).first
+            guard let row = try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = $1 FOR KEY SHARE", [.text(email)]).first
             else { return .noSuchUser }
-            let (code, message) = make(PostgresStore.decodeUser(row))
+            let (code, message) = make(StoreRows.user(row))
             return try PostgresStore.storeCode(c, code, message: message, minIntervalMs: minIntervalMs)
         }
     }
@@ -63,24 +66,21 @@ extension PostgresStore: EmailCodeRepository {
             guard let row = try c.query("SELECT code_hash, expires_at, attempts FROM email_codes WHERE user_id = $1 AND purpose = $2 FOR UPDATE",
                                         key).first,
                   let stored = row["code_hash"].bytes else { return .noCode }
-            let attempts = Int(row["attempts"].int64 ?? 0)
-            if (row["expires_at"].int64 ?? 0) <= now {
+            let verdict = EmailCodeRules.verdict(expiresAt: row["expires_at"].int64 ?? 0,
+                                                 attempts: Int(row["attempts"].int64 ?? 0), now: now,
+                                                 maxAttempts: maxAttempts, matches: { matches(stored) })
+            switch verdict {
+            case .wrong(let attemptsLeft) where attemptsLeft > 0:
+                try c.update("UPDATE email_codes SET attempts = attempts + 1 WHERE user_id = $1 AND purpose = $2", key)
+            default:
                 try c.update("DELETE FROM email_codes WHERE user_id = $1 AND purpose = $2", key)
-                return .expired
             }
-            if attempts >= maxAttempts {
-                try c.update("DELETE FROM email_codes WHERE user_id = $1 AND purpose = $2", key)
-                return .attemptsExhausted
+            switch verdict {
+            case .expired: return .expired
+            case .attemptsExhausted: return .attemptsExhausted
+            case .wrong(let attemptsLeft): return .wrong(attemptsLeft: attemptsLeft)
+            case .redeem: break
             }
-            guard matches(stored) else {
-                if attempts + 1 >= maxAttempts {
-                    try c.update("DELETE FROM email_codes WHERE user_id = $1 AND purpose = $2", key)
-                } else {
-                    try c.update("UPDATE email_codes SET attempts = attempts + 1 WHERE user_id = $1 AND purpose = $2", key)
-                }
-                return .wrong(attemptsLeft: maxAttempts - attempts - 1)
-            }
-            try c.update("DELETE FROM email_codes WHERE user_id = $1 AND purpose = $2", key)
             // Either purpose proves the mailbox: mark the email verified (a profile write).
             let unverified = try c.query("SELECT 1 FROM users WHERE id = $1 AND email_verified = 0 FOR UPDATE",
                                          [.text(userID)])

@@ -2,6 +2,7 @@ import Foundation
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: OperationsRepository {
     /// Admin-only counts, read in one snapshot; `databaseBytes` is `pg_database_size` of the

@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: SessionRepository {
     static func insertSession(_ c: PostgresConnection, _ s: NewSession) throws {
@@ -30,14 +31,20 @@ extension PostgresStore: SessionRepository {
             }
             let sessionID = row["session_id"].text ?? ""
             let userID = row["user_id"].text ?? ""
-            if !row["revoked_at"].isNull { return .revoked }
-            if !row["used_at"].isNull {
+            switch RefreshTokenRules.verdict(sessionRevoked: !row["revoked_at"].isNull, tokenUsed: !row["used_at"].isNull,
+                                             expiresAt: row["expires_at"].int64 ?? 0, now: now) {
+            case .revoked:
+                return .revoked
+            case .reused:
                 try c.update("UPDATE sessions SET revoked_at = $1, revoked_reason = 'refresh_token_reused' WHERE id = $2",
                              [.integer(now), .text(sessionID)])
                 try self.publish(tx, .session(id: sessionID))
                 return .reused(sessionID: sessionID, userID: userID)
+            case .expired:
+                return .expired
+            case .rotate:
+                break
             }
-            if (row["expires_at"].int64 ?? 0) <= now { return .expired }
             try c.update("UPDATE refresh_tokens SET used_at = $1 WHERE token_hash = $2", [.integer(now), .blob(hash)])
             try c.update("INSERT INTO refresh_tokens (token_hash, session_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
                          [.blob(newHash), .text(sessionID), .integer(now), .integer(newExpiresAt)])

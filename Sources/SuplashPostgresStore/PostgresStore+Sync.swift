@@ -2,9 +2,10 @@ import SuplashDomain
 import SuplashJSON
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
-/// The sync feed and push on PostgreSQL — a port of `SQLiteStore+Sync.swift` (keep the two
-/// in step). One collection of the change feed: its name, the query of a user's rows after
+/// The sync feed and push on PostgreSQL — the storage side of `SQLiteStore+Sync.swift`'s
+/// twin: last-write-wins decisions are the domain's `SyncPush`. One collection of the change feed: its name, the query of a user's rows after
 /// a position (served by a `(user_id, change_position)` index), and the row decoder.
 /// Query parameters: `$1` user id, `$2` position (exclusive), `$3` limit, `$4` 1 to include
 /// tombstones. Rows carry a `change_position` column and are ordered by it.
@@ -18,31 +19,20 @@ extension PostgresStore: SyncRepository {
     static let profileFeed = PostgresFeedSource(
         collection: "profile",
         sql: """
-            SELECT \(userColumns), change_position FROM users
+            SELECT \(StoreRows.userColumns), change_position FROM users
             WHERE id = $1 AND change_position > $2 AND $3 > 0 AND $4 >= 0
             """,
-        decode: { row in
-            let profile = PostgresStore.decodeUser(row).profile
-            return SyncChange(collection: "profile", id: profile.id, version: profile.version,
-                              updatedAt: profile.updatedAt, deleted: false,
-                              position: row["change_position"].int64 ?? 0, document: .profile(profile))
-        })
+        decode: { StoreRows.profileChange($0) })
 
     static let waterEntriesFeed = PostgresFeedSource(
         collection: "water_entries",
         sql: """
-            SELECT \(entryColumns), change_position FROM water_entries
+            SELECT \(StoreRows.entryColumns), change_position FROM water_entries
             WHERE user_id = $1 AND change_position > $2 AND (deleted = 0 OR $4 = 1)
             ORDER BY change_position
             LIMIT $3
             """,
-        decode: { row in
-            let entry = PostgresStore.decodeEntry(row)
-            return SyncChange(collection: "water_entries", id: entry.id, version: entry.version,
-                              updatedAt: entry.updatedAt, deleted: entry.deleted,
-                              position: row["change_position"].int64 ?? 0,
-                              document: entry.deleted ? nil : .waterEntry(entry))
-        })
+        decode: { StoreRows.entryChange($0) })
 
     /// Every collection of the feed (spec §5).
     static let feedSources: [PostgresFeedSource] = [profileFeed, waterEntriesFeed, billsFeed, daysFeed, achievementsFeed]
@@ -71,12 +61,6 @@ extension PostgresStore: SyncRepository {
 
     public func databaseID() throws -> String {
         try read { c in try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? "" }
-    }
-
-    /// Last-write-wins order (spec §5): true when (`at`, `device`) loses against the stored
-    /// (`storedAt`, `storedDevice`). Equal pairs: the later arrival wins, so it does not lose.
-    static func loses(at: Int64, device: String, storedAt: Int64, storedDevice: String) -> Bool {
-        at < storedAt || (at == storedAt && device < storedDevice)
     }
 
     public func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
@@ -119,25 +103,21 @@ extension PostgresStore: SyncRepository {
     private func applyEntryMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,
                                     _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = tx.connection
-        let stored = try c.query("SELECT \(PostgresStore.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2",
-                                 [.text(userID), .text(m.id)]).first
-        if let row = stored,
-           PostgresStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
-                             storedDevice: row["lww_device"].text ?? "") {
-            let current = PostgresStore.decodeEntry(row)
-            return .superseded(current: current.deleted ? nil : .waterEntry(current))
-        }
-        let current = stored.map(PostgresStore.decodeEntry)
-        switch m.write {
-        case .upsertEntry(let content):
+        let stored = try PostgresStore.fetchEntry(c, userID: userID, id: m.id, lock: false)
+        let step = SyncPush.entry(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
+                                  now: now)
+        let position: Int64
+        switch step {
+        case .answer(let outcome):
+            return outcome
+        case .upsert(let entry):
+            let content = entry.content
             if let hk = content.healthKitUUID,
                !(try c.query("SELECT 1 FROM water_entries WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0 AND id <> $3",
                              [.text(userID), .text(hk), .text(m.id)])).isEmpty {
                 return .rejected(SyncRejection(code: "health_kit_uuid_exists"))
             }
-            let position = try takeChangePosition(tx, userID: userID)
-            let entry = WaterEntry(id: m.id, userID: userID, content: content, createdAt: current?.createdAt ?? now,
-                                   updatedAt: now, version: (current?.version ?? 0) + 1, deleted: false)
+            position = try takeChangePosition(tx, userID: userID)
             try c.update("""
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -151,17 +131,8 @@ extension PostgresStore: SyncRepository {
                     .integer(entry.createdAt), .integer(now), .integer(entry.version), .integer(position),
                     .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
-            // Daily totals and achievements change in the same transaction (spec §4).
-            var deltas = [EntryDelta(content, sign: 1)]
-            if let current, !current.deleted { deltas.append(EntryDelta(current.content, sign: -1)) }
-            try PostgresStore.entriesChanged(tx, userID: userID, deltas: deltas, now: now)
-            return .applied(SyncChange(collection: "water_entries", id: m.id, version: entry.version, updatedAt: now,
-                                       deleted: false, position: position, document: .waterEntry(entry)))
-        case .delete:
-            let position = try takeChangePosition(tx, userID: userID)
-            let version = (current?.version ?? 0) + 1
-            // A delete of an unknown id leaves a tombstone too, so that an older upsert
-            // arriving later loses against it.
+        case .tombstone(let version):
+            position = try takeChangePosition(tx, userID: userID)
             try c.update("""
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -170,14 +141,11 @@ extension PostgresStore: SyncRepository {
                     change_position = $5, lww_at = $6, lww_device = $7
                 """, [.text(userID), .text(m.id), .integer(now), .integer(version), .integer(position),
                       .integer(m.clientUpdatedAt), .text(deviceID)])
-            if let current, !current.deleted {
-                try PostgresStore.entriesChanged(tx, userID: userID, deltas: [EntryDelta(current.content, sign: -1)], now: now)
-            }
-            return .applied(SyncChange(collection: "water_entries", id: m.id, version: version, updatedAt: now,
-                                       deleted: true, position: position, document: nil))
-        case .patchProfile, .upsertBill, .putDay:
-            return .rejected(SyncRejection(code: "invalid_mutation"))
         }
+        // Daily totals and achievements change in the same transaction (spec §4).
+        try PostgresStore.entriesChanged(tx, userID: userID, deltas: SyncPush.entryDeltas(step, stored: stored), now: now)
+        return SyncPush.applied(step, collection: "water_entries", id: m.id, position: position, now: now,
+                                wrap: SyncDocument.waterEntry)
     }
 
     private func applyProfileMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,
@@ -185,43 +153,34 @@ extension PostgresStore: SyncRepository {
                                       _ profilePatch: @Sendable (JSONValue, UserProfile) throws -> UserProfile)
         throws -> SyncMutationOutcome {
         let c = tx.connection
-        guard m.id == userID else { return .rejected(SyncRejection(code: "permission_denied")) }
-        guard case .patchProfile(let patch) = m.write else {
-            return .rejected(SyncRejection(code: "operation_not_allowed"))
+        let patch: JSONValue
+        switch SyncPush.profileTarget(m, userID: userID) {
+        case .failure(let rejection): return .rejected(rejection)
+        case .success(let p): patch = p
         }
-        guard let row = try c.query("SELECT \(PostgresStore.userColumns), lww_at, lww_device FROM users WHERE id = $1",
+        guard let row = try c.query("SELECT \(StoreRows.userColumns), lww_at, lww_device FROM users WHERE id = $1",
                                     [.text(userID)]).first else {
             throw RepositoryError.notFound
         }
-        let current = PostgresStore.decodeUser(row).profile
-        if PostgresStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
-                             storedDevice: row["lww_device"].text ?? "") {
-            return .superseded(current: .profile(current))
+        let current = StoreRows.user(row).profile
+        let step = try SyncPush.profile(patch: patch, stored: Stamped(current, stamp: StoreRows.stamp(row)),
+                                        stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now,
+                                        apply: profilePatch)
+        guard case .upsert(let next) = step else {
+            return SyncPush.applied(step, collection: "profile", id: userID, position: 0, now: now, wrap: SyncDocument.profile)
         }
-        var next: UserProfile
-        do {
-            next = try profilePatch(patch, current)
-        } catch let failure as ValidationFailure {
-            return .rejected(SyncRejection(code: "validation_failed", errors: failure.errors))
-        }
-        next.id = current.id
-        next.email = current.email
-        next.emailVerified = current.emailVerified
-        next.createdAt = current.createdAt
-        next.updatedAt = now
-        next.version = current.version + 1
         let position = try takeChangePosition(tx, userID: userID)
         try c.update("""
             UPDATE users SET email = $1, email_verified = $2, display_name = $3, weight_kg = $4, activity_level = $5,
                 wake_time = $6, sleep_time = $7, timezone = $8, locale = $9, daily_goal_ml = $10, cup_sizes_ml = $11,
                 updated_at = $12, version = $13, change_position = $14, lww_at = $15, lww_device = $16
             WHERE id = $17
-            """, PostgresStore.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
+            """, StoreRows.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
                                                     .text(userID)])
         // A new time zone or goal re-buckets days and re-evaluates goals, as for REST writes.
         try PostgresStore.profileChanged(tx, previous: current, current: next, now: now)
-        return .applied(SyncChange(collection: "profile", id: userID, version: next.version, updatedAt: now,
-                                   deleted: false, position: position, document: .profile(next)))
+        return SyncPush.applied(step, collection: "profile", id: userID, position: position, now: now,
+                                wrap: SyncDocument.profile)
     }
 
     public func purgeTombstones(deletedBefore: Int64) throws -> (purged: Int, horizon: Int64) {
@@ -263,22 +222,24 @@ extension PostgresStore: WaterEntryBatchRepository {
             outcomes.reserveCapacity(list.count)
             var touched: [EntryDelta] = []
             for item in list {
-                if let (existing, _) = try PostgresStore.fetchEntry(c, userID: userID, id: item.id, lock: false) {
-                    if existing.deleted {
-                        outcomes.append(.rejected(code: "entry_deleted"))
-                    } else if existing.content == item.content {
-                        outcomes.append(.existing(existing))
-                    } else {
-                        outcomes.append(.rejected(code: "entry_exists"))
+                if let stored = try PostgresStore.fetchEntry(c, userID: userID, id: item.id, lock: false) {
+                    do {
+                        if let existing = try DocumentWrites.existing(stored, content: item.content,
+                                                                      storedContent: \.content, deletedCode: "entry_deleted",
+                                                                      existsCode: "entry_exists") {
+                            outcomes.append(.existing(existing))
+                        }
+                    } catch RepositoryError.conflict(code: let code) {
+                        outcomes.append(.rejected(code: code))
                     }
                     continue
                 }
                 if let hk = item.content.healthKitUUID,
                    let row = try c.query("""
-                       SELECT \(PostgresStore.entryColumns) FROM water_entries
+                       SELECT \(StoreRows.entryColumns) FROM water_entries
                        WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
                        """, [.text(userID), .text(hk)]).first {
-                    outcomes.append(.existing(PostgresStore.decodeEntry(row)))
+                    outcomes.append(.existing(StoreRows.entry(row)))
                     continue
                 }
                 let position = try self.takeChangePosition(tx, userID: userID)

@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 /// The domain collections of the change feed and the sync push (spec §5): `bills`, `days`
 /// and `achievements`. Each feed source is served by its `(user_id, change_position)` index
@@ -11,54 +12,32 @@ extension PostgresStore {
     static let billsFeed = PostgresFeedSource(
         collection: "bills",
         sql: """
-            SELECT \(billColumns), change_position FROM bills
+            SELECT \(StoreRows.billColumns), change_position FROM bills
             WHERE user_id = $1 AND change_position > $2 AND (deleted = 0 OR $4 = 1)
             ORDER BY change_position
             LIMIT $3
             """,
-        decode: { row in
-            let bill = PostgresStore.decodeBill(row)
-            let deleted = (row["deleted"].int64 ?? 0) != 0
-            return SyncChange(collection: "bills", id: bill.id, version: bill.version, updatedAt: bill.updatedAt,
-                              deleted: deleted, position: row["change_position"].int64 ?? 0,
-                              document: deleted ? nil : .bill(bill))
-        })
-
-    static let dayColumns = "local_date, max_temperature_c, active_minutes, created_at, updated_at, version"
+        decode: { StoreRows.billChange($0) })
 
     static let daysFeed = PostgresFeedSource(
         collection: "days",
         sql: """
-            SELECT \(dayColumns), change_position FROM days
+            SELECT \(StoreRows.dayColumns), change_position FROM days
             WHERE user_id = $1 AND change_position > $2 AND $4 >= 0
             ORDER BY change_position
             LIMIT $3
             """,
-        decode: { row in
-            let day = PostgresStore.decodeDay(row)
-            return SyncChange(collection: "days", id: day.date.description, version: day.version,
-                              updatedAt: day.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
-                              document: .day(day))
-        })
-
-    static let achievementsColumns = """
-        user_id, latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met, badges, updated_at, version
-        """
+        decode: { StoreRows.dayChange($0) })
 
     static let achievementsFeed = PostgresFeedSource(
         collection: "achievements",
         sql: """
-            SELECT \(achievementsColumns), change_position FROM achievements
+            SELECT \(StoreRows.achievementsColumns), change_position FROM achievements
             WHERE user_id = $1 AND change_position > $2 AND $4 >= 0
             ORDER BY change_position
             LIMIT $3
             """,
-        decode: { row in
-            let a = PostgresStore.decodeAchievements(row)
-            return SyncChange(collection: "achievements", id: row["user_id"].text ?? "", version: a.version,
-                              updatedAt: a.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
-                              document: .achievements(a))
-        })
+        decode: { StoreRows.achievementsChange($0) })
 
     /// The SQL of the bills, days and achievements feed sources (each served by its
     /// `(user_id, change_position)` index).
@@ -66,49 +45,28 @@ extension PostgresStore {
         [billsFeed, daysFeed, achievementsFeed].map { ($0.collection, $0.sql) }
     }
 
-    static func decodeDay(_ row: PostgresRow) -> DayContext {
-        DayContext(date: row["local_date"].text.flatMap(LocalDate.init(parsing:)) ?? LocalDate(dayNumber: 0),
-                   content: DayContextContent(maxTemperatureC: row["max_temperature_c"].double,
-                                              activeMinutes: row["active_minutes"].int64.map { Int($0) }),
-                   createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-                   version: row["version"].int64 ?? 1)
-    }
-
-    static func decodeAchievements(_ row: PostgresRow) -> Achievements {
-        Achievements(
-            latestRunEnd: row["latest_run_end"].text.flatMap(LocalDate.init(parsing:)),
-            latestRunLength: Int(row["latest_run_length"].int64 ?? 0),
-            longestStreakDays: Int(row["longest_streak"].int64 ?? 0), totalMl: row["total_ml"].int64 ?? 0,
-            daysGoalMet: Int(row["days_goal_met"].int64 ?? 0), badges: decodeBadges(row["badges"].text ?? ""),
-            updatedAt: row["updated_at"].int64 ?? 0, version: row["version"].int64 ?? 0)
-    }
-
     // MARK: - Push
 
     /// A `bills` mutation: last-write-wins upsert (a whole bill, validated as `POST …/bills`)
-    /// or tombstone. An upsert onto a (provider, subscriberNo, period) held by another live
-    /// bill is rejected `bill_exists`.
+    /// or tombstone, decided by `SyncPush.bill`. An upsert onto a (provider, subscriberNo,
+    /// period) held by another live bill is rejected `bill_exists`.
     func applyBillMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,
                            _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = tx.connection
-        let stored = try c.query("SELECT \(PostgresStore.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2",
-                                 [.text(userID), .text(m.id)]).first
-        let current = stored.map { (bill: PostgresStore.decodeBill($0), deleted: ($0["deleted"].int64 ?? 0) != 0) }
-        if let row = stored, let current,
-           PostgresStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
-                             storedDevice: row["lww_device"].text ?? "") {
-            return .superseded(current: current.deleted ? nil : .bill(current.bill))
-        }
-        let version = (current?.bill.version ?? 0) + 1
-        let createdAt = current?.bill.createdAt ?? now
-        switch m.write {
-        case .upsertBill(let content):
+        let stored = try PostgresStore.fetchBill(c, userID: userID, id: m.id)
+        let step = SyncPush.bill(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
+                                 now: now)
+        let position: Int64
+        switch step {
+        case .answer(let outcome):
+            return outcome
+        case .upsert(let bill):
             do {
-                try PostgresStore.checkUnique(c, userID: userID, excluding: m.id, content)
+                try PostgresStore.checkUnique(c, userID: userID, excluding: m.id, bill.content)
             } catch RepositoryError.conflict(code: let code) {
                 return .rejected(SyncRejection(code: code))
             }
-            let position = try takeChangePosition(tx, userID: userID)
+            position = try takeChangePosition(tx, userID: userID)
             try c.update("""
                 INSERT INTO bills (provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date,
                     paid_at, user_id, id, created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -116,18 +74,13 @@ extension PostgresStore {
                 ON CONFLICT (user_id, id) DO UPDATE SET provider = $1, subscriber_no = $2, period = $3,
                     consumption_milli_m3 = $4, amount_minor = $5, currency = $6, due_date = $7, paid_at = $8,
                     updated_at = $12, version = $13, deleted = 0, change_position = $14, lww_at = $15, lww_device = $16
-                """, PostgresStore.contentValues(content) + [
-                    .text(userID), .text(m.id), .integer(createdAt), .integer(now), .integer(version), .integer(position),
-                    .integer(m.clientUpdatedAt), .text(deviceID),
+                """, StoreRows.billValues(bill.content) + [
+                    .text(userID), .text(m.id), .integer(bill.createdAt), .integer(now), .integer(bill.version),
+                    .integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
-            let bill = Bill(id: m.id, userID: userID, content: content, createdAt: createdAt, updatedAt: now,
-                            version: version)
-            return .applied(SyncChange(collection: "bills", id: m.id, version: version, updatedAt: now, deleted: false,
-                                       position: position, document: .bill(bill)))
-        case .delete:
-            let position = try takeChangePosition(tx, userID: userID)
-            // A delete of an unknown id leaves a tombstone too, so that an older upsert
-            // arriving later loses against it. Tombstones are outside the uniqueness index.
+        case .tombstone(let version):
+            position = try takeChangePosition(tx, userID: userID)
+            // Tombstones are outside the uniqueness index.
             try c.update("""
                 INSERT INTO bills (provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date,
                     paid_at, user_id, id, created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -136,42 +89,33 @@ extension PostgresStore {
                     change_position = $5, lww_at = $6, lww_device = $7
                 """, [.text(userID), .text(m.id), .integer(now), .integer(version), .integer(position),
                       .integer(m.clientUpdatedAt), .text(deviceID)])
-            return .applied(SyncChange(collection: "bills", id: m.id, version: version, updatedAt: now, deleted: true,
-                                       position: position, document: nil))
-        default:
-            return .rejected(SyncRejection(code: "invalid_mutation"))
         }
+        return SyncPush.applied(step, collection: "bills", id: m.id, position: position, now: now, wrap: SyncDocument.bill)
     }
 
     /// A `days` mutation (id = the local date): last-write-wins replacement of the day's
-    /// context, validated as `PUT …/days/{date}`; a delete clears the context (a `PUT` of
-    /// `{}`), so the day document stays, with both fields null. The day's goal, streaks
-    /// and badges are recomputed in the same transaction, as for the REST write.
+    /// context, decided by `SyncPush.day`; a delete clears the context (a `PUT` of `{}`), so
+    /// the day document stays, with both fields null. The day's goal, streaks and badges
+    /// are recomputed in the same transaction, as for the REST write.
     func applyDayMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,
                           _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = tx.connection
-        guard let date = LocalDate(parsing: m.id) else {
-            return .rejected(SyncRejection(code: "validation_failed",
-                                           errors: [FieldError("/id", .invalidFormat, "must be a date YYYY-MM-DD")]))
-        }
-        let content: DayContextContent
-        switch m.write {
-        case .putDay(let c): content = c
-        case .delete: content = DayContextContent()
-        default: return .rejected(SyncRejection(code: "invalid_mutation"))
+        let date: LocalDate, content: DayContextContent
+        switch SyncPush.dayTarget(m) {
+        case .failure(let rejection): return .rejected(rejection)
+        case .success(let target): (date, content) = target
         }
         guard let profile = try PostgresStore.loadProfile(c, userID: userID) else { throw RepositoryError.notFound }
-        let stored = try c.query("SELECT \(PostgresStore.dayColumns), lww_at, lww_device FROM days WHERE user_id = $1 AND local_date = $2",
-                                 [.text(userID), .text(date.description)]).first
-        let current = stored.map(PostgresStore.decodeDay)
-        if let row = stored, let current,
-           PostgresStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
-                             storedDevice: row["lww_device"].text ?? "") {
-            return .superseded(current: .day(current))
+        let stored = try c.query("SELECT \(StoreRows.dayColumns), lww_at, lww_device FROM days WHERE user_id = $1 AND local_date = $2",
+                                 [.text(userID), .text(date.description)]).first.map { row in
+            Stamped(StoreRows.day(row), stamp: StoreRows.stamp(row))
+        }
+        let step = SyncPush.day(date: date, content: content, stored: stored,
+                                stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now)
+        guard case .upsert(let day) = step else {
+            return SyncPush.applied(step, collection: "days", id: date.description, position: 0, now: now, wrap: SyncDocument.day)
         }
         let position = try takeChangePosition(tx, userID: userID)
-        let day = DayContext(date: date, content: content, createdAt: current?.createdAt ?? now, updatedAt: now,
-                             version: (current?.version ?? 0) + 1)
         try c.update("""
             INSERT INTO days (user_id, local_date, max_temperature_c, active_minutes, created_at, updated_at, version,
                 change_position, lww_at, lww_device)
@@ -186,7 +130,7 @@ extension PostgresStore {
         // The day's goal changed: goal days, streaks and badges as for PUT …/days/{date}.
         try PostgresStore.recomputeDays(tx, userID: userID, profile: profile,
                                       clock: ZoneClocks.shared.clock(profile.timezone), dates: [date], now: now)
-        return .applied(SyncChange(collection: "days", id: date.description, version: day.version, updatedAt: now,
-                                   deleted: false, position: position, document: .day(day)))
+        return SyncPush.applied(step, collection: "days", id: date.description, position: position, now: now,
+                                wrap: SyncDocument.day)
     }
 }

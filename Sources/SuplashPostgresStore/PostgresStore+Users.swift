@@ -1,40 +1,9 @@
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 extension PostgresStore: UserRepository {
-    static let userColumns = """
-        id, email, email_verified, password_hash, display_name, weight_kg, activity_level, wake_time, sleep_time, \
-        timezone, locale, daily_goal_ml, cup_sizes_ml, created_at, updated_at, version
-        """
-
-    static func decodeUser(_ row: PostgresRow) -> StoredUser {
-        var p = UserProfile(id: row["id"].text ?? "", email: row["email"].text ?? "",
-                            displayName: row["display_name"].text, now: row["created_at"].int64 ?? 0)
-        p.emailVerified = (row["email_verified"].int64 ?? 0) != 0
-        p.weightKg = row["weight_kg"].double
-        p.activityLevel = ActivityLevel(rawValue: row["activity_level"].text ?? "") ?? UserProfile.defaultActivityLevel
-        p.wakeTime = row["wake_time"].text ?? UserProfile.defaultWakeTime
-        p.sleepTime = row["sleep_time"].text ?? UserProfile.defaultSleepTime
-        p.timezone = row["timezone"].text ?? UserProfile.defaultTimezone
-        p.locale = row["locale"].text ?? UserProfile.defaultLocale
-        p.dailyGoalMl = row["daily_goal_ml"].int64.map { Int($0) }
-        p.cupSizesMl = (row["cup_sizes_ml"].text ?? "").split(separator: ",").compactMap { Int($0) }
-        p.updatedAt = row["updated_at"].int64 ?? p.createdAt
-        p.version = row["version"].int64 ?? 1
-        return StoredUser(profile: p, passwordHash: row["password_hash"].text)
-    }
-
-    /// `$1`…`$13` of the insert and update statements, in this order.
-    static func profileValues(_ p: UserProfile) -> [SQLValue] {
-        [
-            .text(p.email), .integer(p.emailVerified ? 1 : 0), .optionalText(p.displayName),
-            .optionalReal(p.weightKg), .text(p.activityLevel.rawValue), .text(p.wakeTime),
-            .text(p.sleepTime), .text(p.timezone), .text(p.locale), .optionalInteger(p.dailyGoalMl.map { Int64($0) }),
-            .text(p.cupSizesMl.map(String.init).joined(separator: ",")), .integer(p.updatedAt), .integer(p.version),
-        ]
-    }
-
     public func createUser(_ profile: UserProfile, passwordHash: String, session: NewSession) throws -> UserProfile {
         try write { tx in
             let c = tx.connection
@@ -48,7 +17,7 @@ extension PostgresStore: UserRepository {
                     timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version,
                     id, password_hash, created_at, change_position, lww_at, lww_device)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, '')
-                """, PostgresStore.profileValues(p) + [
+                """, StoreRows.profileValues(p) + [
                     .text(p.id), .text(passwordHash), .integer(p.createdAt), .integer(position), .integer(p.updatedAt),
                 ])
             try PostgresStore.insertSession(c, session)
@@ -58,15 +27,15 @@ extension PostgresStore: UserRepository {
 
     public func user(id: String) throws -> StoredUser? {
         try read { c in
-            try c.query("SELECT \(PostgresStore.userColumns) FROM users WHERE id = $1", [.text(id)])
-                .first.map(PostgresStore.decodeUser)
+            try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE id = $1", [.text(id)])
+                .first.map(StoreRows.user)
         }
     }
 
     public func user(email: String) throws -> StoredUser? {
         try read { c in
-            try c.query("SELECT \(PostgresStore.userColumns) FROM users WHERE email = $1", [.text(email)])
-                .first.map(PostgresStore.decodeUser)
+            try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = $1", [.text(email)])
+                .first.map(StoreRows.user)
         }
     }
 
@@ -76,26 +45,20 @@ extension PostgresStore: UserRepository {
                               _ transform: @escaping @Sendable (UserProfile) throws -> UserProfile) throws -> UserProfile {
         try write { tx in
             let c = tx.connection
-            guard let row = try c.query("SELECT \(PostgresStore.userColumns), lww_at FROM users WHERE id = $1 FOR UPDATE",
+            guard let row = try c.query("SELECT \(StoreRows.userColumns), lww_at FROM users WHERE id = $1 FOR UPDATE",
                                         [.text(userID)]).first else {
                 throw RepositoryError.notFound
             }
-            let current = PostgresStore.decodeUser(row).profile
-            var next = try transform(current)
-            next.id = current.id
-            next.email = current.email
-            next.emailVerified = current.emailVerified
-            next.createdAt = current.createdAt
-            next.updatedAt = now
-            next.version = current.version + 1
-            let lwwAt = max(now, (row["lww_at"].int64 ?? 0) + 1)
+            let current = StoreRows.user(row).profile
+            let next = DocumentWrites.revised(current, patched: try transform(current), now: now)
+            let lwwAt = LastWriteWins.restStampAt(now: now, storedAt: row["lww_at"].int64 ?? 0)
             let position = try self.takeChangePosition(tx, userID: userID)
             try c.update("""
                 UPDATE users SET email = $1, email_verified = $2, display_name = $3, weight_kg = $4, activity_level = $5,
                     wake_time = $6, sleep_time = $7, timezone = $8, locale = $9, daily_goal_ml = $10, cup_sizes_ml = $11,
                     updated_at = $12, version = $13, change_position = $14, lww_at = $15, lww_device = ''
                 WHERE id = $16
-                """, PostgresStore.profileValues(next) + [.integer(position), .integer(lwwAt), .text(userID)])
+                """, StoreRows.profileValues(next) + [.integer(position), .integer(lwwAt), .text(userID)])
             try PostgresStore.profileChanged(tx, previous: current, current: next, now: now)
             return next
         }
@@ -104,11 +67,11 @@ extension PostgresStore: UserRepository {
     public func listUsers(email: String?, afterID: String?, limit: Int) throws -> [UserProfile] {
         try read { c in
             try c.query("""
-                SELECT \(PostgresStore.userColumns) FROM users
+                SELECT \(StoreRows.userColumns) FROM users
                 WHERE id > $1 AND ($2::text IS NULL OR email = $2::text)
                 ORDER BY id LIMIT $3
                 """, [.text(afterID ?? ""), .optionalText(email), .integer(Int64(limit))])
-                .map { PostgresStore.decodeUser($0).profile }
+                .map { StoreRows.user($0).profile }
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import SuplashDomain
 import SuplashPostgres
 import SuplashStorage
+import SuplashStoreRows
 
 /// The PostgreSQL adapter of the repository protocols of `SuplashDomain`, for any number of
 /// server instances on one database (README "PostgreSQL (in progress)").
@@ -105,35 +106,5 @@ public final class PostgresChangeNotifier: @unchecked Sendable {
     public func notify(userID: String) {
         let current = lock.withLock { listeners }
         for listener in current { listener(userID) }
-    }
-}
-
-// MARK: - Column decoding helpers
-
-extension SQLValue {
-    var int64: Int64? {
-        switch self {
-        case .integer(let i): i
-        case .real(let d): Int64(exactly: d)
-        default: nil
-        }
-    }
-
-    var double: Double? {
-        switch self {
-        case .real(let d): d
-        case .integer(let i): Double(i)
-        default: nil
-        }
-    }
-
-    var text: String? {
-        if case .text(let s) = self { return s }
-        return nil
-    }
-
-    var bytes: [UInt8]? {
-        if case .blob(let b) = self { return b }
-        return nil
     }
 }

@@ -1,16 +1,17 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: AccountDataRepository {
     public func exportAccount(userID: String) throws -> AccountExport? {
         try read { c in
             guard let profile = try SQLiteStore.loadProfile(c, userID: userID) else { return nil }
             let entries = try c.query("""
-                SELECT \(SQLiteStore.entryColumns) FROM water_entries WHERE user_id = ? AND deleted = 0 ORDER BY logged_at, id
-                """, [.text(userID)]).map(SQLiteStore.decodeEntry)
+                SELECT \(StoreRows.entryColumns) FROM water_entries WHERE user_id = ? AND deleted = 0 ORDER BY logged_at, id
+                """, [.text(userID)]).map(StoreRows.entry)
             let bills = try c.query("""
-                SELECT \(SQLiteStore.billColumns) FROM bills WHERE user_id = ? AND deleted = 0 ORDER BY period DESC, id DESC
-                """, [.text(userID)]).map(SQLiteStore.decodeBill)
+                SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = ? AND deleted = 0 ORDER BY period DESC, id DESC
+                """, [.text(userID)]).map(StoreRows.bill)
             return AccountExport(profile: profile, entries: entries, days: try SQLiteStore.loadDays(c, userID: userID),
                                  bills: bills, achievements: try SQLiteStore.loadAchievements(c, userID: userID))
         }

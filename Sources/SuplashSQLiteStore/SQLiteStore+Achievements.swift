@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 /// Keeps `daily_totals` and `achievements` current inside the writer transaction of the
 /// write that changes them (spec §4 achievements). Only the touched days and the streak
@@ -59,19 +60,13 @@ extension SQLiteStore {
             }
         }
         let before = try loadAchievements(c, userID: userID)
-        var state = before
         let sums = try c.query("""
             SELECT COALESCE(SUM(total_ml), 0), COALESCE(SUM(goal_met), 0) FROM daily_totals WHERE user_id = ?
             """, [.text(userID)])
-        state.totalMl = sums.first?[0].int64 ?? 0
-        state.daysGoalMet = Int(sums.first?[1].int64 ?? 0)
-        (state.latestRunEnd, state.latestRunLength) = try latestRun(c, userID: userID)
-        state.longestStreakDays = try longestRun(c, userID: userID)
-        state.badges = StreakRules.award(
-            StreakRules.qualifyingBadges(longestStreakDays: state.longestStreakDays, totalMl: state.totalMl,
-                                         daysGoalMet: state.daysGoalMet, anyEntry: state.totalMl > 0, anyWatchEntry: false),
-            to: state.badges, now: now)
-        try saveAchievements(c, userID: userID, before: before, after: state, now: now)
+        let step = try StreakBook.rebuild(before, totalMl: sums.first?[0].int64 ?? 0,
+                                          daysGoalMet: Int(sums.first?[1].int64 ?? 0),
+                                          goalDays: GoalDays(connection: c, userID: userID), now: now)
+        try saveAchievements(c, userID: userID, before: before, after: step.state, now: now)
     }
 
     /// Recomputes the totals of `dates` and everything that depends on them.
@@ -81,23 +76,20 @@ extension SQLiteStore {
                               dates: Set<LocalDate>, now: Int64, deltas: [LocalDate: (ml: Int, count: Int)]? = nil,
                               watchWritten: Bool = false) throws {
         let before = try loadAchievements(c, userID: userID)
-        var state = before
         let base = HydrationRules.baseGoalMl(profile)
-        var becameMet: [LocalDate] = []
-        var becameUnmet: [LocalDate] = []
-        var anyEntry = false
+        var changes: [DayTotalChange] = []
         var anyWatch = watchWritten
         for date in dates.sorted() {
             let old = try c.query("""
                 SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = ? AND local_date = ?
-                """, [.text(userID), .text(date.description)]).first
-            let oldTotal = Int(old?[0].int64 ?? 0)
-            let oldCount = Int(old?[1].int64 ?? 0)
-            let oldMet = (old?[2].int64 ?? 0) != 0
+                """, [.text(userID), .text(date.description)]).first.map {
+                DayTotalRow(totalMl: Int($0[0].int64 ?? 0), entriesCount: Int($0[1].int64 ?? 0),
+                            goalMet: ($0[2].int64 ?? 0) != 0)
+            }
             var total = 0
             var count = 0
             if let delta = deltas?[date] {
-                (total, count) = DailyTotals.apply(total: oldTotal, count: oldCount, delta: delta)
+                (total, count) = DailyTotals.apply(total: old?.totalMl ?? 0, count: old?.entriesCount ?? 0, delta: delta)
             } else {
                 let range = clock.dayRange(date)
                 let sums = try c.query("""
@@ -108,89 +100,55 @@ extension SQLiteStore {
                 count = Int(sums?[1].int64 ?? 0)
                 if (sums?[2].int64 ?? 0) != 0 { anyWatch = true }
             }
-            anyEntry = anyEntry || count > 0
             let context = try loadContexts(c, userID: userID, from: date, to: date)[date]
-            let met = count > 0 && total >= HydrationRules.dayGoalMl(baseGoalMl: base, context: context)
-            if count == 0 {
-                _ = try c.run("DELETE FROM daily_totals WHERE user_id = ? AND local_date = ?",
-                              [.text(userID), .text(date.description)])
-            } else {
+            let row = StreakBook.dayRow(totalMl: total, entriesCount: count,
+                                        goalMl: HydrationRules.dayGoalMl(baseGoalMl: base, context: context))
+            if let row {
                 _ = try c.run("""
                     INSERT INTO daily_totals (user_id, local_date, total_ml, entries_count, goal_met) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (user_id, local_date) DO UPDATE SET
                         total_ml = excluded.total_ml, entries_count = excluded.entries_count, goal_met = excluded.goal_met
-                    """, [.text(userID), .text(date.description), .integer(Int64(total)), .integer(Int64(count)),
-                          .integer(met ? 1 : 0)])
+                    """, [.text(userID), .text(date.description), .integer(Int64(row.totalMl)),
+                          .integer(Int64(row.entriesCount)), .integer(row.goalMet ? 1 : 0)])
+            } else {
+                _ = try c.run("DELETE FROM daily_totals WHERE user_id = ? AND local_date = ?",
+                              [.text(userID), .text(date.description)])
             }
-            state.totalMl += Int64(total - oldTotal)
-            if met != oldMet {
-                state.daysGoalMet += met ? 1 : -1
-                if met { becameMet.append(date) } else { becameUnmet.append(date) }
-            }
+            changes.append(DayTotalChange(date: date, before: old, after: row))
         }
-        if !becameMet.isEmpty || !becameUnmet.isEmpty {
-            (state.latestRunEnd, state.latestRunLength) = try latestRun(c, userID: userID)
-            var rescan = becameUnmet.count > 1
-            if let d = becameUnmet.first, !rescan {
-                // The run this day belonged to, as it was: if it may have been the longest,
-                // the longest must be found again (rare: a goal day lost).
-                let oldRun = try walk(c, userID: userID, from: d.adding(days: -1), descending: true) + 1
-                    + (try walk(c, userID: userID, from: d.adding(days: 1), descending: false))
-                rescan = oldRun >= state.longestStreakDays
-            }
-            if rescan {
-                state.longestStreakDays = try longestRun(c, userID: userID)
-            }
-            for d in becameMet {
-                let run = try walk(c, userID: userID, from: d, descending: true)
-                    + (try walk(c, userID: userID, from: d.adding(days: 1), descending: false))
-                state.longestStreakDays = max(state.longestStreakDays, run)
-            }
-            state.longestStreakDays = max(state.longestStreakDays, state.latestRunLength)
-        }
-        state.badges = StreakRules.award(
-            StreakRules.qualifyingBadges(longestStreakDays: state.longestStreakDays, totalMl: state.totalMl,
-                                         daysGoalMet: state.daysGoalMet, anyEntry: anyEntry, anyWatchEntry: anyWatch),
-            to: state.badges, now: now)
-        try saveAchievements(c, userID: userID, before: before, after: state, now: now)
+        let step = try StreakBook.apply(before, changes: changes, anyWatchEntry: anyWatch,
+                                        goalDays: GoalDays(connection: c, userID: userID), now: now)
+        try saveAchievements(c, userID: userID, before: before, after: step.state, now: now)
     }
 
-    /// Counts consecutive goal days starting at `from` (inclusive), going back or forward.
-    static func walk(_ c: SQLiteConnection, userID: String, from: LocalDate, descending: Bool) throws -> Int {
-        let chunk = 64
-        var expected = from.dayNumber
-        var count = 0
-        while true {
+    /// The user's goal days for `StreakBook`, read inside the write transaction through the
+    /// goal-day index of `daily_totals`.
+    struct GoalDays: GoalDayIndex {
+        let connection: SQLiteConnection
+        let userID: String
+
+        func goalDays(from: LocalDate, descending: Bool, limit: Int) throws -> [LocalDate] {
             let sql = descending
                 ? "SELECT local_date FROM daily_totals WHERE user_id = ? AND goal_met = 1 AND local_date <= ? ORDER BY local_date DESC LIMIT ?"
                 : "SELECT local_date FROM daily_totals WHERE user_id = ? AND goal_met = 1 AND local_date >= ? ORDER BY local_date ASC LIMIT ?"
-            let rows = try c.query(sql, [.text(userID), .text(LocalDate(dayNumber: expected).description), .integer(Int64(chunk))])
-            for row in rows {
-                guard let d = row[0].text.flatMap(LocalDate.init(parsing:)), d.dayNumber == expected else { return count }
-                count += 1
-                expected += descending ? -1 : 1
-            }
-            if rows.count < chunk { return count }
+            return try connection.query(sql, [.text(userID), .text(from.description), .integer(Int64(limit))])
+                .lazy.map { $0[0].text.flatMap(LocalDate.init(parsing:)) }.prefix { $0 != nil }.compactMap { $0 }
+        }
+
+        func latestGoalDay() throws -> LocalDate? {
+            try connection.query("""
+                SELECT local_date FROM daily_totals WHERE user_id = ? AND goal_met = 1 ORDER BY local_date DESC LIMIT 1
+                """, [.text(userID)]).first?[0].text.flatMap(LocalDate.init(parsing:))
+        }
+
+        func allGoalDays() throws -> [LocalDate] {
+            try connection.query("SELECT local_date FROM daily_totals WHERE user_id = ? AND goal_met = 1",
+                                 [.text(userID)]).compactMap { $0[0].text.flatMap(LocalDate.init(parsing:)) }
         }
     }
 
-    /// The most recent run of goal days: (last day, length), or (nil, 0).
-    static func latestRun(_ c: SQLiteConnection, userID: String) throws -> (LocalDate?, Int) {
-        guard let end = try c.query("""
-            SELECT local_date FROM daily_totals WHERE user_id = ? AND goal_met = 1 ORDER BY local_date DESC LIMIT 1
-            """, [.text(userID)]).first?[0].text.flatMap(LocalDate.init(parsing:)) else { return (nil, 0) }
-        return (end, try walk(c, userID: userID, from: end, descending: true))
-    }
-
-    /// The longest run of goal days (reads every goal day of the user: index only).
-    static func longestRun(_ c: SQLiteConnection, userID: String) throws -> Int {
-        let days = try c.query("SELECT local_date FROM daily_totals WHERE user_id = ? AND goal_met = 1",
-                               [.text(userID)]).compactMap { $0[0].text.flatMap(LocalDate.init(parsing:)) }
-        return StreakRules.runs(days).map(\.length).max() ?? 0
-    }
-
     static func loadProfile(_ c: SQLiteConnection, userID: String) throws -> UserProfile? {
-        try c.query("SELECT \(userColumns) FROM users WHERE id = ?", [.text(userID)]).first.map { decodeUser($0).profile }
+        try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE id = ?", [.text(userID)]).first.map { StoreRows.user($0).profile }
     }
 
     /// Day contexts of `[from, to]` (nil = unbounded).
@@ -215,26 +173,15 @@ extension SQLiteStore {
         return Achievements(
             latestRunEnd: row[0].text.flatMap(LocalDate.init(parsing:)), latestRunLength: Int(row[1].int64 ?? 0),
             longestStreakDays: Int(row[2].int64 ?? 0), totalMl: row[3].int64 ?? 0, daysGoalMet: Int(row[4].int64 ?? 0),
-            badges: decodeBadges(row[5].text ?? ""), updatedAt: row[6].int64 ?? 0, version: row[7].int64 ?? 0)
-    }
-
-    static func decodeBadges(_ text: String) -> [EarnedBadge] {
-        text.split(separator: ",").compactMap { item in
-            let parts = item.split(separator: ":")
-            guard parts.count == 2, let badge = Badge(rawValue: String(parts[0])), let at = Int64(parts[1]) else { return nil }
-            return EarnedBadge(badge: badge, earnedAt: at)
-        }
+            badges: StoreRows.badges(row[5].text ?? ""), updatedAt: row[6].int64 ?? 0, version: row[7].int64 ?? 0)
     }
 
     /// Writes `after` with version + 1 and a new change position when it differs from `before`.
     static func saveAchievements(_ c: SQLiteConnection, userID: String, before: Achievements, after: Achievements,
                                  now: Int64) throws {
-        var next = after
-        next.updatedAt = before.updatedAt
-        next.version = before.version
-        guard next != before else { return }
+        guard StreakBook.changed(from: before, to: after) else { return }
         let position = try nextChangePosition(c)
-        let badges = after.badges.map { "\($0.badge.rawValue):\($0.earnedAt)" }.joined(separator: ",")
+        let badges = StoreRows.badgesText(after.badges)
         _ = try c.run("""
             INSERT INTO achievements (user_id, latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met,
                 badges, updated_at, version, change_position)

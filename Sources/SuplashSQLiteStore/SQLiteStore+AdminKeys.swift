@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: AdminKeyRepository {
     public func createAdminKey(name: String, keyHash: [UInt8], now: Int64) throws {

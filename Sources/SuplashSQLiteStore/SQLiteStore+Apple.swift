@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: AppleIdentityRepository {
     public func signInWithApple(sub: String, email: String, emailVerified: Bool, newProfile: UserProfile,
@@ -9,21 +10,20 @@ extension SQLiteStore: AppleIdentityRepository {
             var session = session
             // 1. A known Apple identity.
             if let row = try c.query("""
-                SELECT \(SQLiteStore.userColumns) FROM users WHERE id = (SELECT user_id FROM apple_identities WHERE sub = ?)
+                SELECT \(StoreRows.userColumns) FROM users WHERE id = (SELECT user_id FROM apple_identities WHERE sub = ?)
                 """, [.text(sub)]).first {
-                let user = SQLiteStore.decodeUser(row).profile
+                let user = StoreRows.user(row).profile
                 session.userID = user.id
                 try SQLiteStore.insertSession(c, session)
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: [])
             }
             // 2. An existing account with the same email: linked only when Apple verified it.
-            if let row = try c.query("SELECT \(SQLiteStore.userColumns) FROM users WHERE email = ?", [.text(email)]).first {
-                guard emailVerified else { throw RepositoryError.emailTaken }
-                var user = SQLiteStore.decodeUser(row).profile
+            if let row = try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = ?", [.text(email)]).first {
+                let (user, takeover) = try AppleSignInRules.link(StoreRows.user(row).profile, appleVerifiedEmail: emailVerified,
+                                                                 now: now)
                 var revoked: [String] = []
-                if !user.emailVerified {
-                    // Whoever set this account's password never proved the mailbox (account
-                    // pre-hijacking): the verified owner takes it over without that password.
+                if takeover {
+                    // Account pre-hijacking: the verified owner takes it over without that password.
                     revoked = try c.query("""
                         UPDATE sessions SET revoked_at = ?, revoked_reason = 'apple_takeover'
                         WHERE user_id = ? AND revoked_at IS NULL RETURNING id
@@ -34,9 +34,6 @@ extension SQLiteStore: AppleIdentityRepository {
                             change_position = ?, lww_at = max(?, lww_at + 1), lww_device = ''
                         WHERE id = ?
                         """, [.integer(now), .integer(position), .integer(now), .text(user.id)])
-                    user.emailVerified = true
-                    user.version += 1
-                    user.updatedAt = now
                 }
                 _ = try c.run("INSERT INTO apple_identities (sub, user_id, created_at) VALUES (?, ?, ?)",
                               [.text(sub), .text(user.id), .integer(now)])
@@ -45,16 +42,14 @@ extension SQLiteStore: AppleIdentityRepository {
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: revoked)
             }
             // 3. A new user without a password.
-            var p = newProfile
-            p.email = email
-            p.emailVerified = emailVerified
+            let p = AppleSignInRules.newUser(newProfile, email: email, emailVerified: emailVerified)
             let position = try SQLiteStore.nextChangePosition(c)
             _ = try c.run("""
                 INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,
                     timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version,
                     id, password_hash, created_at, change_position, lww_at, lww_device)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, '')
-                """, SQLiteStore.profileValues(p) + [
+                """, StoreRows.profileValues(p) + [
                     .text(p.id), .integer(p.createdAt), .integer(position), .integer(p.updatedAt),
                 ])
             _ = try c.run("INSERT INTO apple_identities (sub, user_id, created_at) VALUES (?, ?, ?)",

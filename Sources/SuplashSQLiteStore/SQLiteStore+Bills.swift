@@ -1,29 +1,12 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: BillRepository {
-    static let billColumns = """
-        user_id, id, provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date, paid_at, \
-        created_at, updated_at, version, deleted, lww_at
-        """
-
-    static func decodeBill(_ row: SQLiteRow) -> Bill {
-        let content = BillContent(
-            provider: row["provider"].text ?? "", subscriberNo: row["subscriber_no"].text ?? "",
-            period: row["period"].text.flatMap(YearMonth.init(parsing:)) ?? LocalDate(dayNumber: 0).yearMonth,
-            consumptionMilliM3: row["consumption_milli_m3"].int64 ?? 0, amountMinor: row["amount_minor"].int64 ?? 0,
-            currency: row["currency"].text ?? "TRY",
-            dueDate: row["due_date"].text.flatMap(LocalDate.init(parsing:)) ?? LocalDate(dayNumber: 0),
-            paidAt: row["paid_at"].int64)
-        return Bill(id: row["id"].text ?? "", userID: row["user_id"].text ?? "", content: content,
-                    createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-                    version: row["version"].int64 ?? 1)
-    }
-
-    static func fetchBill(_ c: SQLiteConnection, userID: String, id: String) throws -> (Bill, deleted: Bool, lwwAt: Int64)? {
-        guard let row = try c.query("SELECT \(billColumns) FROM bills WHERE user_id = ? AND id = ?",
+    static func fetchBill(_ c: SQLiteConnection, userID: String, id: String) throws -> Stamped<Bill>? {
+        guard let row = try c.query("SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = ? AND id = ?",
                                     [.text(userID), .text(id)]).first else { return nil }
-        return (decodeBill(row), (row["deleted"].int64 ?? 0) != 0, row["lww_at"].int64 ?? 0)
+        return Stamped(StoreRows.bill(row), deleted: StoreRows.billDeleted(row), stamp: StoreRows.stamp(row))
     }
 
     /// Throws `bill_exists` when another live bill holds the same subscription and period.
@@ -35,20 +18,13 @@ extension SQLiteStore: BillRepository {
         if !rows.isEmpty { throw RepositoryError.conflict(code: "bill_exists") }
     }
 
-    static func contentValues(_ b: BillContent) -> [SQLValue] {
-        [
-            .text(b.provider), .text(b.subscriberNo), .text(b.period.description), .integer(b.consumptionMilliM3),
-            .integer(b.amountMinor), .text(b.currency), .text(b.dueDate.description), b.paidAt.sqlValue,
-        ]
-    }
-
     public func createBill(userID: String, id: String, content: BillContent, deviceID: String?, now: Int64) throws -> BillCreateOutcome {
         try write { ctx in
             let c = ctx.connection
-            if let (existing, deleted, _) = try SQLiteStore.fetchBill(c, userID: userID, id: id) {
-                if deleted { throw RepositoryError.conflict(code: "bill_deleted") }
-                if existing.content == content { return .existing(existing) }
-                throw RepositoryError.conflict(code: "bill_id_exists")
+            let stored = try SQLiteStore.fetchBill(c, userID: userID, id: id)
+            if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
+                                                          deletedCode: "bill_deleted", existsCode: "bill_id_exists") {
+                return .existing(existing)
             }
             if (try c.query("SELECT 1 FROM users WHERE id = ?", [.text(userID)])).isEmpty { throw RepositoryError.notFound }
             try SQLiteStore.checkUnique(c, userID: userID, excluding: id, content)
@@ -57,7 +33,7 @@ extension SQLiteStore: BillRepository {
                 INSERT INTO bills (provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date,
                     paid_at, user_id, id, created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)
-                """, SQLiteStore.contentValues(content) + [
+                """, StoreRows.billValues(content) + [
                     .text(userID), .text(id), .integer(now), .integer(now), .integer(position), .integer(now),
                     .text(deviceID ?? ""),
                 ])
@@ -67,8 +43,8 @@ extension SQLiteStore: BillRepository {
 
     public func bill(userID: String, id: String) throws -> Bill? {
         try read { c in
-            try c.query("SELECT \(SQLiteStore.billColumns) FROM bills WHERE user_id = ? AND id = ? AND deleted = 0",
-                        [.text(userID), .text(id)]).first.map(SQLiteStore.decodeBill)
+            try c.query("SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = ? AND id = ? AND deleted = 0",
+                        [.text(userID), .text(id)]).first.map(StoreRows.bill)
         }
     }
 
@@ -77,25 +53,21 @@ extension SQLiteStore: BillRepository {
                            _ transform: @escaping @Sendable (BillContent) throws -> BillContent) throws -> Bill {
         try write { ctx in
             let c = ctx.connection
-            guard let (current, deleted, lwwAt) = try SQLiteStore.fetchBill(c, userID: userID, id: id), !deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try SQLiteStore.fetchBill(c, userID: userID, id: id)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
             try SQLiteStore.checkUnique(c, userID: userID, excluding: id, content)
-            var next = current
-            next.content = content
-            next.updatedAt = now
-            next.version = current.version + 1
+            let next = DocumentWrites.revised(current, content: content, now: now)
             let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE bills SET provider = ?, subscriber_no = ?, period = ?, consumption_milli_m3 = ?, amount_minor = ?,
                     currency = ?, due_date = ?, paid_at = ?, updated_at = ?, version = ?, change_position = ?, lww_at = ?,
                     lww_device = ?
                 WHERE user_id = ? AND id = ?
-                """, SQLiteStore.contentValues(content) + [
-                    .integer(now), .integer(next.version), .integer(position), .integer(max(now, lwwAt + 1)),
-                    .text(deviceID ?? ""), .text(userID), .text(id),
+                """, StoreRows.billValues(content) + [
+                    .integer(now), .integer(next.version), .integer(position), .integer(stamp.at),
+                    .text(stamp.device), .text(userID), .text(id),
                 ])
             return next
         }
@@ -105,23 +77,22 @@ extension SQLiteStore: BillRepository {
                            precondition: @escaping @Sendable (Bill) -> Bool) throws {
         try write { ctx in
             let c = ctx.connection
-            guard let (current, deleted, lwwAt) = try SQLiteStore.fetchBill(c, userID: userID, id: id), !deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try SQLiteStore.fetchBill(c, userID: userID, id: id)
+            _ = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE bills SET deleted = 1, updated_at = ?, version = version + 1, change_position = ?, lww_at = ?,
                     lww_device = ?
                 WHERE user_id = ? AND id = ?
-                """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
+                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
                       .text(userID), .text(id)])
         }
     }
 
     /// The list query (served by `bills_list`); public to the tests.
     public static let listBillsSQL = """
-        SELECT \(billColumns) FROM bills
+        SELECT \(StoreRows.billColumns) FROM bills
         WHERE user_id = ?1 AND deleted = 0 AND period <= ?2 AND (period < ?2 OR id < ?3)
         ORDER BY period DESC, id DESC
         LIMIT ?4
@@ -132,38 +103,38 @@ extension SQLiteStore: BillRepository {
             try c.query(SQLiteStore.listBillsSQL, [
                 .text(userID), .text(cursor?.period.description ?? "9999-99"), .text(cursor?.id ?? "\u{10FFFF}"),
                 .integer(Int64(limit)),
-            ]).map(SQLiteStore.decodeBill)
+            ]).map(StoreRows.bill)
         }
     }
 
     public func bill(userID: String, provider: String, subscriberNo: String, period: YearMonth) throws -> Bill? {
         try read { c in
             try c.query("""
-                SELECT \(SQLiteStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = ? AND provider = ? AND subscriber_no = ? AND period = ? AND deleted = 0
                 """, [.text(userID), .text(provider), .text(subscriberNo), .text(period.description)])
-                .first.map(SQLiteStore.decodeBill)
+                .first.map(StoreRows.bill)
         }
     }
 
     public func latestBills(userID: String, provider: String, subscriberNo: String, limit: Int) throws -> [Bill] {
         try read { c in
             try c.query("""
-                SELECT \(SQLiteStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = ? AND provider = ? AND subscriber_no = ? AND deleted = 0
                 ORDER BY period DESC LIMIT ?
                 """, [.text(userID), .text(provider), .text(subscriberNo), .integer(Int64(limit))])
-                .map(SQLiteStore.decodeBill)
+                .map(StoreRows.bill)
         }
     }
 
     public func unpaidBills(userID: String, dueThrough: LocalDate) throws -> [Bill] {
         try read { c in
             try c.query("""
-                SELECT \(SQLiteStore.billColumns) FROM bills
+                SELECT \(StoreRows.billColumns) FROM bills
                 WHERE user_id = ? AND deleted = 0 AND paid_at IS NULL AND due_date <= ?
                 ORDER BY due_date, period, id
-                """, [.text(userID), .text(dueThrough.description)]).map(SQLiteStore.decodeBill)
+                """, [.text(userID), .text(dueThrough.description)]).map(StoreRows.bill)
         }
     }
 }

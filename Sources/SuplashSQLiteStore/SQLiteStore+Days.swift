@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: HydrationRepository {
     public func putDay(userID: String, date: LocalDate, content: DayContextContent, deviceID: String?,
@@ -9,10 +10,11 @@ extension SQLiteStore: HydrationRepository {
             guard let profile = try SQLiteStore.loadProfile(c, userID: userID) else { throw RepositoryError.notFound }
             let existing = try c.query("SELECT created_at, version, lww_at FROM days WHERE user_id = ? AND local_date = ?",
                                        [.text(userID), .text(date.description)]).first
+            let (day, created) = DocumentWrites.putDay(
+                date: date, content: content, stored: existing.map { ($0[0].int64 ?? now, $0[1].int64 ?? 0) }, now: now)
+            let stamp = DocumentWrites.stamp(now: now, stored: existing.map { WriteStamp(at: $0[2].int64 ?? 0, device: "") },
+                                             deviceID: deviceID)
             let position = try self.takeChangePosition(ctx, userID: userID)
-            let createdAt = existing?[0].int64 ?? now
-            let version = (existing?[1].int64 ?? 0) + 1
-            let lwwAt = max(now, (existing?[2].int64 ?? 0) + 1)
             _ = try c.run("""
                 INSERT INTO days (user_id, local_date, max_temperature_c, active_minutes, created_at, updated_at, version,
                     change_position, lww_at, lww_device)
@@ -23,19 +25,18 @@ extension SQLiteStore: HydrationRepository {
                     change_position = excluded.change_position, lww_at = excluded.lww_at, lww_device = excluded.lww_device
                 """, [
                     .text(userID), .text(date.description), content.maxTemperatureC.map(SQLValue.real) ?? .null,
-                    content.activeMinutes.map { .integer(Int64($0)) } ?? .null, .integer(createdAt), .integer(now),
-                    .integer(version), .integer(position), .integer(lwwAt), .text(deviceID ?? ""),
+                    content.activeMinutes.map { .integer(Int64($0)) } ?? .null, .integer(day.createdAt), .integer(now),
+                    .integer(day.version), .integer(position), .integer(stamp.at), .text(stamp.device),
                 ])
             try SQLiteStore.recomputeDays(c, userID: userID, profile: profile,
                                           clock: ZoneClocks.shared.clock(profile.timezone), dates: [date], now: now)
-            return (DayContext(date: date, content: content, createdAt: createdAt, updatedAt: now, version: version),
-                    existing == nil)
+            return (day, created)
         }
     }
 
     /// The summary's day read; public to the tests, which check its query plan.
     public static let dayEntriesSQL = """
-        SELECT \(entryColumns) FROM water_entries
+        SELECT \(StoreRows.entryColumns) FROM water_entries
         WHERE user_id = ? AND deleted = 0 AND logged_at >= ? AND logged_at < ?
         ORDER BY logged_at DESC, id DESC
         """
@@ -47,7 +48,7 @@ extension SQLiteStore: HydrationRepository {
         try read { c in
             let entries = try c.query(SQLiteStore.dayEntriesSQL,
                                       [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)])
-                .map(SQLiteStore.decodeEntry)
+                .map(StoreRows.entry)
             var recent: [Int] = []
             for e in entries where !recent.contains(e.content.amountMl) && recent.count < 3 { recent.append(e.content.amountMl) }
             if recent.count < 3 {

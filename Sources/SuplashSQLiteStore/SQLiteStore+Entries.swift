@@ -1,44 +1,31 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: WaterEntryRepository {
-    static let entryColumns = """
-        user_id, id, amount_ml, logged_at, source, health_kit_uuid, note, created_at, updated_at, version, deleted, lww_at
-        """
-
-    static func decodeEntry(_ row: SQLiteRow) -> WaterEntry {
-        WaterEntry(
-            id: row["id"].text ?? "", userID: row["user_id"].text ?? "",
-            content: WaterEntryContent(
-                amountMl: Int(row["amount_ml"].int64 ?? 0), loggedAt: row["logged_at"].int64 ?? 0,
-                source: EntrySource(rawValue: row["source"].text ?? "") ?? .api,
-                healthKitUUID: row["health_kit_uuid"].text, note: row["note"].text),
-            createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-            version: row["version"].int64 ?? 1, deleted: (row["deleted"].int64 ?? 0) != 0)
-    }
-
-    /// Reads one entry row (live or tombstone) with its last-write-wins clock.
-    static func fetchEntry(_ c: SQLiteConnection, userID: String, id: String) throws -> (WaterEntry, Int64)? {
-        guard let row = try c.query("SELECT \(entryColumns) FROM water_entries WHERE user_id = ? AND id = ?",
+    /// Reads one entry row (live or tombstone) with its last-write-wins stamp.
+    static func fetchEntry(_ c: SQLiteConnection, userID: String, id: String) throws -> Stamped<WaterEntry>? {
+        guard let row = try c.query("SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = ? AND id = ?",
                                     [.text(userID), .text(id)]).first else { return nil }
-        return (decodeEntry(row), row["lww_at"].int64 ?? 0)
+        let entry = StoreRows.entry(row)
+        return Stamped(entry, deleted: entry.deleted, stamp: StoreRows.stamp(row))
     }
 
     public func createEntry(userID: String, id: String, content: WaterEntryContent, deviceID: String?,
                             now: Int64) throws -> EntryCreateOutcome {
         try write { ctx in
             let c = ctx.connection
-            if let (existing, _) = try SQLiteStore.fetchEntry(c, userID: userID, id: id) {
-                if existing.deleted { throw RepositoryError.conflict(code: "entry_deleted") }
-                if existing.content == content { return .existing(existing) }
-                throw RepositoryError.conflict(code: "entry_exists")
+            let stored = try SQLiteStore.fetchEntry(c, userID: userID, id: id)
+            if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
+                                                          deletedCode: "entry_deleted", existsCode: "entry_exists") {
+                return .existing(existing)
             }
             if let hk = content.healthKitUUID,
                let row = try c.query("""
-                   SELECT \(SQLiteStore.entryColumns) FROM water_entries
+                   SELECT \(StoreRows.entryColumns) FROM water_entries
                    WHERE user_id = ? AND health_kit_uuid = ? AND deleted = 0
                    """, [.text(userID), .text(hk)]).first {
-                return .existing(SQLiteStore.decodeEntry(row))
+                return .existing(StoreRows.entry(row))
             }
             if (try c.query("SELECT 1 FROM users WHERE id = ?", [.text(userID)])).isEmpty {
                 throw RepositoryError.notFound
@@ -50,7 +37,7 @@ extension SQLiteStore: WaterEntryRepository {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)
                 """, [
                     .text(userID), .text(id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
-                    .text(content.source.rawValue), content.healthKitUUID.sqlValue, content.note.sqlValue,
+                    .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
                     .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
                 ])
             try SQLiteStore.entriesChanged(c, userID: userID, deltas: [.init(content, sign: 1)], now: now)
@@ -61,8 +48,8 @@ extension SQLiteStore: WaterEntryRepository {
 
     public func entry(userID: String, id: String) throws -> WaterEntry? {
         try read { c in
-            try c.query("SELECT \(SQLiteStore.entryColumns) FROM water_entries WHERE user_id = ? AND id = ? AND deleted = 0",
-                        [.text(userID), .text(id)]).first.map(SQLiteStore.decodeEntry)
+            try c.query("SELECT \(StoreRows.entryColumns) FROM water_entries WHERE user_id = ? AND id = ? AND deleted = 0",
+                        [.text(userID), .text(id)]).first.map(StoreRows.entry)
         }
     }
 
@@ -71,20 +58,16 @@ extension SQLiteStore: WaterEntryRepository {
                             _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent) throws -> WaterEntry {
         try write { ctx in
             let c = ctx.connection
-            guard let (current, lwwAt) = try SQLiteStore.fetchEntry(c, userID: userID, id: id), !current.deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try SQLiteStore.fetchEntry(c, userID: userID, id: id)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
             if let hk = content.healthKitUUID, hk != current.content.healthKitUUID,
                !(try c.query("SELECT 1 FROM water_entries WHERE user_id = ? AND health_kit_uuid = ? AND deleted = 0",
                              [.text(userID), .text(hk)])).isEmpty {
                 throw RepositoryError.conflict(code: "health_kit_uuid_exists")
             }
-            var next = current
-            next.content = content
-            next.updatedAt = now
-            next.version = current.version + 1
+            let next = DocumentWrites.revised(current, content: content, now: now)
             let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE water_entries SET amount_ml = ?, logged_at = ?, source = ?, health_kit_uuid = ?, note = ?,
@@ -92,8 +75,8 @@ extension SQLiteStore: WaterEntryRepository {
                 WHERE user_id = ? AND id = ?
                 """, [
                     .integer(Int64(content.amountMl)), .integer(content.loggedAt), .text(content.source.rawValue),
-                    content.healthKitUUID.sqlValue, content.note.sqlValue, .integer(now), .integer(next.version),
-                    .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""), .text(userID), .text(id),
+                    .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
+                    .integer(position), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
             try SQLiteStore.entriesChanged(c, userID: userID,
                                            deltas: [.init(current.content, sign: -1), .init(content, sign: 1)], now: now)
@@ -105,16 +88,15 @@ extension SQLiteStore: WaterEntryRepository {
                             precondition: @escaping @Sendable (WaterEntry) -> Bool) throws {
         try write { ctx in
             let c = ctx.connection
-            guard let (current, lwwAt) = try SQLiteStore.fetchEntry(c, userID: userID, id: id), !current.deleted else {
-                throw RepositoryError.notFound
-            }
-            guard precondition(current) else { throw RepositoryError.preconditionFailed }
+            let stored = try SQLiteStore.fetchEntry(c, userID: userID, id: id)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
+            let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let position = try self.takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 UPDATE water_entries SET deleted = 1, updated_at = ?, version = version + 1, change_position = ?,
                     lww_at = ?, lww_device = ?
                 WHERE user_id = ? AND id = ?
-                """, [.integer(now), .integer(position), .integer(max(now, lwwAt + 1)), .text(deviceID ?? ""),
+                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
                       .text(userID), .text(id)])
             try SQLiteStore.entriesChanged(c, userID: userID, deltas: [.init(current.content, sign: -1)], now: now)
         }
@@ -123,7 +105,7 @@ extension SQLiteStore: WaterEntryRepository {
     /// The SQL of the list query; public to the tests, which check with
     /// `EXPLAIN QUERY PLAN` that it is served by the `water_entries_list` index.
     public static let listEntriesSQL = """
-        SELECT \(entryColumns) FROM water_entries
+        SELECT \(StoreRows.entryColumns) FROM water_entries
         WHERE user_id = ?1 AND deleted = 0 AND logged_at >= ?2 AND logged_at < ?3
           AND logged_at <= ?4 AND (logged_at < ?4 OR id < ?5)
         ORDER BY logged_at DESC, id DESC
@@ -137,7 +119,7 @@ extension SQLiteStore: WaterEntryRepository {
             return try c.query(SQLiteStore.listEntriesSQL, [
                 .text(userID), .integer(from ?? Int64.min), .integer(to ?? Int64.max), .integer(upper),
                 .text(upperID), .integer(Int64(limit)),
-            ]).map(SQLiteStore.decodeEntry)
+            ]).map(StoreRows.entry)
         }
     }
 }

@@ -1,14 +1,16 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: EmailCodeRepository {
     /// Inserts or replaces the code and enqueues its message (inside the caller's transaction).
     static func storeCode(_ c: SQLiteConnection, _ code: NewEmailCode, message: OutboxMessage,
                           minIntervalMs: Int64) throws -> CodeIssueOutcome {
-        if let previous = try c.query("SELECT created_at FROM email_codes WHERE user_id = ? AND purpose = ?",
-                                      [.text(code.userID), .text(code.purpose.rawValue)]).first?["created_at"].int64 {
-            let wait = previous + minIntervalMs - code.createdAt
-            if wait > 0 { return .tooSoon(retryAfterMs: wait) }
+        let previous = try c.query("SELECT created_at FROM email_codes WHERE user_id = ? AND purpose = ?",
+                                   [.text(code.userID), .text(code.purpose.rawValue)]).first?["created_at"].int64
+        if let wait = EmailCodeRules.resendWait(previousCreatedAt: previous, minIntervalMs: minIntervalMs,
+                                                now: code.createdAt) {
+            return .tooSoon(retryAfterMs: wait)
         }
         _ = try c.run("""
             INSERT INTO email_codes (user_id, purpose, code_hash, created_at, expires_at, attempts) VALUES (?, ?, ?, ?, ?, 0)
@@ -38,9 +40,9 @@ extension SQLiteStore: EmailCodeRepository {
                           make: @escaping @Sendable (StoredUser) -> (NewEmailCode, OutboxMessage)) throws -> CodeIssueOutcome {
         try write { ctx in
             let c = ctx.connection
-            guard let row = try c.query("SELECT \(SQLiteStore.userColumns) FROM users WHERE email = ?", [.text(email)]).first
+            guard let row = try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE email = ?", [.text(email)]).first
             else { return .noSuchUser }
-            let (code, message) = make(SQLiteStore.decodeUser(row))
+            let (code, message) = make(StoreRows.user(row))
             return try SQLiteStore.storeCode(c, code, message: message, minIntervalMs: minIntervalMs)
         }
     }
@@ -54,24 +56,21 @@ extension SQLiteStore: EmailCodeRepository {
             guard let row = try c.query("SELECT code_hash, expires_at, attempts FROM email_codes WHERE user_id = ? AND purpose = ?",
                                         key).first,
                   let stored = row["code_hash"].bytes else { return .noCode }
-            let attempts = Int(row["attempts"].int64 ?? 0)
-            if (row["expires_at"].int64 ?? 0) <= now {
+            let verdict = EmailCodeRules.verdict(expiresAt: row["expires_at"].int64 ?? 0,
+                                                 attempts: Int(row["attempts"].int64 ?? 0), now: now,
+                                                 maxAttempts: maxAttempts, matches: { matches(stored) })
+            switch verdict {
+            case .wrong(let attemptsLeft) where attemptsLeft > 0:
+                _ = try c.run("UPDATE email_codes SET attempts = attempts + 1 WHERE user_id = ? AND purpose = ?", key)
+            default:
                 _ = try c.run("DELETE FROM email_codes WHERE user_id = ? AND purpose = ?", key)
-                return .expired
             }
-            if attempts >= maxAttempts {
-                _ = try c.run("DELETE FROM email_codes WHERE user_id = ? AND purpose = ?", key)
-                return .attemptsExhausted
+            switch verdict {
+            case .expired: return .expired
+            case .attemptsExhausted: return .attemptsExhausted
+            case .wrong(let attemptsLeft): return .wrong(attemptsLeft: attemptsLeft)
+            case .redeem: break
             }
-            guard matches(stored) else {
-                if attempts + 1 >= maxAttempts {
-                    _ = try c.run("DELETE FROM email_codes WHERE user_id = ? AND purpose = ?", key)
-                } else {
-                    _ = try c.run("UPDATE email_codes SET attempts = attempts + 1 WHERE user_id = ? AND purpose = ?", key)
-                }
-                return .wrong(attemptsLeft: maxAttempts - attempts - 1)
-            }
-            _ = try c.run("DELETE FROM email_codes WHERE user_id = ? AND purpose = ?", key)
             // Either purpose proves the mailbox: mark the email verified (a profile write).
             let verified = try c.run("""
                 UPDATE users SET email_verified = 1, version = version + 1, updated_at = ?,

@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 extension SQLiteStore: SessionRepository {
     static func insertSession(_ c: SQLiteConnection, _ s: NewSession) throws {
@@ -25,13 +26,19 @@ extension SQLiteStore: SessionRepository {
             }
             let sessionID = row["session_id"].text ?? ""
             let userID = row["user_id"].text ?? ""
-            if !row["revoked_at"].isNullValue { return .revoked }
-            if !row["used_at"].isNullValue {
+            switch RefreshTokenRules.verdict(sessionRevoked: !row["revoked_at"].isNull, tokenUsed: !row["used_at"].isNull,
+                                             expiresAt: row["expires_at"].int64 ?? 0, now: now) {
+            case .revoked:
+                return .revoked
+            case .reused:
                 _ = try c.run("UPDATE sessions SET revoked_at = ?, revoked_reason = 'refresh_token_reused' WHERE id = ?",
                               [.integer(now), .text(sessionID)])
                 return .reused(sessionID: sessionID, userID: userID)
+            case .expired:
+                return .expired
+            case .rotate:
+                break
             }
-            if (row["expires_at"].int64 ?? 0) <= now { return .expired }
             _ = try c.run("UPDATE refresh_tokens SET used_at = ? WHERE token_hash = ?", [.integer(now), .blob(hash)])
             _ = try c.run("INSERT INTO refresh_tokens (token_hash, session_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
                           [.blob(newHash), .text(sessionID), .integer(now), .integer(newExpiresAt)])
@@ -68,12 +75,5 @@ extension SQLiteStore: SessionRepository {
         try read { c in
             try c.query("SELECT id FROM sessions WHERE revoked_at >= ?", [.integer(since)]).compactMap { $0["id"].text }
         }
-    }
-}
-
-extension SQLValue {
-    var isNullValue: Bool {
-        if case .null = self { return true }
-        return false
     }
 }

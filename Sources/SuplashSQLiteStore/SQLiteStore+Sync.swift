@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashJSON
 import SuplashStorage
+import SuplashStoreRows
 
 /// One collection of the change feed: its name, the query of a user's rows after a
 /// position (served by a `(user, change_position)` index), and the row decoder.
@@ -18,31 +19,20 @@ extension SQLiteStore: SyncRepository {
     static let profileFeed = FeedSource(
         collection: "profile",
         sql: """
-            SELECT \(userColumns), change_position FROM users
+            SELECT \(StoreRows.userColumns), change_position FROM users
             WHERE id = ?1 AND change_position > ?2 AND ?3 > 0 AND ?4 >= 0
             """,
-        decode: { row in
-            let profile = SQLiteStore.decodeUser(row).profile
-            return SyncChange(collection: "profile", id: profile.id, version: profile.version,
-                              updatedAt: profile.updatedAt, deleted: false,
-                              position: row["change_position"].int64 ?? 0, document: .profile(profile))
-        })
+        decode: { StoreRows.profileChange($0) })
 
     static let waterEntriesFeed = FeedSource(
         collection: "water_entries",
         sql: """
-            SELECT \(entryColumns), change_position FROM water_entries
+            SELECT \(StoreRows.entryColumns), change_position FROM water_entries
             WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR ?4 = 1)
             ORDER BY change_position
             LIMIT ?3
             """,
-        decode: { row in
-            let entry = SQLiteStore.decodeEntry(row)
-            return SyncChange(collection: "water_entries", id: entry.id, version: entry.version,
-                              updatedAt: entry.updatedAt, deleted: entry.deleted,
-                              position: row["change_position"].int64 ?? 0,
-                              document: entry.deleted ? nil : .waterEntry(entry))
-        })
+        decode: { StoreRows.entryChange($0) })
 
     /// Every collection of the feed (spec §5).
     static let feedSources: [FeedSource] = [profileFeed, waterEntriesFeed, billsFeed, daysFeed, achievementsFeed]
@@ -69,12 +59,6 @@ extension SQLiteStore: SyncRepository {
 
     public func databaseID() throws -> String {
         try read { c in try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? "" }
-    }
-
-    /// Last-write-wins order (spec §5): true when (`at`, `device`) loses against the stored
-    /// (`storedAt`, `storedDevice`). Equal pairs: the later arrival wins, so it does not lose.
-    static func loses(at: Int64, device: String, storedAt: Int64, storedDevice: String) -> Bool {
-        at < storedAt || (at == storedAt && device < storedDevice)
     }
 
     public func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
@@ -111,25 +95,21 @@ extension SQLiteStore: SyncRepository {
     private func applyEntryMutation(_ ctx: WriteContext, userID: String, deviceID: String, now: Int64,
                                     _ m: SyncMutation) throws -> SyncMutationOutcome {
         let c = ctx.connection
-        let stored = try c.query("SELECT \(SQLiteStore.entryColumns), lww_device FROM water_entries WHERE user_id = ? AND id = ?",
-                                 [.text(userID), .text(m.id)]).first
-        if let row = stored,
-           SQLiteStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
-                             storedDevice: row["lww_device"].text ?? "") {
-            let current = SQLiteStore.decodeEntry(row)
-            return .superseded(current: current.deleted ? nil : .waterEntry(current))
-        }
-        let current = stored.map(SQLiteStore.decodeEntry)
-        switch m.write {
-        case .upsertEntry(let content):
+        let stored = try SQLiteStore.fetchEntry(c, userID: userID, id: m.id)
+        let step = SyncPush.entry(m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
+                                  now: now)
+        let position: Int64
+        switch step {
+        case .answer(let outcome):
+            return outcome
+        case .upsert(let entry):
+            let content = entry.content
             if let hk = content.healthKitUUID,
                !(try c.query("SELECT 1 FROM water_entries WHERE user_id = ? AND health_kit_uuid = ? AND deleted = 0 AND id <> ?",
                              [.text(userID), .text(hk), .text(m.id)])).isEmpty {
                 return .rejected(SyncRejection(code: "health_kit_uuid_exists"))
             }
-            let position = try takeChangePosition(ctx, userID: userID)
-            let entry = WaterEntry(id: m.id, userID: userID, content: content, createdAt: current?.createdAt ?? now,
-                                   updatedAt: now, version: (current?.version ?? 0) + 1, deleted: false)
+            position = try takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -139,21 +119,12 @@ extension SQLiteStore: SyncRepository {
                     change_position = ?11, lww_at = ?12, lww_device = ?13
                 """, [
                     .text(userID), .text(m.id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
-                    .text(content.source.rawValue), content.healthKitUUID.sqlValue, content.note.sqlValue,
+                    .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
                     .integer(entry.createdAt), .integer(now), .integer(entry.version), .integer(position),
                     .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
-            // Daily totals and achievements change in the same transaction (spec §4).
-            var deltas = [EntryDelta(content, sign: 1)]
-            if let current, !current.deleted { deltas.append(EntryDelta(current.content, sign: -1)) }
-            try SQLiteStore.entriesChanged(c, userID: userID, deltas: deltas, now: now)
-            return .applied(SyncChange(collection: "water_entries", id: m.id, version: entry.version, updatedAt: now,
-                                       deleted: false, position: position, document: .waterEntry(entry)))
-        case .delete:
-            let position = try takeChangePosition(ctx, userID: userID)
-            let version = (current?.version ?? 0) + 1
-            // A delete of an unknown id leaves a tombstone too, so that an older upsert
-            // arriving later loses against it.
+        case .tombstone(let version):
+            position = try takeChangePosition(ctx, userID: userID)
             _ = try c.run("""
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -162,14 +133,11 @@ extension SQLiteStore: SyncRepository {
                     change_position = ?5, lww_at = ?6, lww_device = ?7
                 """, [.text(userID), .text(m.id), .integer(now), .integer(version), .integer(position),
                       .integer(m.clientUpdatedAt), .text(deviceID)])
-            if let current, !current.deleted {
-                try SQLiteStore.entriesChanged(c, userID: userID, deltas: [EntryDelta(current.content, sign: -1)], now: now)
-            }
-            return .applied(SyncChange(collection: "water_entries", id: m.id, version: version, updatedAt: now,
-                                       deleted: true, position: position, document: nil))
-        case .patchProfile, .upsertBill, .putDay:
-            return .rejected(SyncRejection(code: "invalid_mutation"))
         }
+        // Daily totals and achievements change in the same transaction (spec §4).
+        try SQLiteStore.entriesChanged(c, userID: userID, deltas: SyncPush.entryDeltas(step, stored: stored), now: now)
+        return SyncPush.applied(step, collection: "water_entries", id: m.id, position: position, now: now,
+                                wrap: SyncDocument.waterEntry)
     }
 
     private func applyProfileMutation(_ ctx: WriteContext, userID: String, deviceID: String, now: Int64,
@@ -177,43 +145,34 @@ extension SQLiteStore: SyncRepository {
                                       _ profilePatch: @Sendable (JSONValue, UserProfile) throws -> UserProfile)
         throws -> SyncMutationOutcome {
         let c = ctx.connection
-        guard m.id == userID else { return .rejected(SyncRejection(code: "permission_denied")) }
-        guard case .patchProfile(let patch) = m.write else {
-            return .rejected(SyncRejection(code: "operation_not_allowed"))
+        let patch: JSONValue
+        switch SyncPush.profileTarget(m, userID: userID) {
+        case .failure(let rejection): return .rejected(rejection)
+        case .success(let p): patch = p
         }
-        guard let row = try c.query("SELECT \(SQLiteStore.userColumns), lww_at, lww_device FROM users WHERE id = ?",
+        guard let row = try c.query("SELECT \(StoreRows.userColumns), lww_at, lww_device FROM users WHERE id = ?",
                                     [.text(userID)]).first else {
             throw RepositoryError.notFound
         }
-        let current = SQLiteStore.decodeUser(row).profile
-        if SQLiteStore.loses(at: m.clientUpdatedAt, device: deviceID, storedAt: row["lww_at"].int64 ?? 0,
-                             storedDevice: row["lww_device"].text ?? "") {
-            return .superseded(current: .profile(current))
+        let current = StoreRows.user(row).profile
+        let step = try SyncPush.profile(patch: patch, stored: Stamped(current, stamp: StoreRows.stamp(row)),
+                                        stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now,
+                                        apply: profilePatch)
+        guard case .upsert(let next) = step else {
+            return SyncPush.applied(step, collection: "profile", id: userID, position: 0, now: now, wrap: SyncDocument.profile)
         }
-        var next: UserProfile
-        do {
-            next = try profilePatch(patch, current)
-        } catch let failure as ValidationFailure {
-            return .rejected(SyncRejection(code: "validation_failed", errors: failure.errors))
-        }
-        next.id = current.id
-        next.email = current.email
-        next.emailVerified = current.emailVerified
-        next.createdAt = current.createdAt
-        next.updatedAt = now
-        next.version = current.version + 1
         let position = try takeChangePosition(ctx, userID: userID)
         _ = try c.run("""
             UPDATE users SET email = ?, email_verified = ?, display_name = ?, weight_kg = ?, activity_level = ?,
                 wake_time = ?, sleep_time = ?, timezone = ?, locale = ?, daily_goal_ml = ?, cup_sizes_ml = ?,
                 updated_at = ?, version = ?, change_position = ?, lww_at = ?, lww_device = ?
             WHERE id = ?
-            """, SQLiteStore.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
+            """, StoreRows.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
                                                     .text(userID)])
         // A new time zone or goal re-buckets days and re-evaluates goals, as for REST writes.
         try SQLiteStore.profileChanged(c, previous: current, current: next, now: now)
-        return .applied(SyncChange(collection: "profile", id: userID, version: next.version, updatedAt: now,
-                                   deleted: false, position: position, document: .profile(next)))
+        return SyncPush.applied(step, collection: "profile", id: userID, position: position, now: now,
+                                wrap: SyncDocument.profile)
     }
 
     public func purgeTombstones(deletedBefore: Int64) throws -> (purged: Int, horizon: Int64) {
@@ -342,22 +301,24 @@ extension SQLiteStore: WaterEntryBatchRepository {
             outcomes.reserveCapacity(list.count)
             var touched: [EntryDelta] = []
             for item in list {
-                if let (existing, _) = try SQLiteStore.fetchEntry(c, userID: userID, id: item.id) {
-                    if existing.deleted {
-                        outcomes.append(.rejected(code: "entry_deleted"))
-                    } else if existing.content == item.content {
-                        outcomes.append(.existing(existing))
-                    } else {
-                        outcomes.append(.rejected(code: "entry_exists"))
+                if let stored = try SQLiteStore.fetchEntry(c, userID: userID, id: item.id) {
+                    do {
+                        if let existing = try DocumentWrites.existing(stored, content: item.content,
+                                                                      storedContent: \.content, deletedCode: "entry_deleted",
+                                                                      existsCode: "entry_exists") {
+                            outcomes.append(.existing(existing))
+                        }
+                    } catch RepositoryError.conflict(code: let code) {
+                        outcomes.append(.rejected(code: code))
                     }
                     continue
                 }
                 if let hk = item.content.healthKitUUID,
                    let row = try c.query("""
-                       SELECT \(SQLiteStore.entryColumns) FROM water_entries
+                       SELECT \(StoreRows.entryColumns) FROM water_entries
                        WHERE user_id = ? AND health_kit_uuid = ? AND deleted = 0
                        """, [.text(userID), .text(hk)]).first {
-                    outcomes.append(.existing(SQLiteStore.decodeEntry(row)))
+                    outcomes.append(.existing(StoreRows.entry(row)))
                     continue
                 }
                 let position = try self.takeChangePosition(ctx, userID: userID)
@@ -368,7 +329,7 @@ extension SQLiteStore: WaterEntryBatchRepository {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)
                     """, [
                         .text(userID), .text(item.id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
-                        .text(content.source.rawValue), content.healthKitUUID.sqlValue, content.note.sqlValue,
+                        .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
                         .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
                     ])
                 outcomes.append(.created(WaterEntry(id: item.id, userID: userID, content: content, createdAt: now,

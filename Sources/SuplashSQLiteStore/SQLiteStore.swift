@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreRows
 
 /// The SQLite adapter of every repository protocol of `SuplashDomain`.
 ///
@@ -51,42 +52,4 @@ public final class SQLiteStore: Sendable {
         }
         return position
     }
-}
-
-// MARK: - Column decoding helpers (kept here so adapters do not depend on row helper names)
-
-extension SQLValue {
-    var int64: Int64? {
-        switch self {
-        case .integer(let i): i
-        case .real(let d): Int64(exactly: d)
-        default: nil
-        }
-    }
-
-    var double: Double? {
-        switch self {
-        case .real(let d): d
-        case .integer(let i): Double(i)
-        default: nil
-        }
-    }
-
-    var text: String? {
-        if case .text(let s) = self { return s }
-        return nil
-    }
-
-    var bytes: [UInt8]? {
-        if case .blob(let b) = self { return b }
-        return nil
-    }
-}
-
-extension Optional where Wrapped == String {
-    var sqlValue: SQLValue { map(SQLValue.text) ?? .null }
-}
-
-extension Optional where Wrapped == Int64 {
-    var sqlValue: SQLValue { map(SQLValue.integer) ?? .null }
 }

@@ -17,13 +17,23 @@ public final class SQLiteColumns: Sendable {
     public func index(of name: String) -> Int? { indexByName[name] }
 }
 
+/// A result row of any SQL driver the stores run on (SQLite, PostgreSQL): values by
+/// 0-based column index or by column name, as `SQLValue`s. The shared row mappings of the
+/// store adapters (`SuplashStoreRows`) read rows through it.
+public protocol SQLRowValues {
+    /// The value of column `index` (0-based).
+    subscript(_ index: Int) -> SQLValue { get }
+    /// The value of the column called `name`, or `.null` when there is no such column.
+    subscript(_ name: String) -> SQLValue { get }
+}
+
 /// One result row: values by index or by column name, plus typed accessors.
 ///
 /// Typed accessors (`int64`, `string`, `double`, `blob`) throw `StorageError` of kind
 /// `.typeMismatch` when the value is `NULL` or of another storage class, and of kind `.misuse`
 /// for an unknown column name or an index out of range. `optional…` variants return `nil`
 /// for `NULL` instead.
-public struct SQLiteRow: Sendable {
+public struct SQLiteRow: Sendable, SQLRowValues {
     /// The values in column order.
     public let values: [SQLValue]
     /// The result set's column names.
