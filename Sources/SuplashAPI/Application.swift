@@ -70,7 +70,7 @@ public final class Application: HTTPResponder {
 
     /// The route's body limit (before the body is read; 413 past it).
     public func bodyLimit(for head: HTTPRequestHead) -> Int {
-        if case .found(let route, _, _) = router.match(method: head.method, path: head.path) {
+        if let route = router.handler(method: head.method, path: head.path) {
             return route.bodyLimit ?? configuration.defaultBodyLimit
         }
         return configuration.defaultBodyLimit

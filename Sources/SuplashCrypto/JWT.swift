@@ -64,6 +64,9 @@ public enum JWT {
         return signingInput + "." + Base64URL.encode(signature)
     }
 
+    /// Clock skew allowed by `verifyHS256` unless told otherwise, seconds.
+    public static let defaultLeewaySeconds: Int64 = 30
+
     /// Verifies an HS256 token and returns its claims object.
     ///
     /// Checks, in order: size and shape (exactly three non-empty base64url segments); the header
@@ -81,7 +84,7 @@ public enum JWT {
     /// - Returns: the claims (`.object`).
     /// - Throws: `JWTError`.
     public static func verifyHS256(_ token: String, keys: [String: [UInt8]], now: Int64,
-                                   leewaySeconds: Int64 = 30) throws(JWTError) -> JSONValue {
+                                   leewaySeconds: Int64 = JWT.defaultLeewaySeconds) throws(JWTError) -> JSONValue {
         let bytes = Array(token.utf8)
         guard bytes.count <= maxTokenLength else { throw .malformed }
         let segments = bytes.split(separator: 0x2E, maxSplits: 3, omittingEmptySubsequences: false)

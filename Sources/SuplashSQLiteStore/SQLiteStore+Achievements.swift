@@ -219,9 +219,11 @@ extension SQLiteStore {
     }
 
     static func decodeBadges(_ text: String) -> [EarnedBadge] {
-        text.split(separator: ",").compactMap { item in
-            let parts = item.split(separator: ":")
-            guard parts.count == 2, let badge = Badge(rawValue: String(parts[0])), let at = Int64(parts[1]) else { return nil }
+        // Split on UTF-8 bytes: Character-wise `split` was ~10% of a create's instructions.
+        text.utf8.split(separator: UInt8(ascii: ",")).compactMap { item in
+            let parts = item.split(separator: UInt8(ascii: ":"))
+            guard parts.count == 2, let badge = Badge(rawValue: String(Substring(parts[0]))),
+                  let at = Int64(Substring(parts[1])) else { return nil }
             return EarnedBadge(badge: badge, earnedAt: at)
         }
     }

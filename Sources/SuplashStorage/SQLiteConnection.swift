@@ -30,8 +30,31 @@ public final class SQLiteConnection {
     let handle: OpaquePointer
     /// The role this connection was opened for.
     public let role: Role
-    private var cache: [String: OpaquePointer] = [:]
+    private var cache: [String: CachedStatement] = [:]
+    /// The writer's transaction-control statements, prepared once (`runTransactionControl`).
+    /// Kept apart from `cache`, so `query`/`run` can never reach them.
+    private var transactionStatements: [TransactionControl: OpaquePointer] = [:]
     private var isClosed = false
+
+    /// A prepared statement and, once a query has read them, its result column names with
+    /// the statement's re-prepare count at that time: SQLite re-prepares a statement by
+    /// itself after a schema change (`SQLITE_STMTSTATUS_REPREPARE` counts it), and the
+    /// names are read again then.
+    private struct CachedStatement {
+        let statement: OpaquePointer
+        var columns: SQLiteColumns?
+        var columnsReprepareCount: Int32 = 0
+    }
+
+    /// Statements that begin, delimit or end the writer's group transaction.
+    enum TransactionControl: String, CaseIterable {
+        case beginImmediate = "BEGIN IMMEDIATE"
+        case savepoint = "SAVEPOINT suplash_job"
+        case release = "RELEASE suplash_job"
+        case rollbackToSavepoint = "ROLLBACK TO suplash_job"
+        case commit = "COMMIT"
+        case rollback = "ROLLBACK"
+    }
 
     /// When `false`, preparing `BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT` or `RELEASE` fails
     /// with `SQLITE_AUTH` (kind `.misuse`). The writer turns it off while a group job's body
@@ -124,8 +147,10 @@ public final class SQLiteConnection {
     public func close() {
         guard !isClosed else { return }
         isClosed = true
-        for statement in cache.values { sqlite3_finalize(statement) }
+        for entry in cache.values { sqlite3_finalize(entry.statement) }
         cache.removeAll()
+        for statement in transactionStatements.values { sqlite3_finalize(statement) }
+        transactionStatements.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -170,12 +195,15 @@ public final class SQLiteConnection {
     public func query(_ sql: String, _ args: [SQLValue] = []) throws -> [SQLiteRow] {
         var rows: [SQLiteRow] = []
         try withStatement(sql, args) { statement in
-            let columns = Self.columns(of: statement)
+            var columns: SQLiteColumns?
             while true {
                 let rc = sqlite3_step(statement)
                 if rc == SQLITE_DONE { break }
                 guard rc == SQLITE_ROW else { throw lastError(rc) }
-                rows.append(SQLiteRow(values: Self.values(of: statement, count: columns.names.count), columns: columns))
+                // Read after the first step: a schema change re-prepares the statement there.
+                let names = columns ?? self.columns(of: statement, sql: sql)
+                columns = names
+                rows.append(SQLiteRow(values: Self.values(of: statement, count: names.names.count), columns: names))
             }
         }
         return rows
@@ -189,7 +217,7 @@ public final class SQLiteConnection {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { return }
             guard rc == SQLITE_ROW else { throw lastError(rc) }
-            let columns = Self.columns(of: statement)
+            let columns = self.columns(of: statement, sql: sql)
             row = SQLiteRow(values: Self.values(of: statement, count: columns.names.count), columns: columns)
         }
         return row
@@ -253,7 +281,7 @@ public final class SQLiteConnection {
     /// The statement for `sql` and whether it lives in the cache (otherwise the caller
     /// finalizes it after use).
     private func cachedStatement(_ sql: String) throws -> (OpaquePointer, cached: Bool) {
-        if let statement = cache[sql] {
+        if let statement = cache[sql]?.statement {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
             return (statement, true)
@@ -282,11 +310,51 @@ public final class SQLiteConnection {
             return (statement, false)
         }
         if cache.count >= Self.statementCacheCapacity {
-            for cached in cache.values { sqlite3_finalize(cached) }
+            for cached in cache.values { sqlite3_finalize(cached.statement) }
             cache.removeAll(keepingCapacity: true)
         }
-        cache[sql] = statement
+        cache[sql] = CachedStatement(statement: statement, columns: nil)
         return (statement, true)
+    }
+
+    /// Runs one of the writer's transaction-control statements, prepared on first use and
+    /// kept (preparing them costs more than running them). Must be called while
+    /// `allowsTransactionControl` is true, i.e. between jobs.
+    /// - Throws: `StorageError`.
+    func runTransactionControl(_ control: TransactionControl) throws {
+        try checkOpen()
+        let statement: OpaquePointer
+        if let prepared = transactionStatements[control] {
+            statement = prepared
+        } else {
+            var prepared: OpaquePointer?
+            let rc = sqlite3_prepare_v3(handle, control.rawValue, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+            guard rc == SQLITE_OK else { throw lastError(rc) }
+            guard let prepared else { throw StorageError.misuse("the SQL text contains no statement") }
+            transactionStatements[control] = prepared
+            statement = prepared
+        }
+        defer { sqlite3_reset(statement) }
+        var rc = sqlite3_step(statement)
+        while rc == SQLITE_ROW { rc = sqlite3_step(statement) }
+        guard rc == SQLITE_DONE else { throw lastError(rc) }
+    }
+
+    /// The result column names of `statement` (the cached statement for `sql`), read once
+    /// per cached statement instead of on every query.
+    /// Call after a step (a re-prepare happens inside `sqlite3_step`).
+    private func columns(of statement: OpaquePointer, sql: String) -> SQLiteColumns {
+        let reprepared = sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_REPREPARE, 0)
+        if let known = cache[sql], known.statement == statement, let columns = known.columns,
+           known.columnsReprepareCount == reprepared {
+            return columns
+        }
+        let columns = Self.columns(of: statement)
+        if cache[sql]?.statement == statement {
+            cache[sql]?.columns = columns
+            cache[sql]?.columnsReprepareCount = reprepared
+        }
+        return columns
     }
 
     /// `true` if `tail` holds anything but whitespace and semicolons.

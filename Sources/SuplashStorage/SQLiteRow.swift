@@ -112,27 +112,27 @@ public struct SQLiteRow: Sendable {
         return try decode(value)
     }
 
-    private static func int64(_ value: SQLValue, _ column: String) throws -> Int64 {
+    private static func int64(_ value: SQLValue, _ column: @autoclosure () -> String) throws -> Int64 {
         if case .integer(let v) = value { return v }
-        throw StorageError.typeMismatch("column \(column): expected INTEGER, found \(className(value))")
+        throw StorageError.typeMismatch("column \(column()): expected INTEGER, found \(className(value))")
     }
 
-    private static func string(_ value: SQLValue, _ column: String) throws -> String {
+    private static func string(_ value: SQLValue, _ column: @autoclosure () -> String) throws -> String {
         if case .text(let v) = value { return v }
-        throw StorageError.typeMismatch("column \(column): expected TEXT, found \(className(value))")
+        throw StorageError.typeMismatch("column \(column()): expected TEXT, found \(className(value))")
     }
 
-    private static func double(_ value: SQLValue, _ column: String) throws -> Double {
+    private static func double(_ value: SQLValue, _ column: @autoclosure () -> String) throws -> Double {
         switch value {
         case .real(let v): return v
         case .integer(let v): return Double(v)
-        default: throw StorageError.typeMismatch("column \(column): expected REAL, found \(className(value))")
+        default: throw StorageError.typeMismatch("column \(column()): expected REAL, found \(className(value))")
         }
     }
 
-    private static func blob(_ value: SQLValue, _ column: String) throws -> [UInt8] {
+    private static func blob(_ value: SQLValue, _ column: @autoclosure () -> String) throws -> [UInt8] {
         if case .blob(let v) = value { return v }
-        throw StorageError.typeMismatch("column \(column): expected BLOB, found \(className(value))")
+        throw StorageError.typeMismatch("column \(column()): expected BLOB, found \(className(value))")
     }
 
     private static func className(_ value: SQLValue) -> String {
