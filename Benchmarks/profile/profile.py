@@ -120,6 +120,8 @@ def main():
     ap.add_argument("--memory", action="store_true")
     ap.add_argument("--keep", type=float, default=0, help="seconds to leave the server running after the load (prints its pid)")
     ap.add_argument("--env", action="append", default=[], help="extra KEY=VALUE for the server")
+    ap.add_argument("--wrk", type=float, default=0, metavar="SECONDS",
+                    help="drive with wrk -t2 -c<connections> for SECONDS instead (memory runs)")
     args = ap.parse_args()
 
     data = tempfile.mkdtemp(prefix="prof-suplash-")
@@ -161,6 +163,12 @@ def main():
         entry_id = b["id"]
         if args.memory:
             print(mem_line("seeded", pid))
+        # As Benchmarks/run.py's setup: pull the whole change feed in pages of 1000.
+        s, b = call(port, "GET", "/v1/sync?limit=1000", None, auth)
+        while s == 200 and b.get("hasMore"):
+            s, b = call(port, "GET", f"/v1/sync?limit=1000&since={b['nextToken']}", None, auth)
+        if args.memory:
+            print(mem_line("synced", pid))
         body = json.dumps({"amountMl": 250, "loggedAt": LOGGED_AT, "source": "api"}).encode()
         hdr = f"Host: 127.0.0.1:{port}\r\nAuthorization: {auth}\r\n"
         if args.workload == "get":
@@ -176,7 +184,23 @@ def main():
         if args.callgrind:
             subprocess.run(["callgrind_control", "-z", str(pid)], check=True, stdout=subprocess.DEVNULL)
         t0 = time.time()
-        statuses = drive(port, raw, args.requests, args.connections)
+        if args.wrk:
+            method = raw.split(b" ", 1)[0].decode()
+            lua = os.path.join(data, "req.lua")
+            with open(lua, "w") as f:
+                f.write(f"wrk.method = {json.dumps(method)}\n")
+                f.write(f"wrk.headers[\"Authorization\"] = {json.dumps(auth)}\n")
+                if args.workload == "create":
+                    f.write(f"wrk.body = {json.dumps(body.decode())}\n")
+                    f.write("wrk.headers[\"Content-Type\"] = \"application/json\"\n")
+            path = raw.split(b" ", 2)[1].decode()
+            out = subprocess.run(["wrk", "-t2", f"-c{args.connections}", f"-d{int(args.wrk)}s", "-s", lua,
+                                  f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True).stdout
+            m = re.search(r"(\d+) requests in", out)
+            bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+            statuses = {"requests": int(m.group(1)) if m else -1, "non2xx": int(bad.group(1)) if bad else 0}
+        else:
+            statuses = drive(port, raw, args.requests, args.connections)
         elapsed = time.time() - t0
         if args.callgrind:
             subprocess.run(["callgrind_control", "-d", "measured", str(pid)], check=True, stdout=subprocess.DEVNULL)

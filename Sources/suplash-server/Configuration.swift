@@ -29,6 +29,8 @@ struct Configuration: Sendable {
         ("storage.migrationsDir", .string("")),
         ("storage.readers", .number(JSONNumber(4))),
         ("storage.busyTimeoutMs", .number(JSONNumber(5000))),
+        ("storage.writerCacheKib", .number(JSONNumber(4000))),
+        ("storage.readerCacheKib", .number(JSONNumber(2000))),
         ("storage.postgresUrl", .string("")),
         ("storage.postgresPoolSize", .number(JSONNumber(16))),
         ("storage.postgresMigrationsDir", .string("")),
