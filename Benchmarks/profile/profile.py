@@ -41,6 +41,14 @@ def rollup(pid):
     return out
 
 
+def cpu_seconds(pid):
+    """User and system CPU time of the whole process (all threads), seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def mem_line(label, pid):
     s = status_kib(pid)
     return (f"{label:<14} VmRSS {s['VmRSS']/1024:6.1f} MiB  VmHWM {s['VmHWM']/1024:6.1f}  "
@@ -184,6 +192,7 @@ def main():
         if args.callgrind:
             subprocess.run(["callgrind_control", "-z", str(pid)], check=True, stdout=subprocess.DEVNULL)
         t0 = time.time()
+        cpu0 = cpu_seconds(pid)
         if args.wrk:
             method = raw.split(b" ", 1)[0].decode()
             lua = os.path.join(data, "req.lua")
@@ -202,6 +211,12 @@ def main():
         else:
             statuses = drive(port, raw, args.requests, args.connections)
         elapsed = time.time() - t0
+        cpu1 = cpu_seconds(pid)
+        done = statuses.get("requests", args.requests) if args.wrk else args.requests
+        if not args.callgrind and done > 0:
+            user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
+            print(f"server CPU per request: user {user / done * 1e6:.1f} us, system {system / done * 1e6:.1f} us "
+                  f"({done} requests)")
         if args.callgrind:
             subprocess.run(["callgrind_control", "-d", "measured", str(pid)], check=True, stdout=subprocess.DEVNULL)
         print(f"workload {args.workload}: {args.requests} requests over {args.connections} connections, "
@@ -213,6 +228,7 @@ def main():
                   ("Rss", "Pss", "Anonymous", "Private_Dirty", "Shared_Clean", "Private_Clean")))
         if args.keep:
             print(f"server pid {pid}; stopping in {args.keep:.0f} s", flush=True)
+            print(f"port {port} path {raw.split(b' ', 2)[1].decode()} auth {auth}", flush=True)
             time.sleep(args.keep)
     finally:
         proc.terminate()

@@ -64,3 +64,22 @@ final class VerifiedTokenCacheTests: XCTestCase {
         XCTAssertNil(cache.claims(for: "unknown", now: 50, leeway: 30))
     }
 }
+
+final class BearerTokenParsingTests: XCTestCase {
+    func testBearerCredentials() {
+        XCTAssertEqual(Authenticator.bearerToken("Bearer abc.def.ghi"), "abc.def.ghi")
+        XCTAssertEqual(Authenticator.bearerToken("bearer abc"), "abc")
+        XCTAssertEqual(Authenticator.bearerToken("BEARER abc"), "abc")
+        XCTAssertEqual(Authenticator.bearerToken("Bearer   abc \t"), "abc")
+        XCTAssertEqual(Authenticator.bearerToken("Bearer a b"), "a b")
+        XCTAssertNil(Authenticator.bearerToken("Bearer"))
+        XCTAssertNil(Authenticator.bearerToken("Bearer "))
+        XCTAssertNil(Authenticator.bearerToken("Bearer \t "))
+        XCTAssertNil(Authenticator.bearerToken("Basic abc"))
+        XCTAssertNil(Authenticator.bearerToken("Bearerx abc"))
+        XCTAssertNil(Authenticator.bearerToken("Bear abc"))
+        XCTAssertNil(Authenticator.bearerToken("Bearer\tabc"))
+        XCTAssertNil(Authenticator.bearerToken("Béarer abc"))
+        XCTAssertEqual(Authenticator.bearerToken("Bearer tökén"), "tökén")
+    }
+}
