@@ -18,7 +18,8 @@ extension SQLiteStore: UserRepository {
         p.timezone = row["timezone"].text ?? UserProfile.defaultTimezone
         p.locale = row["locale"].text ?? UserProfile.defaultLocale
         p.dailyGoalMl = row["daily_goal_ml"].int64.map { Int($0) }
-        p.cupSizesMl = (row["cup_sizes_ml"].text ?? "").split(separator: ",").compactMap { Int($0) }
+        p.cupSizesMl = (row["cup_sizes_ml"].text ?? "").utf8.split(separator: UInt8(ascii: ","))
+            .compactMap { Int(Substring($0)) }
         p.updatedAt = row["updated_at"].int64 ?? p.createdAt
         p.version = row["version"].int64 ?? 1
         return StoredUser(profile: p, passwordHash: row["password_hash"].text)
