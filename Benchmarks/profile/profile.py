@@ -221,6 +221,12 @@ def main():
             subprocess.run(["callgrind_control", "-d", "measured", str(pid)], check=True, stdout=subprocess.DEVNULL)
         print(f"workload {args.workload}: {args.requests} requests over {args.connections} connections, "
               f"statuses {statuses}, {elapsed:.1f} s")
+        if args.wrk:
+            import urllib.request
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30).read().decode()
+            m = re.search(r"^suplash_writer_mean_batch_size\s+(\S+)", text, re.M)
+            if m:
+                print(f"writer mean batch size (jobs per commit since start): {float(m.group(1)):.2f}")
         if args.memory:
             print(mem_line("after load", pid))
             r = rollup(pid)

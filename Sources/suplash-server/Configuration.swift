@@ -14,6 +14,7 @@ struct Configuration: Sendable {
         ("server.dataDir", .string("./data")),
         ("server.eventLoops", .number(JSONNumber(0))),
         ("server.workerThreads", .number(JSONNumber(0))),
+        ("server.writeWorkerThreads", .number(JSONNumber(0))),
         ("server.connectionCap", .number(JSONNumber(16_384))),
         ("server.headerReadTimeoutSeconds", .number(JSONNumber(10))),
         ("server.keepAliveIdleSeconds", .number(JSONNumber(60))),

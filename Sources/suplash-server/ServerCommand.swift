@@ -203,6 +203,7 @@ enum ServeCommand {
         api.defaultBodyLimit = try configuration.int("server.maxBodyBytes")
         api.batchBodyLimit = try configuration.int("server.batchMaxBodyBytes")
         api.workerThreads = try configuration.int("server.workerThreads")
+        api.writeWorkerThreads = try configuration.int("server.writeWorkerThreads")
         api.corsOrigins = Set(configuration.string("server.corsOrigins").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         let application = Application(services: services, configuration: api, logger: logger)
