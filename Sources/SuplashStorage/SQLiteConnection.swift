@@ -361,15 +361,15 @@ public final class SQLiteConnection {
     /// Call after a step (a re-prepare happens inside `sqlite3_step`).
     private func columns(of statement: OpaquePointer, sql: String) -> SQLiteColumns {
         let reprepared = sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_REPREPARE, 0)
-        if let known = cache[sql], known.statement == statement, let columns = known.columns,
-           known.columnsReprepareCount == reprepared {
+        guard let index = cache.index(forKey: sql), cache.values[index].statement == statement else {
+            return Self.columns(of: statement)   // not cached (transaction control)
+        }
+        if let columns = cache.values[index].columns, cache.values[index].columnsReprepareCount == reprepared {
             return columns
         }
         let columns = Self.columns(of: statement)
-        if cache[sql]?.statement == statement {
-            cache[sql]?.columns = columns
-            cache[sql]?.columnsReprepareCount = reprepared
-        }
+        cache.values[index].columns = columns
+        cache.values[index].columnsReprepareCount = reprepared
         return columns
     }
 

@@ -13,8 +13,16 @@ public final class SQLiteColumns: Sendable {
         self.indexByName = index
     }
 
-    /// Index of the first column called exactly `name`, or `nil`.
-    public func index(of name: String) -> Int? { indexByName[name] }
+    /// Index of the first column called exactly `name`, or `nil`. Up to 16 columns a linear
+    /// scan (names are short, mostly inline small strings compared in a word or two) beats
+    /// hashing `name`, which was the larger part of decoding a row by column names.
+    public func index(of name: String) -> Int? {
+        if names.count <= 16 {
+            for i in names.indices where names[i] == name { return i }
+            return nil
+        }
+        return indexByName[name]
+    }
 }
 
 /// One result row: values by index or by column name, plus typed accessors.
