@@ -72,8 +72,9 @@ final class Writer: @unchecked Sendable {
             return
         }
         queue.append(job)
-        condition.signal()
         condition.unlock()
+        // After unlocking: the writer, once woken, takes the lock without blocking on it.
+        condition.signal()
     }
 
     /// `true` when called on the writer thread.
