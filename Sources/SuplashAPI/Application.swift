@@ -33,8 +33,16 @@ public struct APIConfiguration: Sendable {
     public var defaultBodyLimit = 1 << 20
     /// Body limit of batch and sync routes in bytes (4 MiB).
     public var batchBodyLimit = 4 << 20
-    /// Worker threads running handlers (0 = 4 × cores, at least 8).
+    /// Worker threads running handlers of `GET`/`HEAD`/`OPTIONS` requests (0 = 4 × cores,
+    /// at least 8).
     public var workerThreads = 0
+    /// Worker threads running handlers of the other methods — writes, which spend most of
+    /// their time blocked until the writer's group commit is durable (0 = 16 × cores, at
+    /// least 32). A write holds its thread until its fsync: the number of these threads is
+    /// the most writes one group commit can take (8 threads: 5.7 jobs per commit under 32
+    /// connections; 32 threads: 17.5 — Benchmarks/profile). Reads keep their own, smaller
+    /// pool, where more threads would only add contention on the cores.
+    public var writeWorkerThreads = 0
     /// Queued requests beyond which the server answers 503.
     public var workerQueueCapacity = 4096
     /// Browser origins allowed by CORS (exact `scheme://host[:port]`); empty = CORS off.
@@ -47,7 +55,10 @@ public struct APIConfiguration: Sendable {
 /// handler on the worker pool, maps any error to a problem, logs one line, and sends.
 public final class Application: HTTPResponder {
     let router: Router<Route>
+    /// Runs `GET`/`HEAD`/`OPTIONS` handlers (and resumed long polls).
     let pool: BlockingPool
+    /// Runs the handlers of every other method (see `APIConfiguration.writeWorkerThreads`).
+    let writePool: BlockingPool
     let logger: Logger
     let configuration: APIConfiguration
     let services: Services
@@ -59,6 +70,9 @@ public final class Application: HTTPResponder {
         var threads = configuration.workerThreads
         if threads <= 0 { threads = max(8, 4 * ProcessInfo.processInfo.activeProcessorCount) }
         self.pool = BlockingPool(threads: threads, queueCapacity: configuration.workerQueueCapacity)
+        var writeThreads = configuration.writeWorkerThreads
+        if writeThreads <= 0 { writeThreads = max(32, 16 * ProcessInfo.processInfo.activeProcessorCount) }
+        self.writePool = BlockingPool(threads: writeThreads, queueCapacity: configuration.workerQueueCapacity)
         var router = Router<Route>()
         Routes.registerAll(into: &router, services: services, configuration: configuration)
         self.router = router
@@ -70,7 +84,7 @@ public final class Application: HTTPResponder {
 
     /// The route's body limit (before the body is read; 413 past it).
     public func bodyLimit(for head: HTTPRequestHead) -> Int {
-        if case .found(let route, _, _) = router.match(method: head.method, path: head.path) {
+        if let route = router.handler(method: head.method, path: head.path) {
             return route.bodyLimit ?? configuration.defaultBodyLimit
         }
         return configuration.defaultBodyLimit
@@ -104,7 +118,7 @@ public final class Application: HTTPResponder {
                        extraHeaders: earlyLimits.headers)
                 return
             }
-            let accepted = pool.submit { [self] in
+            let accepted = pool(for: request.method).submit { [self] in
                 let limits = sharedLimits ? checkRateLimits(request, template: template) : earlyLimits
                 if let limited = limits.limited {
                     finish(limited.response(), request: request, route: template, start: start, sink: sink,
@@ -212,8 +226,17 @@ public final class Application: HTTPResponder {
         sink.send(response)
     }
 
-    /// Stops the worker pool after the HTTP server has drained.
+    /// The pool that runs handlers of `method`.
+    func pool(for method: String) -> BlockingPool {
+        switch method {
+        case "GET", "HEAD", "OPTIONS": pool
+        default: writePool
+        }
+    }
+
+    /// Stops the worker pools after the HTTP server has drained.
     public func shutdown() {
+        writePool.shutdown()
         pool.shutdown()
     }
 }

@@ -73,11 +73,14 @@ public final class PasswordHashing: Sendable {
     /// so that both failure paths cost the same (spec §3).
     private let dummyPHC: String
 
-    /// - Throws: when libargon2 fails to hash (bad parameters).
+    /// The decoy is built without hashing (`PasswordHasher.decoyPHC`): hashing one at start
+    /// cost a full Argon2id run — `memoryKiB` of peak memory and tens of ms of start-up.
+    /// - Throws: when libargon2 rejects the parameters (`PasswordHasher.validate`).
     public init(parameters: Argon2idParameters, concurrency: Int) throws {
+        try PasswordHasher.validate(parameters)
         self.parameters = parameters
         self.slots = DispatchSemaphore(value: max(1, concurrency))
-        self.dummyPHC = try PasswordHasher.hash(Base64URL.encode(SecureRandom.bytes(16)), parameters: parameters)
+        self.dummyPHC = PasswordHasher.decoyPHC(parameters: parameters)
     }
 
     /// The PHC string of `password` (already NFKC-normalised).

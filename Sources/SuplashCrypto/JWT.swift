@@ -64,6 +64,9 @@ public enum JWT {
         return signingInput + "." + Base64URL.encode(signature)
     }
 
+    /// Clock skew allowed by `verifyHS256` unless told otherwise, seconds.
+    public static let defaultLeewaySeconds: Int64 = 30
+
     /// Verifies an HS256 token and returns its claims object.
     ///
     /// Checks, in order: size and shape (exactly three non-empty base64url segments); the header
@@ -81,7 +84,7 @@ public enum JWT {
     /// - Returns: the claims (`.object`).
     /// - Throws: `JWTError`.
     public static func verifyHS256(_ token: String, keys: [String: [UInt8]], now: Int64,
-                                   leewaySeconds: Int64 = 30) throws(JWTError) -> JSONValue {
+                                   leewaySeconds: Int64 = JWT.defaultLeewaySeconds) throws(JWTError) -> JSONValue {
         try verify(token, algorithm: "HS256", key: { keys[$0] }, now: now, leewaySeconds: leewaySeconds) {
             secret, signature, signingInput in
             signature.count == 32

@@ -93,6 +93,40 @@ public enum PasswordHasher {
         }
     }
 
+    /// A well-formed PHC string with `parameters`, a random salt and a random tag, made
+    /// without hashing (no memory, no time). `verify` against it does the full Argon2id
+    /// work of those parameters and fails (the tag is 256 random bits, not the hash of any
+    /// password anyone knows): a decoy for the unknown-account path, so it costs what a
+    /// wrong password costs without the server hashing a throw-away password at start-up.
+    public static func decoyPHC(parameters: Argon2idParameters = .default) -> String {
+        let salt = SecureRandom.bytes(max(parameters.saltLength, 8))
+        let tag = SecureRandom.bytes(max(parameters.hashLength, 4))
+        return "$argon2id$v=19$m=\(parameters.memoryKiB),t=\(parameters.iterations),p=\(parameters.parallelism)$"
+            + Base64.encode(salt, padded: false) + "$" + Base64.encode(tag, padded: false)
+    }
+
+    /// Throws the `PasswordHashError` that `hash` would throw for `parameters`, at almost no
+    /// cost: memory below 8 KiB per lane is refused here, and everything else is checked by
+    /// libargon2 in a run of the same shape with the minimum memory and at most one pass.
+    public static func validate(_ parameters: Argon2idParameters) throws {
+        guard parameters.saltLength >= 0, parameters.hashLength >= 0 else {
+            throw PasswordHashError(code: ARGON2_SALT_TOO_SHORT.rawValue)
+        }
+        guard UInt64(parameters.memoryKiB) >= 8 * UInt64(parameters.parallelism) else {
+            throw PasswordHashError(code: ARGON2_MEMORY_TOO_LITTLE.rawValue)
+        }
+        let salt = [UInt8](repeating: 0x5A, count: parameters.saltLength)
+        var out = [UInt8](repeating: 0, count: parameters.hashLength)
+        let rc = salt.withUnsafeBytes { saltBytes in
+            out.withUnsafeMutableBytes { hash in
+                argon2id_hash_raw(min(parameters.iterations, 1), max(8, 8 * parameters.parallelism), parameters.parallelism,
+                                  saltBytes.baseAddress, 0, saltBytes.baseAddress, saltBytes.count,
+                                  hash.baseAddress, hash.count)
+            }
+        }
+        guard rc == ARGON2_OK.rawValue else { throw PasswordHashError(code: rc) }
+    }
+
     /// Does the same Argon2id work as `verify` against a hash with `parameters`, then returns
     /// false. Call it when the account does not exist, so that "unknown email" costs the same
     /// time as "wrong password" and the response timing does not reveal which accounts exist.

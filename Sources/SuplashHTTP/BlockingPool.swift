@@ -47,8 +47,11 @@ public final class BlockingPool: @unchecked Sendable {
         }
         queue[(head + count) % queueCapacity] = job
         count += 1
-        lock.signal()
         lock.unlock()
+        // Signalled after unlocking: a worker woken while the lock is still held would only
+        // block again on the mutex (two more futex calls per request; workers re-check
+        // `count` under the lock, so no wake-up is lost).
+        lock.signal()
         return true
     }
 

@@ -27,15 +27,66 @@ public struct Router<Handler: Sendable>: Sendable {
         case methodNotAllowed(allowed: [String])
     }
 
-    private struct Route: Sendable {
-        var handler: Handler
+    // The trie is not generic (`RouteTrie`): only `handlers` depends on `Handler`. A generic
+    // trie was matched through unspecialised code from other modules, paying for runtime
+    // generic-metadata look-ups on every request.
+    private var trie = RouteTrie()
+    private var handlers: [Handler] = []
+
+    /// An empty router.
+    public init() {}
+
+    /// Adds `handler` for `method` (exact, case-sensitive) on `template`.
+    /// A second route with the same method and template shape replaces the first.
+    public mutating func add(_ method: String, _ template: String, _ handler: Handler) {
+        if !isKnownUniquelyReferenced(&trie.root) { trie.root = trie.root.copy() }
+        handlers.append(handler)
+        trie.add(method, template, handlerIndex: handlers.count - 1)
+    }
+
+    /// Every registered route as (method, template), sorted by template then method —
+    /// the route table that `/openapi.json` must describe (`HEAD` fallbacks are not listed).
+    public var routes: [(method: String, template: String)] { trie.routes }
+
+    /// Matches `path` (raw, without the query) for `method`.
+    public func match(method: String, path: String) -> Match {
+        switch trie.match(method: method, path: path, wantParameters: true) {
+        case .found(let index, let parameters, let template):
+            return .found(handler: handlers[index], parameters: parameters, template: template)
+        case .notFound:
+            return .notFound
+        case .methodNotAllowed(let allowed):
+            return .methodNotAllowed(allowed: allowed)
+        }
+    }
+
+    /// The handler `match(method:path:)` would find, without building its parameters — a
+    /// cheaper look-up for decisions taken before the body is read (body limits).
+    public func handler(method: String, path: String) -> Handler? {
+        if case .found(let index, _, _) = trie.match(method: method, path: path, wantParameters: false) {
+            return handlers[index]
+        }
+        return nil
+    }
+}
+
+/// The method + template trie behind `Router`, with handlers by index.
+private struct RouteTrie: Sendable {
+    enum Match {
+        case found(handlerIndex: Int, parameters: [String: String], template: String)
+        case notFound
+        case methodNotAllowed(allowed: [String])
+    }
+
+    struct Route: Sendable {
+        var handlerIndex: Int
         var template: String
         var parameterNames: [String]
     }
 
-    private final class Node: @unchecked Sendable {
+    final class Node: @unchecked Sendable {
         // Sendable: nodes are only mutated while the owning Router value is uniquely
-        // referenced (copy-on-write in `add`), i.e. before it is shared across threads.
+        // referenced (copy-on-write in `Router.add`), i.e. before it is shared across threads.
         var literals: [Substring: Node] = [:]
         var parameter: Node?
         var routes: [String: Route] = [:]
@@ -49,18 +100,12 @@ public struct Router<Handler: Sendable>: Sendable {
         }
     }
 
-    private var root = Node()
+    var root = Node()
 
-    /// An empty router.
-    public init() {}
-
-    /// Adds `handler` for `method` (exact, case-sensitive) on `template`.
-    /// A second route with the same method and template shape replaces the first.
-    public mutating func add(_ method: String, _ template: String, _ handler: Handler) {
-        if !isKnownUniquelyReferenced(&root) { root = root.copy() }
+    func add(_ method: String, _ template: String, handlerIndex: Int) {
         var node = root
         var names: [String] = []
-        for segment in Router.segments(of: template) {
+        for segment in RouteTrie.segments(of: template) {
             if segment.count >= 2 && segment.first == "{" && segment.last == "}" {
                 names.append(String(segment.dropFirst().dropLast()))
                 if node.parameter == nil { node.parameter = Node() }
@@ -75,12 +120,10 @@ public struct Router<Handler: Sendable>: Sendable {
                 }
             }
         }
-        node.routes[method] = Route(handler: handler, template: template, parameterNames: names)
+        node.routes[method] = Route(handlerIndex: handlerIndex, template: template, parameterNames: names)
     }
 
-    /// Every registered route as (method, template), sorted by template then method —
-    /// the route table that `/openapi.json` must describe (`HEAD` fallbacks are not listed).
-    public var routes: [(method: String, template: String)] {
+    var routes: [(method: String, template: String)] {
         var out: [(method: String, template: String)] = []
         var stack = [root]
         while let node = stack.popLast() {
@@ -91,19 +134,20 @@ public struct Router<Handler: Sendable>: Sendable {
         return out.sorted { ($0.template, $0.method) < ($1.template, $1.method) }
     }
 
-    /// Matches `path` (raw, without the query) for `method`.
-    public func match(method: String, path: String) -> Match {
-        let segments = Router.segments(of: path)
+    func match(method: String, path: String, wantParameters: Bool) -> Match {
+        let segments = RouteTrie.segments(of: path)
         var values: [Substring] = []
         var anyPathMatch = false
         var allowed = Set<String>()
-        if let found = Router.search(root, segments[...], method: method, values: &values,
-                                     anyPathMatch: &anyPathMatch, allowed: &allowed) {
+        if let route = RouteTrie.search(root, segments[...], method: method, values: &values,
+                                        anyPathMatch: &anyPathMatch, allowed: &allowed) {
             var parameters: [String: String] = [:]
-            for (name, value) in zip(found.route.parameterNames, found.values) {
-                parameters[name] = String(value)
+            if wantParameters {
+                for (name, value) in zip(route.parameterNames, values) {
+                    parameters[name] = String(value)
+                }
             }
-            return .found(handler: found.route.handler, parameters: parameters, template: found.route.template)
+            return .found(handlerIndex: route.handlerIndex, parameters: parameters, template: route.template)
         }
         if anyPathMatch {
             return .methodNotAllowed(allowed: allowed.sorted())
@@ -111,14 +155,15 @@ public struct Router<Handler: Sendable>: Sendable {
         return .notFound
     }
 
+    /// Depth-first: literal before parameter; `values` holds the captures of the path taken.
     private static func search(_ node: Node, _ segments: ArraySlice<Substring>, method: String,
                                values: inout [Substring], anyPathMatch: inout Bool,
-                               allowed: inout Set<String>) -> (route: Route, values: [Substring])? {
+                               allowed: inout Set<String>) -> Route? {
         guard let segment = segments.first else {
             guard !node.routes.isEmpty else { return nil }
             anyPathMatch = true
             if let route = node.routes[method] ?? (method == "HEAD" ? node.routes["GET"] : nil) {
-                return (route, values)
+                return route
             }
             for key in node.routes.keys {
                 allowed.insert(key)
@@ -142,10 +187,25 @@ public struct Router<Handler: Sendable>: Sendable {
     }
 
     /// `/a/b` → `["a", "b"]`; `/` → `[]`; `/a/` → `["a", ""]` (a trailing slash is significant).
+    /// Splits on the UTF-8 bytes (`/` is ASCII and never part of a multi-byte scalar), not on
+    /// `Character`s: grapheme breaking made this the costliest step of routing.
     private static func segments(of path: String) -> [Substring] {
-        var trimmed = Substring(path)
-        if trimmed.first == "/" { trimmed = trimmed.dropFirst() }
-        if trimmed.isEmpty { return [] }
-        return trimmed.split(separator: "/", omittingEmptySubsequences: false)
+        let utf8 = path.utf8
+        var start = utf8.startIndex
+        if start != utf8.endIndex && utf8[start] == UInt8(ascii: "/") { start = utf8.index(after: start) }
+        if start == utf8.endIndex { return [] }
+        var out: [Substring] = []
+        out.reserveCapacity(8)
+        var segmentStart = start
+        var i = start
+        while i != utf8.endIndex {
+            if utf8[i] == UInt8(ascii: "/") {
+                out.append(Substring(path.utf8[segmentStart..<i]))
+                segmentStart = utf8.index(after: i)
+            }
+            i = utf8.index(after: i)
+        }
+        out.append(Substring(path.utf8[segmentStart..<utf8.endIndex]))
+        return out
     }
 }

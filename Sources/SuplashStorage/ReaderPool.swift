@@ -34,8 +34,11 @@ final class ReaderPool: @unchecked Sendable {
         }
         condition.lock()
         available.append(connection)
-        condition.broadcast()
+        let closing = isClosed
         condition.unlock()
+        // One connection came back: wake one waiter, after unlocking so that it does not
+        // block on the mutex straight away. While closing, wake every `close()` caller.
+        if closing { condition.broadcast() } else { condition.signal() }
     }
 
     /// Refuses new check-outs, waits for every reader to come back, closes them all.

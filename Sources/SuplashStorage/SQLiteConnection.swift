@@ -16,12 +16,25 @@ public final class SQLiteConnection {
     /// What a connection is for; decides the open flags and the pragmas applied.
     public enum Role: Sendable {
         /// Read-write, creates the file. Pragmas: `journal_mode=WAL`, `synchronous=FULL`,
-        /// `foreign_keys=ON`, `temp_store=MEMORY`, `cache_size=-16000` (≈16 MiB),
+        /// `foreign_keys=ON`, `temp_store=MEMORY`, `cache_size=-4000` (≈4 MiB; configurable),
         /// `wal_autocheckpoint=1000` (pages, SQLite's default), `journal_size_limit=64 MiB`.
         case writer
         /// `SQLITE_OPEN_READONLY`. Pragmas: `query_only=ON`, `foreign_keys=ON`,
-        /// `temp_store=MEMORY`, `cache_size=-8000` (≈8 MiB). The file must exist.
+        /// `temp_store=MEMORY`, `cache_size=-2000` (≈2 MiB, SQLite's own default; configurable).
+        /// The file must exist.
         case reader
+
+        /// The page-cache bound (KiB) applied unless the opener gives one. Pages a connection
+        /// has read stay resident up to this bound (the OS file cache keeps them too): with
+        /// 16 MiB for the writer and 8 MiB per reader, the create benchmark grew the process by
+        /// ~10 MiB of writer cache in 5 s while the working set (the tree paths a request
+        /// touches) is a few hundred KiB.
+        public var defaultCacheKiB: Int {
+            switch self {
+            case .writer: 4000
+            case .reader: 2000
+            }
+        }
     }
 
     /// Most statements kept in the cache (the app's SQL is static, so this is generous).
@@ -30,8 +43,31 @@ public final class SQLiteConnection {
     let handle: OpaquePointer
     /// The role this connection was opened for.
     public let role: Role
-    private var cache: [String: OpaquePointer] = [:]
+    private var cache: [String: CachedStatement] = [:]
+    /// The writer's transaction-control statements, prepared once (`runTransactionControl`).
+    /// Kept apart from `cache`, so `query`/`run` can never reach them.
+    private var transactionStatements: [TransactionControl: OpaquePointer] = [:]
     private var isClosed = false
+
+    /// A prepared statement and, once a query has read them, its result column names with
+    /// the statement's re-prepare count at that time: SQLite re-prepares a statement by
+    /// itself after a schema change (`SQLITE_STMTSTATUS_REPREPARE` counts it), and the
+    /// names are read again then.
+    private struct CachedStatement {
+        let statement: OpaquePointer
+        var columns: SQLiteColumns?
+        var columnsReprepareCount: Int32 = 0
+    }
+
+    /// Statements that begin, delimit or end the writer's group transaction.
+    enum TransactionControl: String, CaseIterable {
+        case beginImmediate = "BEGIN IMMEDIATE"
+        case savepoint = "SAVEPOINT suplash_job"
+        case release = "RELEASE suplash_job"
+        case rollbackToSavepoint = "ROLLBACK TO suplash_job"
+        case commit = "COMMIT"
+        case rollback = "ROLLBACK"
+    }
 
     /// When `false`, preparing `BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT` or `RELEASE` fails
     /// with `SQLITE_AUTH` (kind `.misuse`). The writer turns it off while a group job's body
@@ -57,12 +93,15 @@ public final class SQLiteConnection {
     ///     failing with `.busy` (milliseconds, `sqlite3_busy_timeout`).
     /// - Throws: `StorageError` if the file cannot be opened (`.ioError`), is not a database
     ///   (`.corrupt`), or WAL mode cannot be enabled for a writer (`.other`).
-    public convenience init(path: String, role: Role, busyTimeoutMs: Int = 5000) throws {
-        try self.init(path: path, role: role, busyTimeoutMs: busyTimeoutMs, applyPragmas: true)
+    ///   - cacheKiB: page-cache bound in KiB (`PRAGMA cache_size=-N`); nil = the role's
+    ///     default (`Role.defaultCacheKiB`).
+    public convenience init(path: String, role: Role, busyTimeoutMs: Int = 5000, cacheKiB: Int? = nil) throws {
+        try self.init(path: path, role: role, busyTimeoutMs: busyTimeoutMs, applyPragmas: true, cacheKiB: cacheKiB)
     }
 
     /// Opens `path`; with `applyPragmas == false` no pragma is set (backup targets).
-    init(path: String, role: Role, busyTimeoutMs: Int, applyPragmas: Bool) throws {
+    init(path: String, role: Role, busyTimeoutMs: Int, applyPragmas: Bool, cacheKiB: Int? = nil) throws {
+        let cacheKiB = max(64, cacheKiB ?? role.defaultCacheKiB)
         var db: OpaquePointer?
         let flags: Int32 = switch role {
         case .writer: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -99,7 +138,7 @@ public final class SQLiteConnection {
                     PRAGMA synchronous=FULL;
                     PRAGMA foreign_keys=ON;
                     PRAGMA temp_store=MEMORY;
-                    PRAGMA cache_size=-16000;
+                    PRAGMA cache_size=-\(cacheKiB);
                     PRAGMA wal_autocheckpoint=1000;
                     PRAGMA journal_size_limit=67108864;
                     """)
@@ -108,7 +147,7 @@ public final class SQLiteConnection {
                     PRAGMA query_only=ON;
                     PRAGMA foreign_keys=ON;
                     PRAGMA temp_store=MEMORY;
-                    PRAGMA cache_size=-8000;
+                    PRAGMA cache_size=-\(cacheKiB);
                     """)
             }
         } catch {
@@ -124,8 +163,10 @@ public final class SQLiteConnection {
     public func close() {
         guard !isClosed else { return }
         isClosed = true
-        for statement in cache.values { sqlite3_finalize(statement) }
+        for entry in cache.values { sqlite3_finalize(entry.statement) }
         cache.removeAll()
+        for statement in transactionStatements.values { sqlite3_finalize(statement) }
+        transactionStatements.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -170,12 +211,15 @@ public final class SQLiteConnection {
     public func query(_ sql: String, _ args: [SQLValue] = []) throws -> [SQLiteRow] {
         var rows: [SQLiteRow] = []
         try withStatement(sql, args) { statement in
-            let columns = Self.columns(of: statement)
+            var columns: SQLiteColumns?
             while true {
                 let rc = sqlite3_step(statement)
                 if rc == SQLITE_DONE { break }
                 guard rc == SQLITE_ROW else { throw lastError(rc) }
-                rows.append(SQLiteRow(values: Self.values(of: statement, count: columns.names.count), columns: columns))
+                // Read after the first step: a schema change re-prepares the statement there.
+                let names = columns ?? self.columns(of: statement, sql: sql)
+                columns = names
+                rows.append(SQLiteRow(values: Self.values(of: statement, count: names.names.count), columns: names))
             }
         }
         return rows
@@ -189,7 +233,7 @@ public final class SQLiteConnection {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { return }
             guard rc == SQLITE_ROW else { throw lastError(rc) }
-            let columns = Self.columns(of: statement)
+            let columns = self.columns(of: statement, sql: sql)
             row = SQLiteRow(values: Self.values(of: statement, count: columns.names.count), columns: columns)
         }
         return row
@@ -253,7 +297,7 @@ public final class SQLiteConnection {
     /// The statement for `sql` and whether it lives in the cache (otherwise the caller
     /// finalizes it after use).
     private func cachedStatement(_ sql: String) throws -> (OpaquePointer, cached: Bool) {
-        if let statement = cache[sql] {
+        if let statement = cache[sql]?.statement {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
             return (statement, true)
@@ -282,11 +326,51 @@ public final class SQLiteConnection {
             return (statement, false)
         }
         if cache.count >= Self.statementCacheCapacity {
-            for cached in cache.values { sqlite3_finalize(cached) }
+            for cached in cache.values { sqlite3_finalize(cached.statement) }
             cache.removeAll(keepingCapacity: true)
         }
-        cache[sql] = statement
+        cache[sql] = CachedStatement(statement: statement, columns: nil)
         return (statement, true)
+    }
+
+    /// Runs one of the writer's transaction-control statements, prepared on first use and
+    /// kept (preparing them costs more than running them). Must be called while
+    /// `allowsTransactionControl` is true, i.e. between jobs.
+    /// - Throws: `StorageError`.
+    func runTransactionControl(_ control: TransactionControl) throws {
+        try checkOpen()
+        let statement: OpaquePointer
+        if let prepared = transactionStatements[control] {
+            statement = prepared
+        } else {
+            var prepared: OpaquePointer?
+            let rc = sqlite3_prepare_v3(handle, control.rawValue, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+            guard rc == SQLITE_OK else { throw lastError(rc) }
+            guard let prepared else { throw StorageError.misuse("the SQL text contains no statement") }
+            transactionStatements[control] = prepared
+            statement = prepared
+        }
+        defer { sqlite3_reset(statement) }
+        var rc = sqlite3_step(statement)
+        while rc == SQLITE_ROW { rc = sqlite3_step(statement) }
+        guard rc == SQLITE_DONE else { throw lastError(rc) }
+    }
+
+    /// The result column names of `statement` (the cached statement for `sql`), read once
+    /// per cached statement instead of on every query.
+    /// Call after a step (a re-prepare happens inside `sqlite3_step`).
+    private func columns(of statement: OpaquePointer, sql: String) -> SQLiteColumns {
+        let reprepared = sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_REPREPARE, 0)
+        guard let index = cache.index(forKey: sql), cache.values[index].statement == statement else {
+            return Self.columns(of: statement)   // not cached (transaction control)
+        }
+        if let columns = cache.values[index].columns, cache.values[index].columnsReprepareCount == reprepared {
+            return columns
+        }
+        let columns = Self.columns(of: statement)
+        cache.values[index].columns = columns
+        cache.values[index].columnsReprepareCount = reprepared
+        return columns
     }
 
     /// `true` if `tail` holds anything but whitespace and semicolons.

@@ -29,15 +29,20 @@ public final class SQLiteDatabase: Sendable {
     ///   - readers: number of read-only connections (≥ 1); `read` blocks only while all are busy.
     ///   - busyTimeoutMs: lock wait bound for every connection, in milliseconds.
     ///   - maxBatchSize: most jobs sharing one group transaction (≥ 1).
+    ///   - writerCacheKiB: the writer's page-cache bound in KiB (nil = `Role.writer.defaultCacheKiB`).
+    ///   - readerCacheKiB: each reader's page-cache bound in KiB (nil = `Role.reader.defaultCacheKiB`).
     /// - Throws: `StorageError` if a connection cannot be opened or configured (`.misuse`
     ///   for `readers < 1`).
-    public init(path: String, readers: Int = 4, busyTimeoutMs: Int = 5000, maxBatchSize: Int = 256) throws {
+    public init(path: String, readers: Int = 4, busyTimeoutMs: Int = 5000, maxBatchSize: Int = 256,
+                writerCacheKiB: Int? = nil, readerCacheKiB: Int? = nil) throws {
         guard readers >= 1 else { throw StorageError.misuse("at least one reader connection is required") }
-        let writerConnection = try SQLiteConnection(path: path, role: .writer, busyTimeoutMs: busyTimeoutMs)
+        let writerConnection = try SQLiteConnection(path: path, role: .writer, busyTimeoutMs: busyTimeoutMs,
+                                                    cacheKiB: writerCacheKiB)
         var readerConnections: [SQLiteConnection] = []
         do {
             for _ in 0..<readers {
-                readerConnections.append(try SQLiteConnection(path: path, role: .reader, busyTimeoutMs: busyTimeoutMs))
+                readerConnections.append(try SQLiteConnection(path: path, role: .reader, busyTimeoutMs: busyTimeoutMs,
+                                                              cacheKiB: readerCacheKiB))
             }
         } catch {
             for connection in readerConnections { connection.close() }

@@ -13,8 +13,16 @@ public final class SQLiteColumns: Sendable {
         self.indexByName = index
     }
 
-    /// Index of the first column called exactly `name`, or `nil`.
-    public func index(of name: String) -> Int? { indexByName[name] }
+    /// Index of the first column called exactly `name`, or `nil`. Up to 16 columns a linear
+    /// scan (names are short, mostly inline small strings compared in a word or two) beats
+    /// hashing `name`, which was the larger part of decoding a row by column names.
+    public func index(of name: String) -> Int? {
+        if names.count <= 16 {
+            for i in names.indices where names[i] == name { return i }
+            return nil
+        }
+        return indexByName[name]
+    }
 }
 
 /// A result row of any SQL driver the stores run on (SQLite, PostgreSQL): values by
@@ -122,27 +130,27 @@ public struct SQLiteRow: Sendable, SQLRowValues {
         return try decode(value)
     }
 
-    private static func int64(_ value: SQLValue, _ column: String) throws -> Int64 {
+    private static func int64(_ value: SQLValue, _ column: @autoclosure () -> String) throws -> Int64 {
         if case .integer(let v) = value { return v }
-        throw StorageError.typeMismatch("column \(column): expected INTEGER, found \(className(value))")
+        throw StorageError.typeMismatch("column \(column()): expected INTEGER, found \(className(value))")
     }
 
-    private static func string(_ value: SQLValue, _ column: String) throws -> String {
+    private static func string(_ value: SQLValue, _ column: @autoclosure () -> String) throws -> String {
         if case .text(let v) = value { return v }
-        throw StorageError.typeMismatch("column \(column): expected TEXT, found \(className(value))")
+        throw StorageError.typeMismatch("column \(column()): expected TEXT, found \(className(value))")
     }
 
-    private static func double(_ value: SQLValue, _ column: String) throws -> Double {
+    private static func double(_ value: SQLValue, _ column: @autoclosure () -> String) throws -> Double {
         switch value {
         case .real(let v): return v
         case .integer(let v): return Double(v)
-        default: throw StorageError.typeMismatch("column \(column): expected REAL, found \(className(value))")
+        default: throw StorageError.typeMismatch("column \(column()): expected REAL, found \(className(value))")
         }
     }
 
-    private static func blob(_ value: SQLValue, _ column: String) throws -> [UInt8] {
+    private static func blob(_ value: SQLValue, _ column: @autoclosure () -> String) throws -> [UInt8] {
         if case .blob(let v) = value { return v }
-        throw StorageError.typeMismatch("column \(column): expected BLOB, found \(className(value))")
+        throw StorageError.typeMismatch("column \(column()): expected BLOB, found \(className(value))")
     }
 
     private static func className(_ value: SQLValue) -> String {

@@ -50,8 +50,6 @@ final class Writer: @unchecked Sendable {
     private let connection: SQLiteConnection
     private let maxBatchSize: Int
 
-    private static let savepoint = "suplash_job"
-
     init(connection: SQLiteConnection, maxBatchSize: Int) {
         self.connection = connection
         self.maxBatchSize = max(1, maxBatchSize)
@@ -74,8 +72,9 @@ final class Writer: @unchecked Sendable {
             return
         }
         queue.append(job)
-        condition.signal()
         condition.unlock()
+        // After unlocking: the writer, once woken, takes the lock without blocking on it.
+        condition.signal()
     }
 
     /// `true` when called on the writer thread.
@@ -163,7 +162,7 @@ final class Writer: @unchecked Sendable {
         let outcome = job.run(context)
         var leftover: (any Error)?
         if connection.isInTransaction {
-            try? connection.execute("ROLLBACK")
+            try? connection.runTransactionControl(.rollback)
             leftover = StorageError.misuse("an exclusive write job left a transaction open; it was rolled back")
         }
         record { $0.exclusiveJobs += 1 }
@@ -181,7 +180,7 @@ final class Writer: @unchecked Sendable {
         var index = 0
         while index < batch.count {
             do {
-                try connection.execute("BEGIN IMMEDIATE")
+                try connection.runTransactionControl(.beginImmediate)
             } catch {
                 for job in batch[index...] { job.fail(error) }
                 record { $0.jobs += batch.count - index; $0.failedJobs += batch.count - index }
@@ -195,7 +194,7 @@ final class Writer: @unchecked Sendable {
                 let job = batch[index]
                 index += 1
                 do {
-                    try connection.execute("SAVEPOINT \(Self.savepoint)")
+                    try connection.runTransactionControl(.savepoint)
                 } catch {
                     ran.append((WriterOutcome(succeeded: false) { _ in job.fail(error) }, WriteContext(connection: connection)))
                     if !connection.isInTransaction { transactionError = error; break }
@@ -215,7 +214,7 @@ final class Writer: @unchecked Sendable {
                 }
                 if outcome.succeeded {
                     do {
-                        try connection.execute("RELEASE \(Self.savepoint)")
+                        try connection.runTransactionControl(.release)
                         ran.append((outcome, context))
                     } catch {
                         transactionError = error
@@ -224,7 +223,8 @@ final class Writer: @unchecked Sendable {
                     }
                 } else {
                     do {
-                        try connection.execute("ROLLBACK TO \(Self.savepoint); RELEASE \(Self.savepoint)")
+                        try connection.runTransactionControl(.rollbackToSavepoint)
+                        try connection.runTransactionControl(.release)
                         ran.append((outcome, context))
                     } catch {
                         transactionError = error
@@ -237,13 +237,13 @@ final class Writer: @unchecked Sendable {
             var commitError = transactionError
             if commitError == nil {
                 do {
-                    try connection.execute("COMMIT")
+                    try connection.runTransactionControl(.commit)
                 } catch {
                     commitError = error
                 }
             }
             if commitError != nil, connection.isInTransaction {
-                try? connection.execute("ROLLBACK")
+                try? connection.runTransactionControl(.rollback)
             }
 
             let committed = commitError == nil

@@ -50,7 +50,8 @@ public enum StoreRows {
         p.timezone = row["timezone"].text ?? UserProfile.defaultTimezone
         p.locale = row["locale"].text ?? UserProfile.defaultLocale
         p.dailyGoalMl = row["daily_goal_ml"].int64.map { Int($0) }
-        p.cupSizesMl = (row["cup_sizes_ml"].text ?? "").split(separator: ",").compactMap { Int($0) }
+        p.cupSizesMl = (row["cup_sizes_ml"].text ?? "").utf8.split(separator: UInt8(ascii: ","))
+            .compactMap { Int(Substring($0)) }
         p.updatedAt = row["updated_at"].int64 ?? p.createdAt
         p.version = row["version"].int64 ?? 1
         return StoredUser(profile: p, passwordHash: row["password_hash"].text)
@@ -114,9 +115,11 @@ public enum StoreRows {
     /// The `badges` column (`id:earnedAt,…`, earnedAt in ms) as earned badges; unknown or
     /// malformed items are skipped.
     public static func badges(_ text: String) -> [EarnedBadge] {
-        text.split(separator: ",").compactMap { item in
-            let parts = item.split(separator: ":")
-            guard parts.count == 2, let badge = Badge(rawValue: String(parts[0])), let at = Int64(parts[1]) else { return nil }
+        // Split on UTF-8 bytes: a Character-wise `split` was ~10% of a create's instructions.
+        text.utf8.split(separator: UInt8(ascii: ",")).compactMap { item in
+            let parts = item.split(separator: UInt8(ascii: ":"))
+            guard parts.count == 2, let badge = Badge(rawValue: String(Substring(parts[0]))),
+                  let at = Int64(Substring(parts[1])) else { return nil }
             return EarnedBadge(badge: badge, earnedAt: at)
         }
     }

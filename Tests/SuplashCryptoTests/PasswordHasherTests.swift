@@ -65,6 +65,36 @@ final class PasswordHasherTests: XCTestCase {
         }
     }
 
+    func testValidateRefusesWhatHashRefusesAndAcceptsTheRest() throws {
+        let refused = [
+            Argon2idParameters(memoryKiB: 1, iterations: 1),
+            Argon2idParameters(memoryKiB: 64, iterations: 0),
+            Argon2idParameters(memoryKiB: 64, iterations: 1, saltLength: 4),
+            Argon2idParameters(memoryKiB: 64, iterations: 1, hashLength: 2),
+            Argon2idParameters(memoryKiB: 64, iterations: 1, parallelism: 0),
+            Argon2idParameters(memoryKiB: 16, iterations: 1, parallelism: 4),
+        ]
+        for parameters in refused {
+            XCTAssertThrowsError(try PasswordHasher.validate(parameters), "\(parameters)")
+            XCTAssertThrowsError(try PasswordHasher.hash("pw", parameters: parameters), "\(parameters)")
+        }
+        XCTAssertNoThrow(try PasswordHasher.validate(.default))
+        XCTAssertNoThrow(try PasswordHasher.validate(Argon2idParameters(memoryKiB: 64, iterations: 3, parallelism: 2)))
+    }
+
+    func testDecoyPHCHasTheParametersShapeAndMatchesNoPassword() throws {
+        let parameters = Argon2idParameters(memoryKiB: 64, iterations: 1)
+        let decoy = PasswordHasher.decoyPHC(parameters: parameters)
+        XCTAssertTrue(decoy.hasPrefix("$argon2id$v=19$m=64,t=1,p=1$"), decoy)
+        // Same shape as a real hash of these parameters: no rehash wanted, parses, verifies (false).
+        XCTAssertFalse(PasswordHasher.needsRehash(phc: decoy, parameters: parameters))
+        XCTAssertEqual(decoy.count, try PasswordHasher.hash("pw", parameters: parameters).count)
+        XCTAssertFalse(PasswordHasher.verify("", phc: decoy))
+        XCTAssertFalse(PasswordHasher.verify("pw", phc: decoy))
+        XCTAssertNotEqual(PasswordHasher.decoyPHC(parameters: parameters), decoy)
+        XCTAssertFalse(PasswordHasher.needsRehash(phc: PasswordHasher.decoyPHC()))
+    }
+
     func testDummyVerifyIsFalseAndCostsLikeVerify() throws {
         XCTAssertFalse(PasswordHasher.dummyVerify("anything"))
         let phc = try PasswordHasher.hash("pw")

@@ -161,6 +161,48 @@ final class SQLiteConnectionTests: XCTestCase {
         XCTAssertFalse(connection.isInTransaction)
     }
 
+    func testCachedStatementColumnNamesFollowSchemaChanges() throws {
+        try connection.execute("CREATE TABLE t (a INTEGER)")
+        try connection.run("INSERT INTO t VALUES (1)")
+        XCTAssertEqual(try connection.query("SELECT * FROM t")[0].columns.names, ["a"])
+        XCTAssertEqual(try connection.query("SELECT * FROM t")[0].columns.names, ["a"])
+        try connection.execute("ALTER TABLE t ADD COLUMN b TEXT")
+        let row = try XCTUnwrap(try connection.queryOne("SELECT * FROM t"))
+        XCTAssertEqual(row.columns.names, ["a", "b"])
+        XCTAssertEqual(row["b"], .null)
+        try connection.execute("ALTER TABLE t RENAME COLUMN b TO c")
+        XCTAssertEqual(try connection.query("SELECT * FROM t")[0].columns.names, ["a", "c"])
+    }
+
+    func testWriterTransactionControlStatementsAreReusedAndKeptApart() throws {
+        try connection.execute("CREATE TABLE t (x)")
+        let cached = connection.cachedStatementCount
+        for i in 0..<3 {
+            try connection.runTransactionControl(.beginImmediate)
+            XCTAssertTrue(connection.isInTransaction)
+            try connection.runTransactionControl(.savepoint)
+            try connection.run("INSERT INTO t VALUES (?)", [.int(i)])
+            try connection.runTransactionControl(.rollbackToSavepoint)
+            try connection.runTransactionControl(.release)
+            try connection.runTransactionControl(.savepoint)
+            try connection.run("INSERT INTO t VALUES (?)", [.int(10 + i)])
+            try connection.runTransactionControl(.release)
+            try connection.runTransactionControl(.commit)
+            XCTAssertFalse(connection.isInTransaction)
+        }
+        XCTAssertEqual(try connection.query("SELECT x FROM t ORDER BY x").map { $0[0] }, [10, 11, 12])
+        try connection.runTransactionControl(.beginImmediate)
+        try connection.run("INSERT INTO t VALUES (99)")
+        try connection.runTransactionControl(.rollback)
+        XCTAssertEqual(try connection.scalarInt64("SELECT count(*) FROM t"), 3)
+        // Only the two INSERTs and the two SELECTs entered the query cache.
+        XCTAssertEqual(connection.cachedStatementCount, cached + 4)
+        // A job body (transaction control off) still cannot prepare transaction control itself.
+        connection.allowsTransactionControl = false
+        assertStorageError(.misuse) { try connection.run("COMMIT") }
+        connection.allowsTransactionControl = true
+    }
+
     func testErrorKindMapping() {
         let cases: [(Int32, StorageError.Kind)] = [
             (2067, .constraintUnique), (1555, .constraintPrimaryKey), (787, .constraintForeignKey),

@@ -7,4 +7,9 @@
    Returns 1 on success (mallopt's convention). */
 int cmalloc_set_mmap_threshold(int bytes);
 
+/* Caps the number of malloc arenas (glibc's default is 8 per core). Each thread that meets
+   contention gets its own arena, and freed memory stays in the arena it came from, so many
+   worker threads keep many partly empty heaps resident. Returns 1 on success. */
+int cmalloc_set_arena_max(int arenas);
+
 #endif

@@ -50,9 +50,7 @@ public struct Authenticator: Sendable {
     /// - Throws: as `authenticate`, except 429.
     public func identify(_ request: APIRequest) throws(APIError) -> Principal {
         guard let header = request.header("Authorization") else { throw APIError.unauthorized() }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw APIError.unauthorized() }
-        let token = String(parts[1].trimmingASCIISpaces())
+        guard let token = Self.bearerToken(header) else { throw APIError.unauthorized() }
         if token.hasPrefix(AdminKeyFormat.prefix) {
             let name: String?
             do { name = try adminKeys.name(forKey: token) } catch { throw APIError.unavailable() }
@@ -71,5 +69,29 @@ public struct Authenticator: Sendable {
             }
         }
         return .user(id: userID, sessionID: sessionID)
+    }
+
+    /// The credentials of `Bearer <token>` (scheme case-insensitive, RFC 9110 §11.1): the
+    /// text after the first space with surrounding spaces and tabs trimmed; nil for another
+    /// scheme or nothing after it. Scanned as UTF-8 bytes (a `Character` split of every
+    /// request's header was 4% of a GET's instructions).
+    static func bearerToken(_ header: String) -> String? {
+        let utf8 = header.utf8
+        guard let space = utf8.firstIndex(of: UInt8(ascii: " ")) else { return nil }
+        let scheme = utf8[..<space]
+        guard scheme.count == 6,
+              zip(scheme, "bearer".utf8).allSatisfy({ ($0 | 0x20) == $1 }) else { return nil }
+        var start = utf8.index(after: space)
+        var end = utf8.endIndex
+        while start < end, utf8[start] == UInt8(ascii: " ") || utf8[start] == UInt8(ascii: "\t") {
+            start = utf8.index(after: start)
+        }
+        while start < end {
+            let last = utf8[utf8.index(before: end)]
+            guard last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") else { break }
+            end = utf8.index(before: end)
+        }
+        guard start < end else { return nil }
+        return String(Substring(utf8[start..<end]))
     }
 }

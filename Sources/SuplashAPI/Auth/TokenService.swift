@@ -12,6 +12,8 @@ public struct TokenService: Sendable {
     public let accessTokenTTL: Int64
     /// Refresh-token lifetime in seconds (default 30 days).
     public let refreshTokenTTL: Int64
+    /// Access tokens already verified, by their text (shared by copies of this value).
+    let verifiedTokens = VerifiedTokenCache()
 
     /// - Parameter secret: ≥ 32 random bytes; `kid` is derived from its SHA-256.
     public init(secret: [UInt8], accessTokenTTL: Int64 = 3600, refreshTokenTTL: Int64 = 30 * 86_400) {

@@ -95,21 +95,28 @@ public enum RFC3339 {
         if rem < 0 { rem += 86_400; days -= 1 }
         let (y, m, d) = CivilDate.civilFromDays(Int(days))
         let hh = Int(rem / 3600), mm = Int(rem % 3600 / 60), ss = Int(rem % 60)
-        var out = [UInt8]()
-        out.reserveCapacity(24)
-        func put(_ v: Int, _ width: Int) {
-            var digits = [UInt8](repeating: 0x30, count: width)
-            var x = v
-            for k in stride(from: width - 1, through: 0, by: -1) {
-                digits[k] = UInt8(0x30 + x % 10)
-                x /= 10
+        // Written in place (no intermediate arrays: this runs for every timestamp presented).
+        return String(unsafeUninitializedCapacity: 24) { out in
+            var i = 0
+            func put(_ v: Int, _ width: Int) {
+                var x = v
+                var k = i + width - 1
+                while k >= i {
+                    out[k] = UInt8(truncatingIfNeeded: 0x30 + x % 10)
+                    x /= 10
+                    k -= 1
+                }
+                i += width
             }
-            out.append(contentsOf: digits)
+            func put(byte b: UInt8) {
+                out[i] = b
+                i += 1
+            }
+            put(y, 4); put(byte: 0x2D); put(m, 2); put(byte: 0x2D); put(d, 2); put(byte: 0x54)
+            put(hh, 2); put(byte: 0x3A); put(mm, 2); put(byte: 0x3A); put(ss, 2); put(byte: 0x2E)
+            put(Int(ms), 3); put(byte: 0x5A)
+            return i
         }
-        put(y, 4); out.append(0x2D); put(m, 2); out.append(0x2D); put(d, 2); out.append(0x54)
-        put(hh, 2); out.append(0x3A); put(mm, 2); out.append(0x3A); put(ss, 2); out.append(0x2E)
-        put(Int(ms), 3); out.append(0x5A)
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Access tokens whose signature and claims were already verified, by their exact text, so
+/// that a client sending the same bearer token on every request pays for the HMAC, the two
+/// base64url decodes and the two JSON parses once (they were about a quarter of the
+/// instructions of a `GET` by id).
+///
+/// Only a token that passed `JWT.verifyHS256` in full is stored, under the complete token
+/// string, so a changed byte anywhere (header, claims or signature) is a miss and is
+/// verified from scratch. The time-dependent checks (`exp`, and `iat`/`nbf` against the
+/// leeway) are repeated on every hit; revocation is checked by the caller after this, as
+/// before. The cache belongs to one `TokenService`, whose keys never change.
+///
+/// Bounded: at `capacity` entries it is emptied (an expired or evicted token is simply
+/// verified again).
+final class VerifiedTokenCache: @unchecked Sendable {
+    // Sendable: `entries` is only touched with `lock` held.
+    struct Claims {
+        let userID: String
+        let sessionID: String
+        let issuedAt: Int64
+        let expiresAt: Int64
+        let notBefore: Int64?
+    }
+
+    private let lock = NSLock()
+    private var entries: [String: Claims] = [:]
+    let capacity: Int
+
+    init(capacity: Int = 1024) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// The cached claims of `token` if they are still valid at `now` (Unix seconds) with
+    /// `leeway` seconds of skew — the same time checks as `JWT.verifyHS256`.
+    func claims(for token: String, now: Int64, leeway: Int64) -> Claims? {
+        lock.lock()
+        let found = entries[token]
+        lock.unlock()
+        guard let found else { return nil }
+        let (earliest, underflow) = now.subtractingReportingOverflow(leeway)
+        guard underflow || found.expiresAt > earliest else { return nil }
+        let (latest, overflow) = now.addingReportingOverflow(leeway)
+        if !overflow && (found.issuedAt > latest || (found.notBefore ?? Int64.min) > latest) { return nil }
+        return found
+    }
+
+    /// Remembers a token that has just been verified in full.
+    func store(_ token: String, _ claims: Claims) {
+        lock.lock()
+        if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+        entries[token] = claims
+        lock.unlock()
+    }
+
+    /// Entries held (for tests).
+    var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries.count
+    }
+}
