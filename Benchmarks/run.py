@@ -13,7 +13,10 @@ What it does (README "Performance"):
     amount, loggedAt, source and API rules `owner = @request.auth.id`), one user with
     10,000 entries, then drives both with wrk (2 threads), alternating the servers run by run;
   * prints one table per workload with req/s, p50, p99, errors, non-2xx, ours/theirs
-    and each server's peak RSS (VmHWM), plus the durability each server runs with.
+    and each server's peak RSS (VmHWM over the whole process life, setup included), the peak
+    during the workload alone (VmHWM reset after setup via /proc/PID/clear_refs), and the
+    resident memory split into anonymous (heap, stacks) and file-backed (binary and shared
+    libraries) at the end (RssAnon / RssFile), plus the durability each server runs with.
 With `--postgres` a throw-away PostgreSQL cluster (Debian `postgresql`, durable settings:
 fsync=on, synchronous_commit=on, full_page_writes=on) is started once, and the workloads
 create, list, get, health and sync also run against our server on PostgreSQL: one instance
@@ -86,6 +89,35 @@ def vm_hwm_kib(pid):
     except OSError:
         pass
     return 0
+
+
+def status_kib(pid, field):
+    """A `kB` field of /proc/PID/status (VmHWM, VmRSS, RssAnon, RssFile), 0 if unreadable."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def server_pids(server):
+    """The processes of a server column (two for `suplash-pg x2`; nginx only its master)."""
+    return [server.first.pid, server.second.pid] if hasattr(server, "second") else [server.proc.pid]
+
+
+def reset_peak_rss(server):
+    """Resets VmHWM to the current RSS (`echo 5 > /proc/PID/clear_refs`, Linux >= 4.0), so the
+    'load peak' column shows the workload's own peak, not the setup's (signup hashes a
+    password: Argon2id takes 19 MiB for a moment in ours). Same for every server."""
+    for pid in server_pids(server):
+        try:
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
 
 
 def vm_rss_kib(pid):
@@ -627,6 +659,8 @@ def run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster):
         for s in servers:
             s.start()
             s.setup(args.entries if workload in ("list", "get", "sync") else 1)
+            s.setup_peak_kib = peak_rss_kib(s)
+            reset_peak_rss(s)
         try:
             if workload == "idle":
                 print(f"## idle keep-alive connections ({args.idle})\n")
@@ -642,8 +676,9 @@ def run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster):
             if not active:
                 continue
             print(f"## {workload}\n")
-            print("| server | conns | req/s | p50 ms | p99 ms | errors | non-2xx | ours/theirs | peak RSS MiB |")
-            print("|---|---|---|---|---|---|---|---|---|")
+            print("| server | conns | req/s | p50 ms | p99 ms | errors | non-2xx | ours/theirs | peak RSS MiB "
+                  "| load peak MiB | anon / file MiB |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
             for c in conns:
                 results = {s.name: [] for s in active}
                 for _ in range(args.runs):
@@ -670,7 +705,10 @@ def run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster):
                         ratio = f"{m['rps'] / med['suplash']['rps']:.2f}x of SQLite"
                     invalid = " INVALID" if m["status"] or m["errors"] else ""
                     print(f"| {s.name} | {c} | {m['rps']:.0f}{invalid} | {fmt_ms(m['p50'])} | {fmt_ms(m['p99'])} | "
-                          f"{m['errors']} | {m['status']} | {ratio} | {peak_rss_kib(s) / 1024:.1f} |")
+                          f"{m['errors']} | {m['status']} | {ratio} | "
+                          f"{max(s.setup_peak_kib, peak_rss_kib(s)) / 1024:.1f} | {peak_rss_kib(s) / 1024:.1f} | "
+                          f"{sum(status_kib(p, 'RssAnon') for p in server_pids(s)) / 1024:.1f} / "
+                          f"{sum(status_kib(p, 'RssFile') for p in server_pids(s)) / 1024:.1f} |")
             print()
         finally:
             for s in servers:
