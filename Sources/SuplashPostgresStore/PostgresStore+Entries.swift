@@ -9,39 +9,59 @@ extension PostgresStore: WaterEntryRepository {
     /// Reads one entry row (live or tombstone) with its last-write-wins stamp; `lock` takes
     /// its row lock for a read-modify-write.
     static func fetchEntry(_ c: PostgresConnection, userID: String, id: String, lock: Bool) throws -> Stamped<WaterEntry>? {
-        let sql = lock
+        let statement = fetchEntryStatement(userID: userID, id: id, lock: lock)
+        return stampedEntry(try c.query(statement.sql, statement.args))
+    }
+
+    /// The statement of `fetchEntry`, to send in a pipeline; decode with `stampedEntry`.
+    static func fetchEntryStatement(userID: String, id: String, lock: Bool) -> PostgresStatement {
+        PostgresStatement(lock
             ? "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2 FOR UPDATE"
-            : "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2"
-        guard let row = try c.query(sql, [.text(userID), .text(id)]).first else { return nil }
+            : "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2",
+            [.text(userID), .text(id)])
+    }
+
+    static func stampedEntry(_ rows: [PostgresRow]) -> Stamped<WaterEntry>? {
+        guard let row = rows.first else { return nil }
         let entry = StoreRows.entry(row)
         return Stamped(entry, deleted: entry.deleted, stamp: StoreRows.stamp(row))
+    }
+
+    /// Lock the user, read the entry (and the live entry holding the HealthKit sample, if
+    /// any) in one round trip: the user's row, then the entry.
+    private static func lockAndFetch(_ c: PostgresConnection, userID: String, id: String, lockEntry: Bool,
+                                     healthKitUUID: String? = nil) throws
+        -> (profile: UserProfile, stored: Stamped<WaterEntry>?, healthKitHolder: WaterEntry?) {
+        var statements = [lockUserStatement(userID), fetchEntryStatement(userID: userID, id: id, lock: lockEntry)]
+        if let hk = healthKitUUID {
+            statements.append(PostgresStatement("""
+                SELECT \(StoreRows.entryColumns) FROM water_entries
+                WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
+                """, [.text(userID), .text(hk)]))
+        }
+        let results = try c.pipeline(statements)
+        guard let profile = results[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
+        return (profile, stampedEntry(results[1]), results.count > 2 ? results[2].first.map(StoreRows.entry) : nil)
     }
 
     /// Check, then insert: when a concurrent writer inserts the same id or HealthKit sample
     /// first, the insert hits the primary key or `water_entries_health_kit` and the whole
     /// transaction is re-run (`PostgresStore.write`), which then answers `.existing` or a
-    /// conflict from the committed row — as on SQLite.
+    /// conflict from the committed row — as on SQLite. (Writers of one user queue on the
+    /// user's row lock, so that is rare.)
     public func createEntry(userID: String, id: String, content: WaterEntryContent, deviceID: String?,
                             now: Int64) throws -> EntryCreateOutcome {
         try write { tx in
             let c = tx.connection
-            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: false)
+            let (profile, stored, holder) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: false,
+                                                                           healthKitUUID: content.healthKitUUID)
             if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
                                                           deletedCode: "entry_deleted", existsCode: "entry_exists") {
                 return .existing(existing)
             }
-            if let hk = content.healthKitUUID,
-               let row = try c.query("""
-                   SELECT \(StoreRows.entryColumns) FROM water_entries
-                   WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
-                   """, [.text(userID), .text(hk)]).first {
-                return .existing(StoreRows.entry(row))
-            }
-            if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.text(userID)])).isEmpty {
-                throw RepositoryError.notFound
-            }
-            let position = try self.takeChangePosition(tx, userID: userID)
-            try c.update("""
+            if let holder { return .existing(holder) }
+            let position = try self.changePosition(tx, userID: userID, row: ChangeRows.entry(userID, id))
+            c.enqueue("""
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $10, $11, $12)
@@ -50,7 +70,8 @@ extension PostgresStore: WaterEntryRepository {
                     .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
                     .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
                 ])
-            try PostgresStore.entriesChanged(tx, userID: userID, deltas: [EntryDelta(content, sign: 1)], now: now)
+            try PostgresStore.entriesChanged(tx, userID: userID, profile: profile, deltas: [EntryDelta(content, sign: 1)],
+                                             now: now)
             return .created(WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now,
                                        version: 1, deleted: false))
         }
@@ -68,7 +89,7 @@ extension PostgresStore: WaterEntryRepository {
                             _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent) throws -> WaterEntry {
         try write { tx in
             let c = tx.connection
-            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true)
+            let (profile, stored, _) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
@@ -78,8 +99,8 @@ extension PostgresStore: WaterEntryRepository {
                 throw RepositoryError.conflict(code: "health_kit_uuid_exists")
             }
             let next = DocumentWrites.revised(current, content: content, now: now)
-            let position = try self.takeChangePosition(tx, userID: userID)
-            try c.update("""
+            let position = try self.changePosition(tx, userID: userID, row: ChangeRows.entry(userID, id))
+            c.enqueue("""
                 UPDATE water_entries SET amount_ml = $1, logged_at = $2, source = $3, health_kit_uuid = $4, note = $5,
                     updated_at = $6, version = $7, change_position = $8, lww_at = $9, lww_device = $10
                 WHERE user_id = $11 AND id = $12
@@ -88,7 +109,7 @@ extension PostgresStore: WaterEntryRepository {
                     .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
                     .integer(position), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
-            try PostgresStore.entriesChanged(tx, userID: userID,
+            try PostgresStore.entriesChanged(tx, userID: userID, profile: profile,
                                              deltas: [EntryDelta(current.content, sign: -1), EntryDelta(content, sign: 1)],
                                              now: now)
             return next
@@ -99,17 +120,18 @@ extension PostgresStore: WaterEntryRepository {
                             precondition: @escaping @Sendable (WaterEntry) -> Bool) throws {
         try write { tx in
             let c = tx.connection
-            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true)
+            let (profile, stored, _) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
-            let position = try self.takeChangePosition(tx, userID: userID)
-            try c.update("""
+            let position = try self.changePosition(tx, userID: userID, row: ChangeRows.entry(userID, id))
+            c.enqueue("""
                 UPDATE water_entries SET deleted = 1, updated_at = $1, version = version + 1, change_position = $2,
                     lww_at = $3, lww_device = $4
                 WHERE user_id = $5 AND id = $6
                 """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
                       .text(userID), .text(id)])
-            try PostgresStore.entriesChanged(tx, userID: userID, deltas: [EntryDelta(current.content, sign: -1)], now: now)
+            try PostgresStore.entriesChanged(tx, userID: userID, profile: profile,
+                                             deltas: [EntryDelta(current.content, sign: -1)], now: now)
         }
     }
 
