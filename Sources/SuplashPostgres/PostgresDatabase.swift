@@ -48,9 +48,10 @@ public final class PostgresTransaction {
     /// Round trips made while holding the change-sequence lock, the commit included (set when
     /// the transaction committed; for tests and statistics).
     public private(set) var roundTripsHoldingChangeSequence = 0
-    /// Rows waiting for their change position (`changePosition(for:)`), with the offset of
-    /// their position among the `pendingCount` positions the commit will take.
-    private var pending: [(row: PostgresChangeRow, offset: Int64)] = []
+    /// Rows waiting for their change position (`changePosition(for:)`, `positionedWrite`),
+    /// with the offset of their position among the `pendingCount` positions the commit will
+    /// take and, for a deferred write, its statement.
+    private var pending: [(row: PostgresChangeRow, offset: Int64, write: PostgresStatement?)] = []
     private var pendingCount: Int64 = 0
     private var notifications: [(channel: String, payload: String)] = []
     private var notified: Set<String> = []
@@ -87,10 +88,56 @@ public final class PostgresTransaction {
     /// - Throws: `PostgresError`.
     public func changePosition(for row: PostgresChangeRow) throws -> Int64 {
         if holdsChangeSequence { return try takeChangePosition() }
-        pending.removeAll { $0.row == row }
+        materialiseWrite(of: row)
         pendingCount += 1
-        pending.append((row, pendingCount))
+        pending.append((row, pendingCount, nil))
         return Self.unstampedPosition
+    }
+
+    /// The text that stands for the row's change position in a `positionedWrite` statement.
+    public static let positionToken = "$position"
+
+    /// Writes `row` with its change position, as late as possible: `sql` is one
+    /// `INSERT`/`UPDATE` of that row (no `RETURNING`) with `args` bound to `$1`, `$2`, …
+    /// and `positionToken` where the position goes.
+    ///
+    /// Without the change-sequence lock the statement does not run now: it becomes part of
+    /// the commit's one statement, which takes the sequence lock, bumps it and then writes
+    /// the row with its position (a data-modifying `WITH` part referring to the new
+    /// position) — one row version instead of a placeholder write and a stamp, and no
+    /// client round trip under the lock. Use it only when nothing later in the transaction
+    /// reads the row (reads would not see it yet); failures (unique violations) surface at
+    /// the commit. With the lock held it is queued now with its position
+    /// (`PostgresConnection.enqueue`).
+    /// - Throws: `PostgresError`.
+    public func positionedWrite(of row: PostgresChangeRow, _ sql: String, _ args: [SQLValue]) throws {
+        if holdsChangeSequence {
+            let position = try takeChangePosition()
+            connection.enqueue(sql.replacingOccurrences(of: Self.positionToken, with: "$\(args.count + 1)::bigint"),
+                               args + [.integer(position)])
+            return
+        }
+        materialiseWrite(of: row)
+        if pending.contains(where: { $0.row == row }) {
+            // The row is stamped anyway: one statement cannot change it twice.
+            connection.enqueue(sql.replacingOccurrences(of: Self.positionToken, with: "$\(args.count + 1)::bigint"),
+                               args + [.integer(Self.unstampedPosition)])
+            _ = try changePosition(for: row)
+            return
+        }
+        pendingCount += 1
+        pending.append((row, pendingCount, PostgresStatement(sql, args)))
+    }
+
+    /// A second registration of `row` while its deferred write is pending: that write is
+    /// queued now with the placeholder and the row is stamped at the commit instead.
+    private func materialiseWrite(of row: PostgresChangeRow) {
+        guard let index = pending.firstIndex(where: { $0.row == row }) else { return }
+        let entry = pending.remove(at: index)
+        if let write = entry.write {
+            connection.enqueue(write.sql.replacingOccurrences(of: Self.positionToken, with: "$\(write.args.count + 1)::bigint"),
+                               write.args + [.integer(Self.unstampedPosition)])
+        }
     }
 
     /// Takes the next position of the change sequence now (`change_sequence`, one row), and
@@ -212,10 +259,18 @@ public final class PostgresTransaction {
             sql = "WITH seq AS (UPDATE change_sequence SET position = position + \(count)::bigint WHERE singleton = 1 "
                 + "RETURNING position - \(count)::bigint AS base)"
             for (index, entry) in pending.enumerated() {
-                let condition = zip(entry.row.keyColumns, entry.row.key)
-                    .map { "\($0.0) = \(parameter($0.1))" }.joined(separator: " AND ")
-                sql += ", s\(index) AS (UPDATE \(entry.row.table) SET change_position = (SELECT base FROM seq) + "
-                    + "\(parameter(.integer(entry.offset)))::bigint WHERE \(condition) RETURNING 1)"
+                let position = "((SELECT base FROM seq) + \(parameter(.integer(entry.offset)))::bigint)"
+                if let write = entry.write {
+                    let offset = args.count
+                    args += write.args
+                    let body = Self.renumber(write.sql, by: offset)
+                        .replacingOccurrences(of: Self.positionToken, with: position)
+                    sql += ", w\(index) AS (\(body))"
+                } else {
+                    let condition = zip(entry.row.keyColumns, entry.row.key)
+                        .map { "\($0.0) = \(parameter($0.1))" }.joined(separator: " AND ")
+                    sql += ", s\(index) AS (UPDATE \(entry.row.table) SET change_position = \(position) WHERE \(condition))"
+                }
             }
             select.append("base")
             from = " FROM seq"
@@ -227,6 +282,27 @@ public final class PostgresTransaction {
         }
         sql += " SELECT " + select.joined(separator: ", ") + from
         return (PostgresStatement(sql, args), !pending.isEmpty)
+    }
+
+    /// `sql` with every parameter reference `$n` turned into `$(n + offset)` (our statements
+    /// have no `$` in literals or identifiers; `positionToken` has no digit after the `$`).
+    static func renumber(_ sql: String, by offset: Int) -> String {
+        guard offset > 0 else { return sql }
+        var out = ""
+        var index = sql.startIndex
+        while index < sql.endIndex {
+            let c = sql[index]
+            index = sql.index(after: index)
+            out.append(c)
+            guard c == "$" else { continue }
+            var end = index
+            while end < sql.endIndex, sql[end].isASCII, sql[end].isNumber { end = sql.index(after: end) }
+            if end > index, let n = Int(sql[index..<end]) {
+                out += String(n + offset)
+                index = end
+            }
+        }
+        return out
     }
 
     /// Records the positions the stamp statement took (its `base` column) and clears the

@@ -20,15 +20,49 @@ extension PostgresStore {
     /// day (`DailyTotals`, shared with the SQLite adapter), then streaks, badges and totals,
     /// and stamps a new achievements version + change position when anything changed.
     /// `profile`: the user's profile when the caller has it (from `lockUser`).
+    ///
+    /// `prefetched`: the results of `entryRecomputeReads` for the same deltas under the time
+    /// zone `timezone`, already read after the user's row lock (the caller sent them in its
+    /// own pipeline); used when the locked profile still has that zone, else read again.
     static func entriesChanged(_ tx: PostgresTransaction, userID: String, profile: UserProfile? = nil, deltas: [EntryDelta],
-                               now: Int64) throws {
+                               now: Int64, prefetched: (timezone: String, results: ArraySlice<[PostgresRow]>)? = nil) throws {
         let c = tx.connection
         guard !deltas.isEmpty else { return }
         guard let profile = try profile ?? loadProfile(c, userID: userID) else { return }
         let clock = ZoneClocks.shared.clock(profile.timezone)
         let byDay = DailyTotals.byDay(deltas, clock: clock)
         try recomputeDays(tx, userID: userID, profile: profile, clock: clock, dates: Set(byDay.keys), now: now,
-                          deltas: byDay, watchWritten: DailyTotals.watchWritten(deltas))
+                          deltas: byDay, watchWritten: DailyTotals.watchWritten(deltas),
+                          prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
+    }
+
+    /// The reads `entriesChanged` makes for `deltas` when the profile's zone is `timezone`,
+    /// for a caller to send right after its user-row lock in one round trip.
+    static func entryRecomputeReads(userID: String, timezone: String, deltas: [EntryDelta]) -> [PostgresStatement] {
+        let clock = ZoneClocks.shared.clock(timezone)
+        let byDay = DailyTotals.byDay(deltas, clock: clock)
+        return recomputeReads(userID: userID, clock: clock, days: byDay.keys.sorted(), deltas: byDay)
+    }
+
+    /// Achievements, then per day its totals row, its context and (without a delta) its
+    /// live entries.
+    static func recomputeReads(userID: String, clock: ZoneClock, days: [LocalDate],
+                               deltas: [LocalDate: (ml: Int, count: Int)]?) -> [PostgresStatement] {
+        var reads = [achievementsStatement(userID)]
+        for date in days {
+            reads.append(PostgresStatement("""
+                SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = $1 AND local_date = $2
+                """, [.text(userID), .text(date.description)]))
+            reads.append(contextsStatement(userID: userID, from: date, to: date))
+            if deltas?[date] == nil {
+                let range = clock.dayRange(date)
+                reads.append(PostgresStatement("""
+                    SELECT amount_ml, source FROM water_entries
+                    WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
+                    """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]))
+            }
+        }
+        return reads
     }
 
     /// The hook for profile writes: when the time zone changed, re-buckets every live entry
@@ -85,27 +119,12 @@ extension PostgresStore {
     /// without (day-context writes) the day's entries are summed from the index.
     static func recomputeDays(_ tx: PostgresTransaction, userID: String, profile: UserProfile, clock: ZoneClock,
                               dates: Set<LocalDate>, now: Int64, deltas: [LocalDate: (ml: Int, count: Int)]? = nil,
-                              watchWritten: Bool = false) throws {
+                              watchWritten: Bool = false, prefetched: ArraySlice<[PostgresRow]>? = nil) throws {
         let c = tx.connection
         let base = HydrationRules.baseGoalMl(profile)
         let days = dates.sorted()
-        // Every read in one round trip: achievements, then per day its totals row, its
-        // context and (without a delta) its live entries.
-        var reads = [achievementsStatement(userID)]
-        for date in days {
-            reads.append(PostgresStatement("""
-                SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = $1 AND local_date = $2
-                """, [.text(userID), .text(date.description)]))
-            reads.append(contextsStatement(userID: userID, from: date, to: date))
-            if deltas?[date] == nil {
-                let range = clock.dayRange(date)
-                reads.append(PostgresStatement("""
-                    SELECT amount_ml, source FROM water_entries
-                    WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
-                    """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]))
-            }
-        }
-        var results = try c.pipeline(reads)[...]
+        // Every read in one round trip (`recomputeReads`), unless the caller sent them.
+        var results = try prefetched ?? c.pipeline(recomputeReads(userID: userID, clock: clock, days: days, deltas: deltas))[...]
         let before = achievements(results.removeFirst())
         var changes: [DayTotalChange] = []
         var anyWatch = watchWritten
@@ -222,17 +241,15 @@ extension PostgresStore {
     }
 
     /// Writes `after` with version + 1 and a new change position when it differs from `before`
-    /// (queued: it travels with the commit).
+    /// (`positionedWrite`: written by the commit's statement; the last write of the transaction).
     static func saveAchievements(_ tx: PostgresTransaction, userID: String, before: Achievements, after: Achievements,
                                  now: Int64) throws {
-        let c = tx.connection
         guard StreakBook.changed(from: before, to: after) else { return }
-        let position = try tx.changePosition(for: ChangeRows.achievements(userID))
         let badges = StoreRows.badgesText(after.badges)
-        c.enqueue("""
+        try tx.positionedWrite(of: ChangeRows.achievements(userID), """
             INSERT INTO achievements (user_id, latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met,
                 badges, updated_at, version, change_position)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $position)
             ON CONFLICT (user_id) DO UPDATE SET
                 latest_run_end = excluded.latest_run_end, latest_run_length = excluded.latest_run_length,
                 longest_streak = excluded.longest_streak, total_ml = excluded.total_ml,
@@ -242,7 +259,6 @@ extension PostgresStore {
                 .text(userID), after.latestRunEnd.map { .text($0.description) } ?? .null,
                 .integer(Int64(after.latestRunLength)), .integer(Int64(after.longestStreakDays)), .integer(after.totalMl),
                 .integer(Int64(after.daysGoalMet)), .text(badges), .integer(now), .integer(before.version + 1),
-                .integer(position),
             ])
     }
 }

@@ -29,9 +29,10 @@ extension PostgresStore: WaterEntryRepository {
 
     /// Lock the user, read the entry (and the live entry holding the HealthKit sample, if
     /// any) in one round trip: the user's row, then the entry.
+    /// `then`: more reads to send after those; their results come back as `rest`.
     private static func lockAndFetch(_ c: PostgresConnection, userID: String, id: String, lockEntry: Bool,
-                                     healthKitUUID: String? = nil) throws
-        -> (profile: UserProfile, stored: Stamped<WaterEntry>?, healthKitHolder: WaterEntry?) {
+                                     healthKitUUID: String? = nil, then more: [PostgresStatement] = []) throws
+        -> (profile: UserProfile, stored: Stamped<WaterEntry>?, healthKitHolder: WaterEntry?, rest: ArraySlice<[PostgresRow]>) {
         var statements = [lockUserStatement(userID), fetchEntryStatement(userID: userID, id: id, lock: lockEntry)]
         if let hk = healthKitUUID {
             statements.append(PostgresStatement("""
@@ -39,9 +40,11 @@ extension PostgresStore: WaterEntryRepository {
                 WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
                 """, [.text(userID), .text(hk)]))
         }
-        let results = try c.pipeline(statements)
+        let fixed = statements.count
+        let results = try c.pipeline(statements + more)
         guard let profile = results[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
-        return (profile, stampedEntry(results[1]), results.count > 2 ? results[2].first.map(StoreRows.entry) : nil)
+        return (profile, stampedEntry(results[1]), healthKitUUID != nil ? results[2].first.map(StoreRows.entry) : nil,
+                results[fixed...])
     }
 
     /// Check, then insert: when a concurrent writer inserts the same id or HealthKit sample
@@ -53,25 +56,32 @@ extension PostgresStore: WaterEntryRepository {
                             now: Int64) throws -> EntryCreateOutcome {
         try write { tx in
             let c = tx.connection
-            let (profile, stored, holder) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: false,
-                                                                           healthKitUUID: content.healthKitUUID)
+            // The profile unlocked first (outside any lock), so that the reads of the daily
+            // totals and achievements the entry touches can go with the user-row lock in one
+            // round trip: the lock is then held for two round trips (these reads, then the
+            // writes with the commit). If the zone changed meanwhile they are read again.
+            guard let guess = try PostgresStore.loadProfile(c, userID: userID) else { throw RepositoryError.notFound }
+            let deltas = [EntryDelta(content, sign: 1)]
+            let (profile, stored, holder, rest) = try PostgresStore.lockAndFetch(
+                c, userID: userID, id: id, lockEntry: false, healthKitUUID: content.healthKitUUID,
+                then: PostgresStore.entryRecomputeReads(userID: userID, timezone: guess.timezone, deltas: deltas))
             if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
                                                           deletedCode: "entry_deleted", existsCode: "entry_exists") {
                 return .existing(existing)
             }
             if let holder { return .existing(holder) }
-            let position = try self.changePosition(tx, userID: userID, row: ChangeRows.entry(userID, id))
-            c.enqueue("""
+            // Written at the commit with its position (nothing below reads it).
+            try self.positionedWrite(tx, userID: userID, row: ChangeRows.entry(userID, id), """
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $10, $11, $12)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $position, $10, $11)
                 """, [
                     .text(userID), .text(id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
                     .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
-                    .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
+                    .integer(now), .integer(now), .integer(now), .text(deviceID ?? ""),
                 ])
-            try PostgresStore.entriesChanged(tx, userID: userID, profile: profile, deltas: [EntryDelta(content, sign: 1)],
-                                             now: now)
+            try PostgresStore.entriesChanged(tx, userID: userID, profile: profile, deltas: deltas, now: now,
+                                             prefetched: (guess.timezone, rest))
             return .created(WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now,
                                        version: 1, deleted: false))
         }
@@ -89,7 +99,7 @@ extension PostgresStore: WaterEntryRepository {
                             _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent) throws -> WaterEntry {
         try write { tx in
             let c = tx.connection
-            let (profile, stored, _) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
+            let (profile, stored, _, _) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
@@ -99,15 +109,14 @@ extension PostgresStore: WaterEntryRepository {
                 throw RepositoryError.conflict(code: "health_kit_uuid_exists")
             }
             let next = DocumentWrites.revised(current, content: content, now: now)
-            let position = try self.changePosition(tx, userID: userID, row: ChangeRows.entry(userID, id))
-            c.enqueue("""
+            try self.positionedWrite(tx, userID: userID, row: ChangeRows.entry(userID, id), """
                 UPDATE water_entries SET amount_ml = $1, logged_at = $2, source = $3, health_kit_uuid = $4, note = $5,
-                    updated_at = $6, version = $7, change_position = $8, lww_at = $9, lww_device = $10
-                WHERE user_id = $11 AND id = $12
+                    updated_at = $6, version = $7, change_position = $position, lww_at = $8, lww_device = $9
+                WHERE user_id = $10 AND id = $11
                 """, [
                     .integer(Int64(content.amountMl)), .integer(content.loggedAt), .text(content.source.rawValue),
                     .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
-                    .integer(position), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
+                    .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
             try PostgresStore.entriesChanged(tx, userID: userID, profile: profile,
                                              deltas: [EntryDelta(current.content, sign: -1), EntryDelta(content, sign: 1)],
@@ -120,16 +129,14 @@ extension PostgresStore: WaterEntryRepository {
                             precondition: @escaping @Sendable (WaterEntry) -> Bool) throws {
         try write { tx in
             let c = tx.connection
-            let (profile, stored, _) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
+            let (profile, stored, _, _) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
-            let position = try self.changePosition(tx, userID: userID, row: ChangeRows.entry(userID, id))
-            c.enqueue("""
-                UPDATE water_entries SET deleted = 1, updated_at = $1, version = version + 1, change_position = $2,
-                    lww_at = $3, lww_device = $4
-                WHERE user_id = $5 AND id = $6
-                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
-                      .text(userID), .text(id)])
+            try self.positionedWrite(tx, userID: userID, row: ChangeRows.entry(userID, id), """
+                UPDATE water_entries SET deleted = 1, updated_at = $1, version = version + 1, change_position = $position,
+                    lww_at = $2, lww_device = $3
+                WHERE user_id = $4 AND id = $5
+                """, [.integer(now), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id)])
             try PostgresStore.entriesChanged(tx, userID: userID, profile: profile,
                                              deltas: [EntryDelta(current.content, sign: -1)], now: now)
         }

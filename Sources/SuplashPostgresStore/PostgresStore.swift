@@ -82,6 +82,17 @@ public final class PostgresStore: Sendable {
         return position
     }
 
+    /// `PostgresTransaction.positionedWrite` of `row` of `userID` (the statement runs at the
+    /// commit, with its position; `$position` in `sql` stands for it), and the long-poll
+    /// wake-up as for `changePosition`. For writes nothing later in the transaction reads.
+    func positionedWrite(_ tx: PostgresTransaction, userID: String, row: PostgresChangeRow, _ sql: String,
+                         _ args: [SQLValue]) throws {
+        try tx.positionedWrite(of: row, sql, args)
+        tx.notify(channel: PostgresClusterChannel.changes, payload: instanceID + " " + userID)
+        let notifier = changeNotifier
+        tx.afterCommit { notifier.notify(userID: userID) }
+    }
+
     /// Locks the user's row (`FOR NO KEY UPDATE`) and returns the profile, nil when there is
     /// no such user. Every write of a user's synced documents takes this first: writers of
     /// the same user run one after the other (their read-modify-write of daily totals and
