@@ -8,7 +8,8 @@
 Starts a throw-away, durable PostgreSQL cluster (run.py's `PostgresCluster`: fsync,
 synchronous_commit and full_page_writes on), then for every binary (alternating run by run,
 each on a fresh database) starts one server instance, signs up `--users` users and drives
-`POST /v1/water_logs/{uid}/entries` with wrk, each request for a user picked at random.
+`POST /v1/water_logs/{uid}/entries` with wrk, each request for a user picked at random
+(`--instances 2`: two server processes on the database behind nginx, as run.py's x2).
 With `--users 1` every request writes the same user's rows (the single-user figure of
 run.py's `create` workload); with many users writers only meet on the change sequence.
 
@@ -64,8 +65,8 @@ def sign_up(server, count):
     return users
 
 
-def throughput(binary, cluster, users, connections, duration, lua):
-    server = bench.OursPostgres(binary, cluster)
+def throughput(binary, cluster, users, connections, duration, lua, instances=1):
+    server = (bench.OursPostgresPair if instances == 2 else bench.OursPostgres)(binary, cluster)
     server.start()
     try:
         people = sign_up(server, users)
@@ -123,6 +124,8 @@ def main():
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--instances", type=int, choices=(1, 2), default=1,
+                    help="2 = two server processes behind nginx (run.py's suplash-pg x2)")
     ap.add_argument("--statements", action="store_true")
     args = ap.parse_args()
     cluster = bench.PostgresCluster()
@@ -142,11 +145,13 @@ def main():
         with open(lua, "w") as f:
             f.write(LUA)
         results = {b: [] for b in args.binary}
-        print(f"# {args.users} user(s), wrk -t2 -c{args.connections}, {args.duration} s, {args.runs} run(s), "
+        if args.instances == 2 and not bench.ensure_nginx():
+            raise SystemExit("--instances 2 needs nginx: apt-get install nginx-light")
+        print(f"# {args.instances} instance(s), {args.users} user(s), wrk -t2 -c{args.connections}, {args.duration} s, {args.runs} run(s), "
               f"{cluster.durability()}")
         for run in range(args.runs):
             for binary in (args.binary if run % 2 == 0 else list(reversed(args.binary))):
-                r = throughput(binary, cluster, args.users, args.connections, args.duration, lua)
+                r = throughput(binary, cluster, args.users, args.connections, args.duration, lua, args.instances)
                 bad = r["status"] + r["errors"]
                 print(f"run {run + 1} {binary}: {r['rps']:.0f} req/s, p50 {r['p50_us'] / 1000:.2f} ms, "
                       f"p99 {r['p99_us'] / 1000:.2f} ms" + (f", {bad} failed (INVALID)" if bad else ""), flush=True)
