@@ -27,49 +27,50 @@ extension PostgresStore: WaterEntryRepository {
         return Stamped(entry, deleted: entry.deleted, stamp: StoreRows.stamp(row))
     }
 
-    /// Lock the user, read the entry (and the live entry holding the HealthKit sample, if
-    /// any) in one round trip: the user's row, then the entry.
-    /// `then`: more reads to send after those; their results come back as `rest`.
-    private static func lockAndFetch(_ c: PostgresConnection, userID: String, id: String, lockEntry: Bool,
-                                     healthKitUUID: String? = nil, then more: [PostgresStatement] = []) throws
-        -> (profile: UserProfile, stored: Stamped<WaterEntry>?, healthKitHolder: WaterEntry?, rest: ArraySlice<[PostgresRow]>) {
-        var statements = [lockUserStatement(userID), fetchEntryStatement(userID: userID, id: id, lock: lockEntry)]
-        if let hk = healthKitUUID {
-            statements.append(PostgresStatement("""
-                SELECT \(StoreRows.entryColumns) FROM water_entries
-                WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
-                """, [.text(userID), .text(hk)]))
-        }
-        let fixed = statements.count
-        let results = try c.pipeline(statements + more)
+    /// Locks the user, then reads (and locks) the entry, in one round trip.
+    private static func lockAndFetch(_ c: PostgresConnection, userID: String, id: String, lockEntry: Bool) throws
+        -> (profile: UserProfile, stored: Stamped<WaterEntry>?) {
+        let results = try c.pipeline([lockUserStatement(userID), fetchEntryStatement(userID: userID, id: id, lock: lockEntry)])
         guard let profile = results[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
-        return (profile, stampedEntry(results[1]), healthKitUUID != nil ? results[2].first.map(StoreRows.entry) : nil,
-                results[fixed...])
+        return (profile, stampedEntry(results[1]))
     }
 
     /// Check, then insert: when a concurrent writer inserts the same id or HealthKit sample
     /// first, the insert hits the primary key or `water_entries_health_kit` and the whole
     /// transaction is re-run (`PostgresStore.write`), which then answers `.existing` or a
-    /// conflict from the committed row — as on SQLite. (Writers of one user queue on the
-    /// user's row lock, so that is rare.)
+    /// conflict from the committed row — as on SQLite.
     public func createEntry(userID: String, id: String, content: WaterEntryContent, deviceID: String?,
                             now: Int64) throws -> EntryCreateOutcome {
         try write { tx in
             let c = tx.connection
-            // The profile unlocked first (outside any lock), so that the reads of the daily
-            // totals and achievements the entry touches can go with the user-row lock in one
-            // round trip: the lock is then held for two round trips (these reads, then the
-            // writes with the commit). If the zone changed meanwhile they are read again.
-            guard let guess = try PostgresStore.loadProfile(c, userID: userID) else { throw RepositoryError.notFound }
-            let deltas = [EntryDelta(content, sign: 1)]
-            let (profile, stored, holder, rest) = try PostgresStore.lockAndFetch(
-                c, userID: userID, id: id, lockEntry: false, healthKitUUID: content.healthKitUUID,
-                then: PostgresStore.entryRecomputeReads(userID: userID, timezone: guess.timezone, deltas: deltas))
-            if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
-                                                          deletedCode: "entry_deleted", existsCode: "entry_exists") {
+            // Outside any lock, with BEGIN in one round trip: the profile (its zone picks the
+            // day the entry lands on), the entry id and the HealthKit sample. A re-post is
+            // answered from these; a concurrent insert of the same id or sample is caught by
+            // the unique indexes at the commit, and the re-run answers from the committed row.
+            var checks = [PostgresStatement("SELECT \(StoreRows.userColumns) FROM users WHERE id = $1", [.text(userID)]),
+                          PostgresStore.fetchEntryStatement(userID: userID, id: id, lock: false)]
+            if let hk = content.healthKitUUID {
+                checks.append(PostgresStatement("""
+                    SELECT \(StoreRows.entryColumns) FROM water_entries
+                    WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
+                    """, [.text(userID), .text(hk)]))
+            }
+            let checked = try c.pipeline(checks)
+            guard let guess = checked[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
+            if let existing = try DocumentWrites.existing(PostgresStore.stampedEntry(checked[1]), content: content,
+                                                          storedContent: \.content, deletedCode: "entry_deleted",
+                                                          existsCode: "entry_exists") {
                 return .existing(existing)
             }
-            if let holder { return .existing(holder) }
+            if checked.count > 2, let holder = checked[2].first.map(StoreRows.entry) { return .existing(holder) }
+            // Then the user's row lock with the reads of the daily totals, achievements and
+            // context the entry touches (READ COMMITTED: read after the lock was granted), so
+            // the lock is held for two round trips: these reads, then the writes with the
+            // commit. If the zone changed meanwhile, they are read again.
+            let deltas = [EntryDelta(content, sign: 1)]
+            let locked = try c.pipeline([PostgresStore.lockUserStatement(userID)]
+                + PostgresStore.entryRecomputeReads(userID: userID, timezone: guess.timezone, deltas: deltas))
+            guard let profile = locked[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
             // Written at the commit with its position (nothing below reads it).
             try self.positionedWrite(tx, userID: userID, row: ChangeRows.entry(userID, id), """
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
@@ -81,7 +82,7 @@ extension PostgresStore: WaterEntryRepository {
                     .integer(now), .integer(now), .integer(now), .text(deviceID ?? ""),
                 ])
             try PostgresStore.entriesChanged(tx, userID: userID, profile: profile, deltas: deltas, now: now,
-                                             prefetched: (guess.timezone, rest))
+                                             prefetched: (guess.timezone, locked[1...]))
             return .created(WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now,
                                        version: 1, deleted: false))
         }
@@ -99,7 +100,7 @@ extension PostgresStore: WaterEntryRepository {
                             _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent) throws -> WaterEntry {
         try write { tx in
             let c = tx.connection
-            let (profile, stored, _, _) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
+            let (profile, stored) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
@@ -129,7 +130,7 @@ extension PostgresStore: WaterEntryRepository {
                             precondition: @escaping @Sendable (WaterEntry) -> Bool) throws {
         try write { tx in
             let c = tx.connection
-            let (profile, stored, _, _) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
+            let (profile, stored) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             try self.positionedWrite(tx, userID: userID, row: ChangeRows.entry(userID, id), """
