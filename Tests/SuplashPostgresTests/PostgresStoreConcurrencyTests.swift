@@ -177,8 +177,8 @@ final class PostgresFeedConcurrencyTests: XCTestCase {
     }
 }
 
-/// REST writes of many users on several instances take their change positions at the commit
-/// (README "Change sequence"): the change-sequence lock is held for one round trip per
+/// REST writes (entries, days, bills) of many users on several instances take their change
+/// positions at the commit (README "Change sequence"): the change-sequence lock is held for one round trip per
 /// transaction, no committed row keeps the unstamped placeholder, every position is
 /// distinct, and a resuming feed reader of each user still misses nothing.
 final class PostgresDeferredPositionTests: XCTestCase {
@@ -243,6 +243,15 @@ final class PostgresDeferredPositionTests: XCTestCase {
                     if n % 4 == 3 {
                         try store.deleteEntry(userID: user, id: "w\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n),
                                               precondition: { _ in true })
+                    }
+                    if n % 5 == 2 {
+                        let bill = BillContent(provider: "ISKI", subscriberNo: "S-\(worker)-\(n)",
+                                               period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
+                                               consumptionMilliM3: 12_500, amountMinor: 45_000,
+                                               dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
+                        _ = try store.createBill(userID: user, id: "b\(worker)-\(n)", content: bill, deviceID: "p", now: t0 + Int64(n))
+                        try store.deleteBill(userID: user, id: "b\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n) + 1,
+                                             precondition: { _ in true })
                     }
                     if n % 5 == 0 {
                         _ = try store.putDay(userID: user, date: LocalDate(dayNumber: 20_700 + n % 3),
