@@ -181,4 +181,49 @@ final class ChangeSequenceTests: XCTestCase {
             XCTAssertEqual(db.statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1)
         }
     }
+
+    /// `positionedWrite` runs its statement inside the commit's statement with the position
+    /// (parameters renumbered); a second registration of the same row turns the first write
+    /// into a queued one and stamps the row instead; with the sequence already locked the
+    /// write runs at once with its position.
+    func testPositionedWritesRegistrationsAndTheLockedPath() throws {
+        let db = try PostgresTestSupport.migratedDatabase()
+        defer { db.close() }
+        try db.read { try $0.execute("CREATE TABLE write_probe (id TEXT PRIMARY KEY, change_position BIGINT NOT NULL, note TEXT NOT NULL)") }
+        func row(_ id: String) -> PostgresChangeRow { PostgresChangeRow(table: "write_probe", keyColumns: ["id"], key: [.text(id)]) }
+        func probe() throws -> [String: SQLValue] {
+            var out: [String: SQLValue] = [:]
+            for r in try db.read({ try $0.query("SELECT id, change_position, note FROM write_probe") }) {
+                out[r[0].text ?? ""] = r[1]
+                out[(r[0].text ?? "") + ".note"] = r[2]
+            }
+            return out
+        }
+
+        let positions = try db.transaction { tx -> [Int64] in
+            try tx.positionedWrite(of: row("a"), "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $position, $2)",
+                                   [.text("a"), .text("first")])
+            try tx.positionedWrite(of: row("b"), "INSERT INTO write_probe (note, id, change_position) VALUES ($1, $2, $position)",
+                                   [.text("b-note"), .text("b")])
+            // "a" again: its first write is queued with the placeholder, the second too, and "a" is stamped.
+            try tx.positionedWrite(of: row("a"), "UPDATE write_probe SET note = $1, change_position = $position WHERE id = $2",
+                                   [.text("second"), .text("a")])
+            XCTAssertEqual(tx.positions, [], "nothing taken before the commit")
+            return tx.positions
+        }
+        XCTAssertEqual(positions, [])
+        // Registrations: a (consumed by the re-registration), b = 2, a = 3.
+        XCTAssertEqual(try probe(), ["a": .integer(3), "a.note": .text("second"), "b": .integer(2), "b.note": .text("b-note")])
+        XCTAssertEqual(try db.read { try $0.query("SELECT position FROM change_sequence").first?[0] }, .integer(3))
+
+        // With the sequence locked first, the write takes its position at once.
+        try db.transaction { tx in
+            try tx.lockChangeSequence()
+            try tx.positionedWrite(of: row("c"), "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $position, $2)",
+                                   [.text("c"), .text("locked")])
+            XCTAssertEqual(tx.positions, [4])
+        }
+        XCTAssertEqual(try probe()["c"], .integer(4))
+        XCTAssertEqual(db.statistics.snapshot.positionedCommits, 2)
+    }
 }
