@@ -5,7 +5,7 @@ import SuplashStorage
 public enum PostgresIsolation: String, Sendable {
     /// Each statement sees what was committed before it started; row locks (`FOR UPDATE`,
     /// `UPDATE`) re-read the newest committed row version. The default for writes: the
-    /// change-sequence row lock orders them (see `PostgresTransaction.takeChangePosition`).
+    /// change-sequence row lock, taken at the commit, orders them (see `PostgresTransaction.changePosition(for:)`).
     case readCommitted = "READ COMMITTED"
     /// One snapshot for the whole transaction (multi-statement reads such as a sync page).
     case repeatableRead = "REPEATABLE READ"
