@@ -56,9 +56,27 @@ public final class PostgresTransaction {
     private var notifications: [(channel: String, payload: String)] = []
     private var notified: Set<String> = []
 
-    /// What a row written with a deferred change position holds until the commit stamps it
-    /// (never committed: the stamp runs in the same transaction, before `COMMIT`).
-    public static let unstampedPosition: Int64 = 0
+    /// The base the commit's stamp statement returned: the k-th deferred position is
+    /// `stampBase + k` (`finalPosition`).
+    private var stampBase: Int64?
+    /// Whether `positionedWrite` may move its statement into the commit's statement (true,
+    /// the default). Set it to false in a transaction that may read a positioned row again
+    /// after writing it (the sync push re-reads achievements per mutation): the write is
+    /// then queued at once and the row stamped at the commit.
+    public var defersWrites = true
+
+    /// True for a provisional position (`changePosition(for:)` without the lock): negative,
+    /// −k for the k-th position the commit will take. What a row holds until the commit
+    /// stamps it — never committed, since the stamp runs in the same transaction.
+    public static func isProvisional(_ position: Int64) -> Bool { position < 0 }
+
+    /// The position `position` became: itself, or for a provisional one the number the commit
+    /// took for it. Valid after the commit (the transaction object may be returned from the
+    /// body for this and for `positions`).
+    public func finalPosition(_ position: Int64) -> Int64 {
+        guard Self.isProvisional(position), let base = stampBase else { return position }
+        return base - position
+    }
 
     init(connection: PostgresConnection) {
         self.connection = connection
@@ -73,7 +91,8 @@ public final class PostgresTransaction {
     /// The change position for `row`, which this transaction writes (inserts or updates).
     ///
     /// **Deferred (the usual case).** When this transaction does not hold the change-sequence
-    /// lock, this returns `unstampedPosition` for the caller to write, and the commit takes
+    /// lock, this returns a provisional position (negative; `isProvisional`,
+    /// `finalPosition`) for the caller to write, and the commit takes
     /// the positions of every such row at its very end: one statement locks and bumps the
     /// sequence and stamps each row (`commit`), and `COMMIT` follows in the same round trip.
     /// The lock — the one thing every positioned writer on every instance shares — is then
@@ -91,7 +110,7 @@ public final class PostgresTransaction {
         materialiseWrite(of: row)
         pendingCount += 1
         pending.append((row, pendingCount, nil))
-        return Self.unstampedPosition
+        return -pendingCount
     }
 
     /// The text that stands for the row's change position in a `positionedWrite` statement.
@@ -104,7 +123,7 @@ public final class PostgresTransaction {
     /// Without the change-sequence lock the statement does not run now: it becomes part of
     /// the commit's one statement, which takes the sequence lock, bumps it and then writes
     /// the row with its position (a data-modifying `WITH` part referring to the new
-    /// position) — one row version instead of a placeholder write and a stamp, and no
+    /// position) — one row version instead of a provisional write and a stamp, and no
     /// client round trip under the lock. Use it only when nothing later in the transaction
     /// reads the row (reads would not see it yet); failures (unique violations) surface at
     /// the commit. With the lock held it is queued now with its position
@@ -118,11 +137,11 @@ public final class PostgresTransaction {
             return
         }
         materialiseWrite(of: row)
-        if pending.contains(where: { $0.row == row }) {
+        if !defersWrites || pending.contains(where: { $0.row == row }) {
             // The row is stamped anyway: one statement cannot change it twice.
+            let position = try changePosition(for: row)
             connection.enqueue(sql.replacingOccurrences(of: Self.positionToken, with: "$\(args.count + 1)::bigint"),
-                               args + [.integer(Self.unstampedPosition)])
-            _ = try changePosition(for: row)
+                               args + [.integer(position)])
             return
         }
         pendingCount += 1
@@ -130,13 +149,13 @@ public final class PostgresTransaction {
     }
 
     /// A second registration of `row` while its deferred write is pending: that write is
-    /// queued now with the placeholder and the row is stamped at the commit instead.
+    /// queued now with a provisional position and the row is stamped at the commit instead.
     private func materialiseWrite(of row: PostgresChangeRow) {
         guard let index = pending.firstIndex(where: { $0.row == row }) else { return }
         let entry = pending.remove(at: index)
         if let write = entry.write {
             connection.enqueue(write.sql.replacingOccurrences(of: Self.positionToken, with: "$\(write.args.count + 1)::bigint"),
-                               write.args + [.integer(Self.unstampedPosition)])
+                               write.args + [.integer(-entry.offset)])
         }
     }
 
@@ -158,7 +177,7 @@ public final class PostgresTransaction {
     /// 3. If A aborted, its increment is rolled back with it and B gets the same number:
     ///    no gaps (a `SEQUENCE` would leave one).
     /// 4. Every row carrying a position is stamped by the transaction that took it, before
-    ///    its `COMMIT`: no committed row ever holds `unstampedPosition`.
+    ///    its `COMMIT`: no committed row ever holds a provisional (negative) position.
     /// Prefer `changePosition(for:)`: it holds the lock for the shortest time.
     /// - Throws: `PostgresError`.
     @discardableResult
@@ -201,8 +220,9 @@ public final class PostgresTransaction {
     /// so that everything this transaction reads afterwards (READ COMMITTED: each statement
     /// sees what committed before it) cannot be changed by another position-taking writer
     /// until this transaction ends; later `changePosition(for:)` calls take their positions
-    /// immediately. For read-decide-write paths that must answer with positions (the sync
-    /// push).
+    /// immediately. The store no longer needs it (the user's row lock protects its
+    /// read-decide-write paths and positions are taken at the commit); it holds the
+    /// sequence for the rest of the transaction, so prefer not to.
     /// - Throws: `PostgresError`.
     public func lockChangeSequence() throws {
         if !pending.isEmpty {
@@ -312,6 +332,7 @@ public final class PostgresTransaction {
             throw PostgresError(kind: .decoding, message: "change_sequence has no row")
         }
         positions += (1...pendingCount).map { base + $0 }
+        stampBase = base
         pending.removeAll()
         pendingCount = 0
     }

@@ -66,19 +66,19 @@ extension PostgresStore: SyncRepository {
     public func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
                                profilePatch: @escaping @Sendable (JSONValue, UserProfile) throws -> UserProfile)
         throws -> (outcomes: [SyncMutationOutcome], headPosition: Int64) {
-        try write { tx in
+        let (outcomes, readHead, tx) = try write { tx -> ([SyncMutationOutcome], Int64, PostgresTransaction) in
             let c = tx.connection
-            // The user's row lock, then the change-sequence lock: every last-write-wins
-            // decision below then reads rows no concurrent writer (on any instance) can
-            // change before this commits — the serialised writer SQLite has — and the
-            // positions it answers with are final. Lock order as everywhere: user row first
-            // (every other writer of this user's documents waits there, holding nothing of
-            // this user's), change sequence after; so no deadlock with the REST writes,
-            // which take the sequence last, at their commit.
+            // The user's row lock first: every other writer of this user's documents (REST
+            // writes, other pushes, email verification, Apple takeover) takes it too, so the
+            // last-write-wins decisions below read rows no concurrent writer, on any
+            // instance, can change before this commits — the serialised writer SQLite has.
+            // The positions are taken at the commit like every write's (README "Change
+            // sequence"); the answers carry provisional ones until then. Later mutations
+            // re-read what earlier ones wrote (achievements), so writes are not deferred.
+            tx.defersWrites = false
             if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE", [.text(userID)])).isEmpty {
                 throw RepositoryError.notFound
             }
-            try tx.lockChangeSequence()
             var outcomes: [SyncMutationOutcome] = []
             for m in mutations {
                 switch m.collection {
@@ -98,8 +98,15 @@ extension PostgresStore: SyncRepository {
                 }
             }
             let head = try c.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1") ?? 0
-            return (outcomes, head)
+            return (outcomes, head, tx)
         }
+        // Committed: the provisional positions in the answers become the numbers taken.
+        let final = outcomes.map { outcome -> SyncMutationOutcome in
+            guard case .applied(var change) = outcome, PostgresTransaction.isProvisional(change.position) else { return outcome }
+            change.position = tx.finalPosition(change.position)
+            return .applied(change)
+        }
+        return (final, max(readHead, tx.positions.max() ?? readHead))
     }
 
     private func applyEntryMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,

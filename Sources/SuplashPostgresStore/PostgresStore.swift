@@ -72,7 +72,7 @@ public final class PostgresStore: Sendable {
     /// '<instanceID> <userID>'` (sent with the commit, once per transaction and user).
     /// Every synced write path uses this. Unless the transaction already holds the change
     /// sequence (the sync push), the position is deferred: the caller writes
-    /// `PostgresTransaction.unstampedPosition` and the commit stamps the row
+    /// the provisional position returned and the commit stamps the row
     /// (`PostgresTransaction.changePosition(for:)`, README "Change sequence").
     func changePosition(_ tx: PostgresTransaction, userID: String, row: PostgresChangeRow) throws -> Int64 {
         let position = try tx.changePosition(for: row)
