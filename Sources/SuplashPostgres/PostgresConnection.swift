@@ -26,7 +26,8 @@ public struct PostgresStatement: Sendable {
     public let sql: String
     /// The values bound to the placeholders.
     public let args: [SQLValue]
-    /// False for transaction control (`BEGIN …`, `COMMIT`): sent unnamed, without parameters.
+    /// False for transaction control (`BEGIN …`, `COMMIT`) and one-off statements: sent
+    /// unnamed (parsed and planned each time, not kept in the connection's statement cache).
     let prepare: Bool
 
     /// A statement with `args` bound to `$1`, `$2`, ….
@@ -39,6 +40,14 @@ public struct PostgresStatement: Sendable {
     init(control sql: String) {
         self.sql = sql
         args = []
+        prepare = false
+    }
+
+    /// A statement sent unnamed (not prepared): for SQL whose text varies so much that
+    /// caching each variant would only grow the server's memory.
+    init(unnamed sql: String, _ args: [SQLValue]) {
+        self.sql = sql
+        self.args = args
         prepare = false
     }
 }
@@ -205,7 +214,8 @@ public final class PostgresConnection: @unchecked Sendable {
                 sent = try withParameters(statement.args) { values, lengths, formats in
                     statement.prepare
                         ? PQsendQueryPrepared(handle, name, Int32(statement.args.count), values, lengths, formats, 0)
-                        : PQsendQueryParams(handle, statement.sql, 0, nil, nil, nil, nil, 0)
+                        : PQsendQueryParams(handle, statement.sql, Int32(statement.args.count), nil, values, lengths,
+                                            formats, 0)
                 }
             } catch {
                 broken = true  // half a pipeline was sent: the connection is not reusable

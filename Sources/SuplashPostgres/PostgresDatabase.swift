@@ -301,7 +301,10 @@ public final class PostgresTransaction {
             }
         }
         sql += " SELECT " + select.joined(separator: ", ") + from
-        return (PostgresStatement(sql, args), !pending.isEmpty)
+        // The usual shapes (a row or two and a notification) are prepared once per
+        // connection; large ones (a batch) are sent unnamed rather than cached.
+        let statement = pending.count + notifications.count <= 6 ? PostgresStatement(sql, args) : PostgresStatement(unnamed: sql, args)
+        return (statement, !pending.isEmpty)
     }
 
     /// `sql` with every parameter reference `$n` turned into `$(n + offset)` (our statements

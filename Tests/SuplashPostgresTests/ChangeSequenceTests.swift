@@ -224,6 +224,23 @@ final class ChangeSequenceTests: XCTestCase {
             XCTAssertEqual(tx.positions, [4])
         }
         XCTAssertEqual(try probe()["c"], .integer(4))
+
         XCTAssertEqual(db.statistics.snapshot.positionedCommits, 2)
+        XCTAssertGreaterThan(db.statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1, "the locked path holds it longer")
+
+        // A batch: more rows than the prepared shapes cover (the statement goes unnamed).
+        db.statistics.reset()
+        try db.transaction { tx in
+            for n in 0..<9 {
+                let id = "batch\(n)"
+                let position = try tx.changePosition(for: row(id))
+                try tx.connection.update("INSERT INTO write_probe (id, change_position, note) VALUES ($1, $2, $3)",
+                                         [.text(id), .integer(position), .text("batch")])
+            }
+        }
+        let batch = try db.read { try $0.query("SELECT change_position FROM write_probe WHERE note = 'batch' ORDER BY id") }
+        XCTAssertEqual(batch.map { $0[0] }, (5...13).map { .integer(Int64($0)) })
+        XCTAssertEqual(db.statistics.snapshot.positionedCommits, 1)
+        XCTAssertEqual(db.statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1)
     }
 }
