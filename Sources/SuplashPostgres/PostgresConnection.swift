@@ -20,6 +20,38 @@ public struct PostgresRow: Sendable, SQLRowValues {
     }
 }
 
+/// One statement with its parameters, for `PostgresConnection.pipeline` and `enqueue`.
+public struct PostgresStatement: Sendable {
+    /// The SQL text (prepared once per connection), with `$1`, `$2`, … placeholders.
+    public let sql: String
+    /// The values bound to the placeholders.
+    public let args: [SQLValue]
+    /// False for transaction control (`BEGIN …`, `COMMIT`) and one-off statements: sent
+    /// unnamed (parsed and planned each time, not kept in the connection's statement cache).
+    let prepare: Bool
+
+    /// A statement with `args` bound to `$1`, `$2`, ….
+    public init(_ sql: String, _ args: [SQLValue] = []) {
+        self.sql = sql
+        self.args = args
+        prepare = true
+    }
+
+    init(control sql: String) {
+        self.sql = sql
+        args = []
+        prepare = false
+    }
+
+    /// A statement sent unnamed (not prepared): for SQL whose text varies so much that
+    /// caching each variant would only grow the server's memory.
+    init(unnamed sql: String, _ args: [SQLValue]) {
+        self.sql = sql
+        self.args = args
+        prepare = false
+    }
+}
+
 /// One libpq connection (`PGconn`), used by one thread at a time.
 ///
 /// Statements are prepared once per connection (named `s1`, `s2`, … by SQL text) and run
@@ -28,12 +60,25 @@ public struct PostgresRow: Sendable, SQLRowValues {
 /// `.invalidParameter`), bytea in binary format (bytes sent as is). Parameter types are
 /// inferred by the server from the statement; write `$1::bigint` where it cannot infer one.
 ///
+/// **Round trips.** Every client↔server exchange is one round trip (`roundTrips` counts
+/// them). Statements whose result the caller does not need can be queued (`enqueue`): they
+/// travel with the next statement that needs a result, in one libpq pipeline
+/// (`PQenterPipelineMode`, libpq ≥ 14), and run on the server in the order they were
+/// queued, each exactly as if it had been sent alone. `pipeline` sends several statements
+/// whose results are needed in one round trip the same way. In a pipeline the server stops
+/// at the first failing statement (the rest are skipped) and that error is thrown by the
+/// call that sent it — for a queued statement, by the later call that carried it.
+///
 /// `@unchecked Sendable`: a connection is only ever used by the thread that checked it out
 /// of `PostgresPool` (the pool's lock guards the hand-over); it is never shared.
 public final class PostgresConnection: @unchecked Sendable {
     private let handle: OpaquePointer
     private var prepared: [String: String] = [:]
     private var closed = false
+    private var broken = false
+    private var queued: [PostgresStatement] = []
+    /// How many round trips this connection has made (statements, pipelines, preparations).
+    public private(set) var roundTrips = 0
 
     /// Connects with a libpq connection string or URL, e.g.
     /// `postgresql:///suplash?host=/run/postgresql` (Unix socket) or
@@ -64,7 +109,10 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// False once the server connection is lost; the pool then drops the connection.
-    public var isHealthy: Bool { !closed && PQstatus(handle) == CONNECTION_OK }
+    public var isHealthy: Bool { !closed && !broken && PQstatus(handle) == CONNECTION_OK }
+
+    /// True while statements are queued (`enqueue`) and not yet sent.
+    public var hasQueued: Bool { !queued.isEmpty }
 
     /// True inside a transaction block (also an aborted one).
     public var isInTransaction: Bool {
@@ -76,6 +124,8 @@ public final class PostgresConnection: @unchecked Sendable {
     /// transaction control and migration scripts only — never for SQL containing data.
     /// - Throws: `PostgresError`.
     public func execute(_ sql: String) throws {
+        try flushQueued()
+        roundTrips += 1
         guard let result = PQexec(handle, sql) else { throw lostConnection() }
         defer { PQclear(result) }
         try check(result)
@@ -99,11 +149,130 @@ public final class PostgresConnection: @unchecked Sendable {
         return Int(String(cString: PQcmdTuples(result))) ?? 0
     }
 
+    /// Queues a statement whose result is not needed: it is sent with the next statement
+    /// that needs one (`query`, `update`, `execute`, `pipeline`), before it and in queue
+    /// order — the same effect as running it now, one round trip fewer. Its failure is
+    /// thrown by that later call.
+    public func enqueue(_ sql: String, _ args: [SQLValue] = []) {
+        queued.append(PostgresStatement(sql, args))
+    }
+
+    /// Queues transaction control without parameters (`BEGIN …`), sent like `enqueue`.
+    func enqueueControl(_ sql: String) {
+        queued.append(PostgresStatement(control: sql))
+    }
+
+    /// Drops the queued statements unsent (after a failure, before `ROLLBACK`).
+    public func discardQueued() {
+        queued.removeAll()
+    }
+
+    /// Sends the queued statements now (one round trip; nothing when the queue is empty).
+    /// - Throws: `PostgresError` of the first failing one.
+    public func flushQueued() throws {
+        guard !queued.isEmpty else { return }
+        for result in try send([]) { PQclear(result) }
+    }
+
+    /// Runs the queued statements and then `statements` in one round trip (a libpq
+    /// pipeline) and returns the rows of each of `statements`, in order. The server runs
+    /// them one after the other, each as if sent alone (at READ COMMITTED each takes its
+    /// snapshot when it starts, after the previous one finished, lock waits included).
+    /// - Throws: `PostgresError` of the first failing statement (the later ones did not run).
+    public func pipeline(_ statements: [PostgresStatement]) throws -> [[PostgresRow]] {
+        let results = try send(statements)
+        defer { for result in results { PQclear(result) } }
+        return try results.map(rows(of:))
+    }
+
+    /// Prepares the queued statements and `statements` that are not prepared yet (a round
+    /// trip each, once per connection), so that a later `pipeline` of them is one round trip.
+    /// - Throws: `PostgresError`.
+    func prepare(_ statements: [PostgresStatement]) throws {
+        for statement in queued + statements where statement.prepare { _ = try statementName(statement.sql) }
+    }
+
     // MARK: - Internals
+
+    /// Sends `queued + statements` in one pipeline; returns the results of `statements`
+    /// (the caller clears them). Empties the queue whatever happens.
+    private func send(_ statements: [PostgresStatement]) throws -> [OpaquePointer] {
+        let all = queued + statements
+        queued.removeAll()
+        if all.count == 1, let only = all.first, only.prepare { return [try run(only.sql, only.args)] }
+        for statement in all {
+            for case .text(let text) in statement.args where text.utf8.contains(0) {
+                throw PostgresError(kind: .invalidParameter, message: "text parameter contains U+0000")
+            }
+        }
+        let names = try all.map { $0.prepare ? try statementName($0.sql) : "" }
+        roundTrips += 1
+        guard PQenterPipelineMode(handle) == 1 else { throw lostConnection() }
+        for (statement, name) in zip(all, names) {
+            let sent: Int32
+            do {
+                sent = try withParameters(statement.args) { values, lengths, formats in
+                    statement.prepare
+                        ? PQsendQueryPrepared(handle, name, Int32(statement.args.count), values, lengths, formats, 0)
+                        : PQsendQueryParams(handle, statement.sql, Int32(statement.args.count), nil, values, lengths,
+                                            formats, 0)
+                }
+            } catch {
+                broken = true  // half a pipeline was sent: the connection is not reusable
+                throw error
+            }
+            guard sent == 1 else {
+                broken = true
+                throw lostConnection()
+            }
+        }
+        guard PQpipelineSync(handle) == 1 else {
+            broken = true
+            throw lostConnection()
+        }
+        var results: [OpaquePointer] = []
+        var failure: Error?
+        for index in all.indices {
+            var first: OpaquePointer?
+            while let result = PQgetResult(handle) {
+                if first == nil { first = result } else { PQclear(result) }
+            }
+            guard let result = first else {
+                broken = true
+                for result in results { PQclear(result) }
+                throw failure ?? lostConnection()
+            }
+            if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                PQclear(result)
+                continue
+            }
+            do {
+                try check(result)
+            } catch {
+                if failure == nil { failure = error }
+                PQclear(result)
+                continue
+            }
+            if index >= all.count - statements.count { results.append(result) } else { PQclear(result) }
+        }
+        guard let sync = PQgetResult(handle), PQresultStatus(sync) == PGRES_PIPELINE_SYNC else {
+            broken = true
+            for result in results { PQclear(result) }
+            throw failure ?? lostConnection()
+        }
+        PQclear(sync)
+        if PQexitPipelineMode(handle) != 1 { broken = true }
+        if let failure {
+            for result in results { PQclear(result) }
+            throw failure
+        }
+        return results
+    }
 
     private func statementName(_ sql: String) throws -> String {
         if let name = prepared[sql] { return name }
         let name = "s\(prepared.count + 1)"
+        roundTrips += 1
         guard let result = PQprepare(handle, name, sql, 0, nil) else { throw lostConnection() }
         defer { PQclear(result) }
         try check(result)
@@ -112,7 +281,28 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     private func run(_ sql: String, _ args: [SQLValue]) throws -> OpaquePointer {
+        if !queued.isEmpty {
+            guard let result = try send([PostgresStatement(sql, args)]).first else { throw lostConnection() }
+            return result
+        }
         let name = try statementName(sql)
+        roundTrips += 1
+        let result: OpaquePointer? = try withParameters(args) { values, lengths, formats in
+            PQexecPrepared(handle, name, Int32(args.count), values, lengths, formats, 0)
+        }
+        guard let result else { throw lostConnection() }
+        do {
+            try check(result)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        return result
+    }
+
+    /// Calls `body` with libpq's parameter arrays for `args` (valid only during the call).
+    private func withParameters<R>(_ args: [SQLValue],
+                                   _ body: (UnsafePointer<UnsafePointer<CChar>?>?, [Int32], [Int32]) throws -> R) throws -> R {
         var buffers: [UnsafeMutablePointer<CChar>?] = []
         var lengths: [Int32] = []
         var formats: [Int32] = []
@@ -149,19 +339,11 @@ public final class PostgresConnection: @unchecked Sendable {
             }
             formats.append(format)
         }
-        let result: OpaquePointer? = buffers.withUnsafeBufferPointer { values in
-            values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { constValues in
-                PQexecPrepared(handle, name, Int32(args.count), constValues.baseAddress, lengths, formats, 0)
+        return try buffers.withUnsafeBufferPointer { values in
+            try values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { constValues in
+                try body(constValues.baseAddress, lengths, formats)
             }
         }
-        guard let result else { throw lostConnection() }
-        do {
-            try check(result)
-        } catch {
-            PQclear(result)
-            throw error
-        }
-        return result
     }
 
     static func floatText(_ d: Double) -> String {

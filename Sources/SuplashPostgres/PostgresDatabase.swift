@@ -5,7 +5,7 @@ import SuplashStorage
 public enum PostgresIsolation: String, Sendable {
     /// Each statement sees what was committed before it started; row locks (`FOR UPDATE`,
     /// `UPDATE`) re-read the newest committed row version. The default for writes: the
-    /// change-sequence row lock orders them (see `PostgresTransaction.takeChangePosition`).
+    /// change-sequence row lock, taken at the commit, orders them (see `PostgresTransaction.changePosition(for:)`).
     case readCommitted = "READ COMMITTED"
     /// One snapshot for the whole transaction (multi-statement reads such as a sync page).
     case repeatableRead = "REPEATABLE READ"
@@ -13,15 +13,70 @@ public enum PostgresIsolation: String, Sendable {
     case serializable = "SERIALIZABLE"
 }
 
+/// A row that takes a change position: `table` and the key columns that find it (SQL
+/// identifiers — constants of the caller, never input) with their values.
+public struct PostgresChangeRow: Sendable, Equatable {
+    /// The table (an identifier constant).
+    public let table: String
+    /// Its key columns (identifier constants).
+    public let keyColumns: [String]
+    /// The key values, bound as parameters.
+    public let key: [SQLValue]
+
+    /// The row of `table` where `keyColumns` equal `key`.
+    public init(table: String, keyColumns: [String], key: [SQLValue]) {
+        self.table = table
+        self.keyColumns = keyColumns
+        self.key = key
+    }
+}
+
 /// What a transaction body sees: the connection (a transaction is open) and post-commit hooks.
 ///
 /// Valid only during the body. Do not keep it.
 public final class PostgresTransaction {
-    /// The connection; `BEGIN` has been sent. Do not send `COMMIT`/`ROLLBACK` yourself.
+    /// The connection; `BEGIN` is queued or sent. Do not send `COMMIT`/`ROLLBACK` yourself.
     public let connection: PostgresConnection
     private(set) var callbacks: [@Sendable () -> Void] = []
     /// The change positions this attempt took, in order (for tests and logging).
     public private(set) var positions: [Int64] = []
+    /// True once this transaction holds the change-sequence row lock.
+    public private(set) var holdsChangeSequence = false
+    /// The connection's round trips when the change-sequence lock was taken (`nil` before):
+    /// `roundTripsHoldingChangeSequence` counts from here.
+    private var roundTripsAtLock: Int?
+    /// Round trips made while holding the change-sequence lock, the commit included (set when
+    /// the transaction committed; for tests and statistics).
+    public private(set) var roundTripsHoldingChangeSequence = 0
+    /// Rows waiting for their change position (`changePosition(for:)`, `positionedWrite`),
+    /// with the offset of their position among the `pendingCount` positions the commit will
+    /// take and, for a deferred write, its statement.
+    private var pending: [(row: PostgresChangeRow, offset: Int64, write: PostgresStatement?)] = []
+    private var pendingCount: Int64 = 0
+    private var notifications: [(channel: String, payload: String)] = []
+    private var notified: Set<String> = []
+
+    /// The base the commit's stamp statement returned: the k-th deferred position is
+    /// `stampBase + k` (`finalPosition`).
+    private var stampBase: Int64?
+    /// Whether `positionedWrite` may move its statement into the commit's statement (true,
+    /// the default). Set it to false in a transaction that may read a positioned row again
+    /// after writing it (the sync push re-reads achievements per mutation): the write is
+    /// then queued at once and the row stamped at the commit.
+    public var defersWrites = true
+
+    /// True for a provisional position (`changePosition(for:)` without the lock): negative,
+    /// −k for the k-th position the commit will take. What a row holds until the commit
+    /// stamps it — never committed, since the stamp runs in the same transaction.
+    public static func isProvisional(_ position: Int64) -> Bool { position < 0 }
+
+    /// The position `position` became: itself, or for a provisional one the number the commit
+    /// took for it. Valid after the commit (the transaction object may be returned from the
+    /// body for this and for `positions`).
+    public func finalPosition(_ position: Int64) -> Int64 {
+        guard Self.isProvisional(position), let base = stampBase else { return position }
+        return base - position
+    }
 
     init(connection: PostgresConnection) {
         self.connection = connection
@@ -33,26 +88,105 @@ public final class PostgresTransaction {
         callbacks.append(body)
     }
 
-    /// Takes the next position of the change sequence (`change_sequence`, one row).
+    /// The change position for `row`, which this transaction writes (inserts or updates).
+    ///
+    /// **Deferred (the usual case).** When this transaction does not hold the change-sequence
+    /// lock, this returns a provisional position (negative; `isProvisional`,
+    /// `finalPosition`) for the caller to write, and the commit takes
+    /// the positions of every such row at its very end: one statement locks and bumps the
+    /// sequence and stamps each row (`commit`), and `COMMIT` follows in the same round trip.
+    /// The lock — the one thing every positioned writer on every instance shares — is then
+    /// held for no client round trip at all, only for that statement and the commit's WAL
+    /// flush (README "Change sequence").
+    ///
+    /// **Immediate.** When the lock is already held (`lockChangeSequence`,
+    /// `takeChangePosition`), the position is taken now and returned, as before.
+    ///
+    /// Positions follow the order of the calls; a row registered twice gets the later one
+    /// (the earlier position is consumed, as an immediate second stamp would).
+    /// - Throws: `PostgresError`.
+    public func changePosition(for row: PostgresChangeRow) throws -> Int64 {
+        if holdsChangeSequence { return try takeChangePosition() }
+        materialiseWrite(of: row)
+        pendingCount += 1
+        pending.append((row, pendingCount, nil))
+        return -pendingCount
+    }
+
+    /// The text that stands for the row's change position in a `positionedWrite` statement.
+    public static let positionToken = "$position"
+
+    /// Writes `row` with its change position, as late as possible: `sql` is one
+    /// `INSERT`/`UPDATE` of that row (no `RETURNING`) with `args` bound to `$1`, `$2`, …
+    /// and `positionToken` where the position goes.
+    ///
+    /// Without the change-sequence lock the statement does not run now: it becomes part of
+    /// the commit's one statement, which takes the sequence lock, bumps it and then writes
+    /// the row with its position (a data-modifying `WITH` part referring to the new
+    /// position) — one row version instead of a provisional write and a stamp, and no
+    /// client round trip under the lock. Use it only when nothing later in the transaction
+    /// reads the row (reads would not see it yet); failures (unique violations) surface at
+    /// the commit. With the lock held it is queued now with its position
+    /// (`PostgresConnection.enqueue`).
+    /// - Throws: `PostgresError`.
+    public func positionedWrite(of row: PostgresChangeRow, _ sql: String, _ args: [SQLValue]) throws {
+        if holdsChangeSequence {
+            let position = try takeChangePosition()
+            connection.enqueue(sql.replacingOccurrences(of: Self.positionToken, with: "$\(args.count + 1)::bigint"),
+                               args + [.integer(position)])
+            return
+        }
+        materialiseWrite(of: row)
+        if !defersWrites || pending.contains(where: { $0.row == row }) {
+            // The row is stamped anyway: one statement cannot change it twice.
+            let position = try changePosition(for: row)
+            connection.enqueue(sql.replacingOccurrences(of: Self.positionToken, with: "$\(args.count + 1)::bigint"),
+                               args + [.integer(position)])
+            return
+        }
+        pendingCount += 1
+        pending.append((row, pendingCount, PostgresStatement(sql, args)))
+    }
+
+    /// A second registration of `row` while its deferred write is pending: that write is
+    /// queued now with a provisional position and the row is stamped at the commit instead.
+    private func materialiseWrite(of row: PostgresChangeRow) {
+        guard let index = pending.firstIndex(where: { $0.row == row }) else { return }
+        let entry = pending.remove(at: index)
+        if let write = entry.write {
+            connection.enqueue(write.sql.replacingOccurrences(of: Self.positionToken, with: "$\(write.args.count + 1)::bigint"),
+                               write.args + [.integer(-entry.offset)])
+        }
+    }
+
+    /// Takes the next position of the change sequence now (`change_sequence`, one row), and
+    /// with it the sequence's row lock until this transaction ends. Rows registered with
+    /// `changePosition(for:)` before are stamped first (they come earlier).
     ///
     /// **Commit order = position order, without gaps, across any number of server
-    /// instances.** The position comes from `UPDATE change_sequence SET position = position
-    /// + 1 … RETURNING position`, which takes the row lock of the single counter row and
+    /// instances.** Positions come from `UPDATE change_sequence SET position = position
+    /// + n … RETURNING position`, which takes the row lock of the single counter row and
     /// keeps it until this transaction ends:
     /// 1. While transaction A holds the lock, every other writer B blocks in the same
     ///    `UPDATE`. PostgreSQL releases row locks only after A's commit (or abort) is
     ///    recorded and visible to new snapshots.
     /// 2. If A committed, B's `UPDATE` (READ COMMITTED) re-reads the newest row version, so
-    ///    B gets A's position + 1 and commits after A: positions are handed out in commit
-    ///    order. Any snapshot that sees B's rows therefore also sees A's, so a feed reader
-    ///    that has seen position p has seen every position below p.
+    ///    B gets A's last position + 1 and commits after A: positions are handed out in
+    ///    commit order. Any snapshot that sees B's rows therefore also sees A's, so a feed
+    ///    reader that has seen position p has seen every position below p.
     /// 3. If A aborted, its increment is rolled back with it and B gets the same number:
     ///    no gaps (a `SEQUENCE` would leave one).
-    /// A transaction may take several positions (an entry and its achievements row); the
-    /// lock is already held for the later ones. Take the position as late as the write
-    /// allows — after the reads and checks — to keep the serialised section short.
+    /// 4. Every row carrying a position is stamped by the transaction that took it, before
+    ///    its `COMMIT`: no committed row ever holds a provisional (negative) position.
+    /// Prefer `changePosition(for:)`: it holds the lock for the shortest time.
     /// - Throws: `PostgresError`.
+    @discardableResult
     public func takeChangePosition() throws -> Int64 {
+        if !pending.isEmpty {
+            let (statement, _) = stampStatement(withNotifications: false)
+            try stamp(connection.pipeline([statement])[0])
+        }
+        markLocked()
         let rows = try connection.query(
             "UPDATE change_sequence SET position = position + 1 WHERE singleton = 1 RETURNING position")
         guard case .integer(let position) = rows.first?[0] ?? .null else {
@@ -62,17 +196,15 @@ public final class PostgresTransaction {
         return position
     }
 
-    /// Queues `NOTIFY channel, payload` (`SELECT pg_notify($1, $2)`): PostgreSQL delivers it
-    /// to every session listening on `channel` only if and when this transaction commits
-    /// (docs: SQL command `NOTIFY`). The same pair is sent once per attempt (PostgreSQL would
-    /// fold duplicates too; this saves the round trips). The payload must be shorter than
-    /// 8000 bytes and must not carry user content: listeners and the server log may see it.
-    /// - Throws: `PostgresError`.
-    public func notify(channel: String, payload: String) throws {
+    /// Queues `NOTIFY channel, payload` (`pg_notify($1, $2)`, sent with the commit):
+    /// PostgreSQL delivers it to every session listening on `channel` only if and when this
+    /// transaction commits (docs: SQL command `NOTIFY`). The same pair is sent once per
+    /// attempt. The payload must be shorter than 8000 bytes and must not carry user content:
+    /// listeners and the server log may see it.
+    public func notify(channel: String, payload: String) {
         guard notified.insert(channel + "\u{0}" + payload).inserted else { return }
-        try connection.query("SELECT pg_notify($1, $2)", [.text(channel), .text(payload)])
+        notifications.append((channel, payload))
     }
-    private var notified: Set<String> = []
 
     /// Tries to take the transaction-level advisory lock `key` (`pg_try_advisory_xact_lock`,
     /// docs §9.27.10 "Advisory Lock Functions") without waiting: true when this transaction
@@ -87,10 +219,169 @@ public final class PostgresTransaction {
     /// Takes the change-sequence row lock without taking a position (`SELECT … FOR UPDATE`),
     /// so that everything this transaction reads afterwards (READ COMMITTED: each statement
     /// sees what committed before it) cannot be changed by another position-taking writer
-    /// until this transaction ends. For read-decide-write paths such as the sync push.
+    /// until this transaction ends; later `changePosition(for:)` calls take their positions
+    /// immediately. The store no longer needs it (the user's row lock protects its
+    /// read-decide-write paths and positions are taken at the commit); it holds the
+    /// sequence for the rest of the transaction, so prefer not to.
     /// - Throws: `PostgresError`.
     public func lockChangeSequence() throws {
+        if !pending.isEmpty {
+            try takeChangePosition()
+            return
+        }
+        markLocked()
         try connection.query("SELECT position FROM change_sequence WHERE singleton = 1 FOR UPDATE")
+    }
+
+    private func markLocked() {
+        guard !holdsChangeSequence else { return }
+        holdsChangeSequence = true
+        roundTripsAtLock = connection.roundTrips
+    }
+
+    /// Stamps the pending rows and sends the notifications, then `COMMIT` — one round trip
+    /// (with whatever the connection still has queued in front).
+    func commit() throws {
+        var statements: [PostgresStatement] = []
+        var stamping = false
+        if !pending.isEmpty || !notifications.isEmpty {
+            let (statement, stamps) = stampStatement(withNotifications: true)
+            statements.append(statement)
+            stamping = stamps
+        }
+        statements.append(PostgresStatement(control: "COMMIT"))
+        try connection.prepare(statements)
+        if stamping {
+            // The statement takes the lock; with COMMIT in the same pipeline the lock is held
+            // for this one round trip.
+            markLocked()
+        }
+        let results = try connection.pipeline(statements)
+        if stamping { try stamp(results[0]) }
+        if let start = roundTripsAtLock { roundTripsHoldingChangeSequence = connection.roundTrips - start }
+    }
+
+    /// One statement that takes the pending rows' positions (locking and bumping the
+    /// sequence once, by `pendingCount`) and stamps each row, plus the queued notifications.
+    /// Returns it and whether it stamps. Identifiers come from `PostgresChangeRow`
+    /// (constants); every value is a parameter.
+    private func stampStatement(withNotifications: Bool) -> (PostgresStatement, Bool) {
+        var args: [SQLValue] = []
+        func parameter(_ value: SQLValue) -> String {
+            args.append(value)
+            return "$\(args.count)"
+        }
+        var sql = ""
+        var from = ""
+        var select: [String] = []
+        if !pending.isEmpty {
+            let count = parameter(.integer(pendingCount))
+            sql = "WITH seq AS (UPDATE change_sequence SET position = position + \(count)::bigint WHERE singleton = 1 "
+                + "RETURNING position - \(count)::bigint AS base)"
+            for (index, entry) in pending.enumerated() {
+                let position = "((SELECT base FROM seq) + \(parameter(.integer(entry.offset)))::bigint)"
+                if let write = entry.write {
+                    let offset = args.count
+                    args += write.args
+                    let body = Self.renumber(write.sql, by: offset)
+                        .replacingOccurrences(of: Self.positionToken, with: position)
+                    sql += ", w\(index) AS (\(body))"
+                } else {
+                    let condition = zip(entry.row.keyColumns, entry.row.key)
+                        .map { "\($0.0) = \(parameter($0.1))" }.joined(separator: " AND ")
+                    sql += ", s\(index) AS (UPDATE \(entry.row.table) SET change_position = \(position) WHERE \(condition))"
+                }
+            }
+            select.append("base")
+            from = " FROM seq"
+        }
+        if withNotifications {
+            for n in notifications {
+                select.append("pg_notify(\(parameter(.text(n.channel))), \(parameter(.text(n.payload))))")
+            }
+        }
+        sql += " SELECT " + select.joined(separator: ", ") + from
+        // The usual shapes (a row or two and a notification) are prepared once per
+        // connection; large ones (a batch) are sent unnamed rather than cached.
+        let statement = pending.count + notifications.count <= 6 ? PostgresStatement(sql, args) : PostgresStatement(unnamed: sql, args)
+        return (statement, !pending.isEmpty)
+    }
+
+    /// `sql` with every parameter reference `$n` turned into `$(n + offset)` (our statements
+    /// have no `$` in literals or identifiers; `positionToken` has no digit after the `$`).
+    static func renumber(_ sql: String, by offset: Int) -> String {
+        guard offset > 0 else { return sql }
+        var out = ""
+        var index = sql.startIndex
+        while index < sql.endIndex {
+            let c = sql[index]
+            index = sql.index(after: index)
+            out.append(c)
+            guard c == "$" else { continue }
+            var end = index
+            while end < sql.endIndex, sql[end].isASCII, sql[end].isNumber { end = sql.index(after: end) }
+            if end > index, let n = Int(sql[index..<end]) {
+                out += String(n + offset)
+                index = end
+            }
+        }
+        return out
+    }
+
+    /// Records the positions the stamp statement took (its `base` column) and clears the
+    /// pending rows.
+    private func stamp(_ rows: [PostgresRow]) throws {
+        guard case .integer(let base) = rows.first?[0] ?? .null else {
+            throw PostgresError(kind: .decoding, message: "change_sequence has no row")
+        }
+        positions += (1...pendingCount).map { base + $0 }
+        stampBase = base
+        pending.removeAll()
+        pendingCount = 0
+    }
+}
+
+/// Counters of committed write transactions (for tests and operations; not timing).
+///
+/// `@unchecked Sendable`: every field is guarded by `lock`.
+public final class PostgresWriteStatistics: @unchecked Sendable {
+    private let lock = NSLock()
+    private var commits = 0
+    private var positioned = 0
+    private var holding = 0
+    private var maxHolding = 0
+
+    /// A snapshot of the counters.
+    public struct Snapshot: Sendable, Equatable {
+        /// Committed transactions.
+        public var commits: Int
+        /// Committed transactions that took change positions (or the sequence lock).
+        public var positionedCommits: Int
+        /// Round trips made while holding the change-sequence lock, summed over those.
+        public var roundTripsHoldingChangeSequence: Int
+        /// The most round trips one transaction made while holding it.
+        public var maxRoundTripsHoldingChangeSequence: Int
+    }
+
+    /// The counters now.
+    public var snapshot: Snapshot {
+        lock.withLock { Snapshot(commits: commits, positionedCommits: positioned, roundTripsHoldingChangeSequence: holding,
+                                 maxRoundTripsHoldingChangeSequence: maxHolding) }
+    }
+
+    /// Sets every counter to zero.
+    public func reset() {
+        lock.withLock { commits = 0; positioned = 0; holding = 0; maxHolding = 0 }
+    }
+
+    func record(_ tx: PostgresTransaction) {
+        lock.withLock {
+            commits += 1
+            guard tx.holdsChangeSequence else { return }
+            positioned += 1
+            holding += tx.roundTripsHoldingChangeSequence
+            maxHolding = max(maxHolding, tx.roundTripsHoldingChangeSequence)
+        }
     }
 }
 
@@ -106,6 +397,8 @@ public final class PostgresDatabase: Sendable {
     public let pool: PostgresPool
     /// The libpq URL it connects with. May carry a password: never log it.
     public let url: String
+    /// Counters of committed write transactions (change-sequence lock round trips).
+    public let statistics = PostgresWriteStatistics()
 
     /// - Parameters:
     ///   - url: libpq connection string or URL (Unix socket or loopback).
@@ -142,13 +435,16 @@ public final class PostgresDatabase: Sendable {
             attempt += 1
             do {
                 let (value, callbacks) = try pool.withConnection { connection -> (T, [@Sendable () -> Void]) in
-                    try connection.execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")")
+                    // BEGIN travels with the first statement (one round trip fewer).
+                    connection.enqueueControl("BEGIN ISOLATION LEVEL \(isolation.rawValue)\(readOnly ? " READ ONLY" : "")")
                     do {
                         let tx = PostgresTransaction(connection: connection)
                         let value = try body(tx)
-                        try connection.execute("COMMIT")
+                        try tx.commit()
+                        statistics.record(tx)
                         return (value, tx.callbacks)
                     } catch {
+                        connection.discardQueued()
                         if connection.isHealthy, connection.isInTransaction { try? connection.execute("ROLLBACK") }
                         throw error
                     }

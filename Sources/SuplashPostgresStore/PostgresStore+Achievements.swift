@@ -6,25 +6,63 @@ import SuplashStoreRows
 /// Keeps `daily_totals` and `achievements` current inside the transaction of the write that
 /// changes them (spec §4 achievements). The decisions (day rows, streaks, badges) are the
 /// domain's `DailyTotals` and `StreakBook`, shared with the SQLite adapter; this file only
-/// loads and saves rows. Every caller has taken its change
-/// position before calling, so it holds the `change_sequence` row lock: the recompute of
-/// derived rows is serialised across instances, and each READ COMMITTED statement sees
-/// every earlier write's committed totals. Only the touched days and the streak
-/// runs through them are read; the whole history is read only when the profile's goal or
-/// time zone changes.
+/// loads and saves rows. Every caller holds the user's row lock (`lockUser`, or the
+/// `FOR UPDATE` of a profile write) before calling, so the recompute of one user's derived
+/// rows is serialised across instances, and each READ COMMITTED statement (its snapshot is
+/// taken after the lock was granted) sees every earlier writer's committed totals. Only
+/// the touched days and the streak runs through them are read — in one round trip — and
+/// the writes travel with the next statement (`PostgresConnection.enqueue`); the whole
+/// history is read only when the profile's goal or time zone changes.
 extension PostgresStore {
     /// THE hook for entry writes: call it inside the write transaction after inserting,
     /// updating or deleting entries of `userID`, with each entry version that appeared (+1)
     /// or disappeared (−1; an update is both). Updates those local days' totals in O(1) per
     /// day (`DailyTotals`, shared with the SQLite adapter), then streaks, badges and totals,
     /// and stamps a new achievements version + change position when anything changed.
-    static func entriesChanged(_ tx: PostgresTransaction, userID: String, deltas: [EntryDelta], now: Int64) throws {
+    /// `profile`: the user's profile when the caller has it (from `lockUser`).
+    ///
+    /// `prefetched`: the results of `entryRecomputeReads` for the same deltas under the time
+    /// zone `timezone`, already read after the user's row lock (the caller sent them in its
+    /// own pipeline); used when the locked profile still has that zone, else read again.
+    static func entriesChanged(_ tx: PostgresTransaction, userID: String, profile: UserProfile? = nil, deltas: [EntryDelta],
+                               now: Int64, prefetched: (timezone: String, results: ArraySlice<[PostgresRow]>)? = nil) throws {
         let c = tx.connection
-        guard !deltas.isEmpty, let profile = try loadProfile(c, userID: userID) else { return }
+        guard !deltas.isEmpty else { return }
+        guard let profile = try profile ?? loadProfile(c, userID: userID) else { return }
         let clock = ZoneClocks.shared.clock(profile.timezone)
         let byDay = DailyTotals.byDay(deltas, clock: clock)
         try recomputeDays(tx, userID: userID, profile: profile, clock: clock, dates: Set(byDay.keys), now: now,
-                          deltas: byDay, watchWritten: DailyTotals.watchWritten(deltas))
+                          deltas: byDay, watchWritten: DailyTotals.watchWritten(deltas),
+                          prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
+    }
+
+    /// The reads `entriesChanged` makes for `deltas` when the profile's zone is `timezone`,
+    /// for a caller to send right after its user-row lock in one round trip.
+    static func entryRecomputeReads(userID: String, timezone: String, deltas: [EntryDelta]) -> [PostgresStatement] {
+        let clock = ZoneClocks.shared.clock(timezone)
+        let byDay = DailyTotals.byDay(deltas, clock: clock)
+        return recomputeReads(userID: userID, clock: clock, days: byDay.keys.sorted(), deltas: byDay)
+    }
+
+    /// Achievements, then per day its totals row, its context and (without a delta) its
+    /// live entries.
+    static func recomputeReads(userID: String, clock: ZoneClock, days: [LocalDate],
+                               deltas: [LocalDate: (ml: Int, count: Int)]?) -> [PostgresStatement] {
+        var reads = [achievementsStatement(userID)]
+        for date in days {
+            reads.append(PostgresStatement("""
+                SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = $1 AND local_date = $2
+                """, [.text(userID), .text(date.description)]))
+            reads.append(contextsStatement(userID: userID, from: date, to: date))
+            if deltas?[date] == nil {
+                let range = clock.dayRange(date)
+                reads.append(PostgresStatement("""
+                    SELECT amount_ml, source FROM water_entries
+                    WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
+                    """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]))
+            }
+        }
+        return reads
     }
 
     /// The hook for profile writes: when the time zone changed, re-buckets every live entry
@@ -81,47 +119,44 @@ extension PostgresStore {
     /// without (day-context writes) the day's entries are summed from the index.
     static func recomputeDays(_ tx: PostgresTransaction, userID: String, profile: UserProfile, clock: ZoneClock,
                               dates: Set<LocalDate>, now: Int64, deltas: [LocalDate: (ml: Int, count: Int)]? = nil,
-                              watchWritten: Bool = false) throws {
+                              watchWritten: Bool = false, prefetched: ArraySlice<[PostgresRow]>? = nil) throws {
         let c = tx.connection
-        let before = try loadAchievements(c, userID: userID)
         let base = HydrationRules.baseGoalMl(profile)
+        let days = dates.sorted()
+        // Every read in one round trip (`recomputeReads`), unless the caller sent them.
+        var results = try prefetched ?? c.pipeline(recomputeReads(userID: userID, clock: clock, days: days, deltas: deltas))[...]
+        let before = achievements(results.removeFirst())
         var changes: [DayTotalChange] = []
         var anyWatch = watchWritten
-        for date in dates.sorted() {
-            let old = try c.query("""
-                SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = $1 AND local_date = $2
-                """, [.text(userID), .text(date.description)]).first.map {
+        for date in days {
+            let old = results.removeFirst().first.map {
                 DayTotalRow(totalMl: Int($0[0].int64 ?? 0), entriesCount: Int($0[1].int64 ?? 0),
                             goalMet: ($0[2].int64 ?? 0) != 0)
             }
+            let context = contexts(results.removeFirst())[date]
             var total = 0
             var count = 0
             if let delta = deltas?[date] {
                 (total, count) = DailyTotals.apply(total: old?.totalMl ?? 0, count: old?.entriesCount ?? 0, delta: delta)
             } else {
-                let range = clock.dayRange(date)
-                for row in try c.query("""
-                    SELECT amount_ml, source FROM water_entries
-                    WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
-                    """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]) {
+                for row in results.removeFirst() {
                     total += Int(row[0].int64 ?? 0)
                     count += 1
                     if row[1].text == EntrySource.watch.rawValue { anyWatch = true }
                 }
             }
-            let context = try loadContexts(c, userID: userID, from: date, to: date)[date]
             let row = StreakBook.dayRow(totalMl: total, entriesCount: count,
                                         goalMl: HydrationRules.dayGoalMl(baseGoalMl: base, context: context))
             if let row {
-                try c.update("""
+                c.enqueue("""
                     INSERT INTO daily_totals (user_id, local_date, total_ml, entries_count, goal_met) VALUES ($1, $2, $3, $4, $5)
                     ON CONFLICT (user_id, local_date) DO UPDATE SET
                         total_ml = excluded.total_ml, entries_count = excluded.entries_count, goal_met = excluded.goal_met
                     """, [.text(userID), .text(date.description), .integer(Int64(row.totalMl)),
                           .integer(Int64(row.entriesCount)), .integer(row.goalMet ? 1 : 0)])
             } else {
-                try c.update("DELETE FROM daily_totals WHERE user_id = $1 AND local_date = $2",
-                              [.text(userID), .text(date.description)])
+                c.enqueue("DELETE FROM daily_totals WHERE user_id = $1 AND local_date = $2",
+                          [.text(userID), .text(date.description)])
             }
             changes.append(DayTotalChange(date: date, before: old, after: row))
         }
@@ -163,11 +198,21 @@ extension PostgresStore {
     /// Day contexts of `[from, to]` (nil = unbounded).
     static func loadContexts(_ c: PostgresConnection, userID: String, from: LocalDate?, to: LocalDate?) throws
         -> [LocalDate: DayContextContent] {
-        var out: [LocalDate: DayContextContent] = [:]
-        for row in try c.query("""
+        let statement = contextsStatement(userID: userID, from: from, to: to)
+        return contexts(try c.query(statement.sql, statement.args))
+    }
+
+    /// The statement of `loadContexts`; decode with `contexts`.
+    static func contextsStatement(userID: String, from: LocalDate?, to: LocalDate?) -> PostgresStatement {
+        PostgresStatement("""
             SELECT local_date, max_temperature_c, active_minutes FROM days
             WHERE user_id = $1 AND local_date >= $2 AND local_date <= $3
-            """, [.text(userID), .text(from?.description ?? ""), .text(to?.description ?? "9999-99-99")]) {
+            """, [.text(userID), .text(from?.description ?? ""), .text(to?.description ?? "9999-99-99")])
+    }
+
+    static func contexts(_ rows: [PostgresRow]) -> [LocalDate: DayContextContent] {
+        var out: [LocalDate: DayContextContent] = [:]
+        for row in rows {
             guard let d = row[0].text.flatMap(LocalDate.init(parsing:)) else { continue }
             out[d] = DayContextContent(maxTemperatureC: row[1].double, activeMinutes: row[2].int64.map { Int($0) })
         }
@@ -175,27 +220,36 @@ extension PostgresStore {
     }
 
     static func loadAchievements(_ c: PostgresConnection, userID: String) throws -> Achievements {
-        guard let row = try c.query("""
+        let statement = achievementsStatement(userID)
+        return achievements(try c.query(statement.sql, statement.args))
+    }
+
+    /// The statement of `loadAchievements`; decode with `achievements`.
+    static func achievementsStatement(_ userID: String) -> PostgresStatement {
+        PostgresStatement("""
             SELECT latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met, badges, updated_at, version
             FROM achievements WHERE user_id = $1
-            """, [.text(userID)]).first else { return Achievements() }
+            """, [.text(userID)])
+    }
+
+    static func achievements(_ rows: [PostgresRow]) -> Achievements {
+        guard let row = rows.first else { return Achievements() }
         return Achievements(
             latestRunEnd: row[0].text.flatMap(LocalDate.init(parsing:)), latestRunLength: Int(row[1].int64 ?? 0),
             longestStreakDays: Int(row[2].int64 ?? 0), totalMl: row[3].int64 ?? 0, daysGoalMet: Int(row[4].int64 ?? 0),
             badges: StoreRows.badges(row[5].text ?? ""), updatedAt: row[6].int64 ?? 0, version: row[7].int64 ?? 0)
     }
 
-    /// Writes `after` with version + 1 and a new change position when it differs from `before`.
+    /// Writes `after` with version + 1 and a new change position when it differs from `before`
+    /// (`positionedWrite`: written by the commit's statement; the last write of the transaction).
     static func saveAchievements(_ tx: PostgresTransaction, userID: String, before: Achievements, after: Achievements,
                                  now: Int64) throws {
-        let c = tx.connection
         guard StreakBook.changed(from: before, to: after) else { return }
-        let position = try tx.takeChangePosition()
         let badges = StoreRows.badgesText(after.badges)
-        try c.update("""
+        try tx.positionedWrite(of: ChangeRows.achievements(userID), """
             INSERT INTO achievements (user_id, latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met,
                 badges, updated_at, version, change_position)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $position)
             ON CONFLICT (user_id) DO UPDATE SET
                 latest_run_end = excluded.latest_run_end, latest_run_length = excluded.latest_run_length,
                 longest_streak = excluded.longest_streak, total_ml = excluded.total_ml,
@@ -205,7 +259,6 @@ extension PostgresStore {
                 .text(userID), after.latestRunEnd.map { .text($0.description) } ?? .null,
                 .integer(Int64(after.latestRunLength)), .integer(Int64(after.longestStreakDays)), .integer(after.totalMl),
                 .integer(Int64(after.daysGoalMet)), .text(badges), .integer(now), .integer(before.version + 1),
-                .integer(position),
             ])
     }
 }

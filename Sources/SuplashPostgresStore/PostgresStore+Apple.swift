@@ -36,7 +36,7 @@ extension PostgresStore: AppleIdentityRepository {
                     if !revoked.isEmpty {
                         try self.publish(tx, .userCutoff(userID: user.id, issuedBeforeSeconds: now / 1000))
                     }
-                    let position = try self.takeChangePosition(tx, userID: user.id)
+                    let position = try self.changePosition(tx, userID: user.id, row: ChangeRows.user(user.id))
                     try c.update("""
                         UPDATE users SET email_verified = 1, password_hash = NULL, version = version + 1, updated_at = $1,
                             change_position = $2, lww_at = GREATEST($3, lww_at + 1), lww_device = ''
@@ -51,7 +51,7 @@ extension PostgresStore: AppleIdentityRepository {
             }
             // 3. A new user without a password.
             let p = AppleSignInRules.newUser(newProfile, email: email, emailVerified: emailVerified)
-            let position = try tx.takeChangePosition()
+            let position = try tx.changePosition(for: ChangeRows.user(p.id))
             try c.update("""
                 INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,
                     timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version,

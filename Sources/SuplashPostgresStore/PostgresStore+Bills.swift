@@ -13,6 +13,21 @@ extension PostgresStore: BillRepository {
         return Stamped(StoreRows.bill(row), deleted: StoreRows.billDeleted(row), stamp: StoreRows.stamp(row))
     }
 
+    /// Locks the user's row (`lockUser`: writers of one user queue there; `.notFound` when
+    /// there is no such user), then reads the bill, in one round trip.
+    static func lockUserAndFetchBill(_ c: PostgresConnection, userID: String, id: String, lock: Bool) throws
+        -> Stamped<Bill>? {
+        let results = try c.pipeline([
+            lockUserStatement(userID),
+            PostgresStatement(lock
+                ? "SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2 FOR UPDATE"
+                : "SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = $1 AND id = $2",
+                [.text(userID), .text(id)]),
+        ])
+        if results[0].isEmpty { throw RepositoryError.notFound }
+        return results[1].first.map { Stamped(StoreRows.bill($0), deleted: StoreRows.billDeleted($0), stamp: StoreRows.stamp($0)) }
+    }
+
     /// Throws `bill_exists` when another live bill holds the same subscription and period.
     static func checkUnique(_ c: PostgresConnection, userID: String, excluding id: String, _ content: BillContent) throws {
         let rows = try c.query("""
@@ -25,21 +40,19 @@ extension PostgresStore: BillRepository {
     public func createBill(userID: String, id: String, content: BillContent, deviceID: String?, now: Int64) throws -> BillCreateOutcome {
         try write { tx in
             let c = tx.connection
-            let stored = try PostgresStore.fetchBill(c, userID: userID, id: id)
+            let stored = try PostgresStore.lockUserAndFetchBill(c, userID: userID, id: id, lock: false)
             if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
                                                           deletedCode: "bill_deleted", existsCode: "bill_id_exists") {
                 return .existing(existing)
             }
-            if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.text(userID)])).isEmpty { throw RepositoryError.notFound }
             try PostgresStore.checkUnique(c, userID: userID, excluding: id, content)
-            let position = try self.takeChangePosition(tx, userID: userID)
-            try c.update("""
+            // Written by the commit's statement, with its position (`positionedWrite`).
+            try self.positionedWrite(tx, userID: userID, row: ChangeRows.bill(userID, id), """
                 INSERT INTO bills (provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date,
                     paid_at, user_id, id, created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, 0, $13, $14, $15)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, 0, $position, $13, $14)
                 """, StoreRows.billValues(content) + [
-                    .text(userID), .text(id), .integer(now), .integer(now), .integer(position), .integer(now),
-                    .text(deviceID ?? ""),
+                    .text(userID), .text(id), .integer(now), .integer(now), .integer(now), .text(deviceID ?? ""),
                 ])
             return .created(Bill(id: id, userID: userID, content: content, createdAt: now, updatedAt: now, version: 1))
         }
@@ -57,21 +70,19 @@ extension PostgresStore: BillRepository {
                            _ transform: @escaping @Sendable (BillContent) throws -> BillContent) throws -> Bill {
         try write { tx in
             let c = tx.connection
-            let stored = try PostgresStore.fetchBill(c, userID: userID, id: id, lock: true)
+            let stored = try PostgresStore.lockUserAndFetchBill(c, userID: userID, id: id, lock: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
             try PostgresStore.checkUnique(c, userID: userID, excluding: id, content)
             let next = DocumentWrites.revised(current, content: content, now: now)
-            let position = try self.takeChangePosition(tx, userID: userID)
-            try c.update("""
+            try self.positionedWrite(tx, userID: userID, row: ChangeRows.bill(userID, id), """
                 UPDATE bills SET provider = $1, subscriber_no = $2, period = $3, consumption_milli_m3 = $4, amount_minor = $5,
-                    currency = $6, due_date = $7, paid_at = $8, updated_at = $9, version = $10, change_position = $11, lww_at = $12,
-                    lww_device = $13
-                WHERE user_id = $14 AND id = $15
+                    currency = $6, due_date = $7, paid_at = $8, updated_at = $9, version = $10, change_position = $position,
+                    lww_at = $11, lww_device = $12
+                WHERE user_id = $13 AND id = $14
                 """, StoreRows.billValues(content) + [
-                    .integer(now), .integer(next.version), .integer(position), .integer(stamp.at),
-                    .text(stamp.device), .text(userID), .text(id),
+                    .integer(now), .integer(next.version), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
             return next
         }
@@ -81,16 +92,14 @@ extension PostgresStore: BillRepository {
                            precondition: @escaping @Sendable (Bill) -> Bool) throws {
         try write { tx in
             let c = tx.connection
-            let stored = try PostgresStore.fetchBill(c, userID: userID, id: id, lock: true)
+            let stored = try PostgresStore.lockUserAndFetchBill(c, userID: userID, id: id, lock: true)
             _ = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
-            let position = try self.takeChangePosition(tx, userID: userID)
-            try c.update("""
-                UPDATE bills SET deleted = 1, updated_at = $1, version = version + 1, change_position = $2, lww_at = $3,
-                    lww_device = $4
-                WHERE user_id = $5 AND id = $6
-                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
-                      .text(userID), .text(id)])
+            try self.positionedWrite(tx, userID: userID, row: ChangeRows.bill(userID, id), """
+                UPDATE bills SET deleted = 1, updated_at = $1, version = version + 1, change_position = $position,
+                    lww_at = $2, lww_device = $3
+                WHERE user_id = $4 AND id = $5
+                """, [.integer(now), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id)])
         }
     }
 

@@ -8,15 +8,20 @@ extension PostgresStore: HydrationRepository {
                        now: Int64) throws -> (day: DayContext, created: Bool) {
         try write { tx in
             let c = tx.connection
-            guard let profile = try PostgresStore.loadProfile(c, userID: userID) else { throw RepositoryError.notFound }
-            let existing = try c.query("SELECT created_at, version, lww_at FROM days WHERE user_id = $1 AND local_date = $2",
-                                       [.text(userID), .text(date.description)]).first
+            // The user's row lock first (writers of one user queue there), then the day.
+            let reads = try c.pipeline([
+                PostgresStore.lockUserStatement(userID),
+                PostgresStatement("SELECT created_at, version, lww_at FROM days WHERE user_id = $1 AND local_date = $2",
+                                  [.text(userID), .text(date.description)]),
+            ])
+            guard let profile = reads[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
+            let existing = reads[1].first
             let (day, created) = DocumentWrites.putDay(
                 date: date, content: content, stored: existing.map { ($0[0].int64 ?? now, $0[1].int64 ?? 0) }, now: now)
             let stamp = DocumentWrites.stamp(now: now, stored: existing.map { WriteStamp(at: $0[2].int64 ?? 0, device: "") },
                                              deviceID: deviceID)
-            let position = try self.takeChangePosition(tx, userID: userID)
-            try c.update("""
+            let position = try self.changePosition(tx, userID: userID, row: ChangeRows.day(userID, date))
+            c.enqueue("""
                 INSERT INTO days (user_id, local_date, max_temperature_c, active_minutes, created_at, updated_at, version,
                     change_position, lww_at, lww_device)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)

@@ -9,12 +9,30 @@ extension PostgresStore: WaterEntryRepository {
     /// Reads one entry row (live or tombstone) with its last-write-wins stamp; `lock` takes
     /// its row lock for a read-modify-write.
     static func fetchEntry(_ c: PostgresConnection, userID: String, id: String, lock: Bool) throws -> Stamped<WaterEntry>? {
-        let sql = lock
+        let statement = fetchEntryStatement(userID: userID, id: id, lock: lock)
+        return stampedEntry(try c.query(statement.sql, statement.args))
+    }
+
+    /// The statement of `fetchEntry`, to send in a pipeline; decode with `stampedEntry`.
+    static func fetchEntryStatement(userID: String, id: String, lock: Bool) -> PostgresStatement {
+        PostgresStatement(lock
             ? "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2 FOR UPDATE"
-            : "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2"
-        guard let row = try c.query(sql, [.text(userID), .text(id)]).first else { return nil }
+            : "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = $1 AND id = $2",
+            [.text(userID), .text(id)])
+    }
+
+    static func stampedEntry(_ rows: [PostgresRow]) -> Stamped<WaterEntry>? {
+        guard let row = rows.first else { return nil }
         let entry = StoreRows.entry(row)
         return Stamped(entry, deleted: entry.deleted, stamp: StoreRows.stamp(row))
+    }
+
+    /// Locks the user, then reads (and locks) the entry, in one round trip.
+    private static func lockAndFetch(_ c: PostgresConnection, userID: String, id: String, lockEntry: Bool) throws
+        -> (profile: UserProfile, stored: Stamped<WaterEntry>?) {
+        let results = try c.pipeline([lockUserStatement(userID), fetchEntryStatement(userID: userID, id: id, lock: lockEntry)])
+        guard let profile = results[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
+        return (profile, stampedEntry(results[1]))
     }
 
     /// Check, then insert: when a concurrent writer inserts the same id or HealthKit sample
@@ -25,32 +43,46 @@ extension PostgresStore: WaterEntryRepository {
                             now: Int64) throws -> EntryCreateOutcome {
         try write { tx in
             let c = tx.connection
-            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: false)
-            if let existing = try DocumentWrites.existing(stored, content: content, storedContent: \.content,
-                                                          deletedCode: "entry_deleted", existsCode: "entry_exists") {
+            // Outside any lock, with BEGIN in one round trip: the profile (its zone picks the
+            // day the entry lands on), the entry id and the HealthKit sample. A re-post is
+            // answered from these; a concurrent insert of the same id or sample is caught by
+            // the unique indexes at the commit, and the re-run answers from the committed row.
+            var checks = [PostgresStatement("SELECT \(StoreRows.userColumns) FROM users WHERE id = $1", [.text(userID)]),
+                          PostgresStore.fetchEntryStatement(userID: userID, id: id, lock: false)]
+            if let hk = content.healthKitUUID {
+                checks.append(PostgresStatement("""
+                    SELECT \(StoreRows.entryColumns) FROM water_entries
+                    WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
+                    """, [.text(userID), .text(hk)]))
+            }
+            let checked = try c.pipeline(checks)
+            guard let guess = checked[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
+            if let existing = try DocumentWrites.existing(PostgresStore.stampedEntry(checked[1]), content: content,
+                                                          storedContent: \.content, deletedCode: "entry_deleted",
+                                                          existsCode: "entry_exists") {
                 return .existing(existing)
             }
-            if let hk = content.healthKitUUID,
-               let row = try c.query("""
-                   SELECT \(StoreRows.entryColumns) FROM water_entries
-                   WHERE user_id = $1 AND health_kit_uuid = $2 AND deleted = 0
-                   """, [.text(userID), .text(hk)]).first {
-                return .existing(StoreRows.entry(row))
-            }
-            if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.text(userID)])).isEmpty {
-                throw RepositoryError.notFound
-            }
-            let position = try self.takeChangePosition(tx, userID: userID)
-            try c.update("""
+            if checked.count > 2, let holder = checked[2].first.map(StoreRows.entry) { return .existing(holder) }
+            // Then the user's row lock with the reads of the daily totals, achievements and
+            // context the entry touches (READ COMMITTED: read after the lock was granted), so
+            // the lock is held for two round trips: these reads, then the writes with the
+            // commit. If the zone changed meanwhile, they are read again.
+            let deltas = [EntryDelta(content, sign: 1)]
+            let locked = try c.pipeline([PostgresStore.lockUserStatement(userID)]
+                + PostgresStore.entryRecomputeReads(userID: userID, timezone: guess.timezone, deltas: deltas))
+            guard let profile = locked[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
+            // Written at the commit with its position (nothing below reads it).
+            try self.positionedWrite(tx, userID: userID, row: ChangeRows.entry(userID, id), """
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $10, $11, $12)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $position, $10, $11)
                 """, [
                     .text(userID), .text(id), .integer(Int64(content.amountMl)), .integer(content.loggedAt),
                     .text(content.source.rawValue), .optionalText(content.healthKitUUID), .optionalText(content.note),
-                    .integer(now), .integer(now), .integer(position), .integer(now), .text(deviceID ?? ""),
+                    .integer(now), .integer(now), .integer(now), .text(deviceID ?? ""),
                 ])
-            try PostgresStore.entriesChanged(tx, userID: userID, deltas: [EntryDelta(content, sign: 1)], now: now)
+            try PostgresStore.entriesChanged(tx, userID: userID, profile: profile, deltas: deltas, now: now,
+                                             prefetched: (guess.timezone, locked[1...]))
             return .created(WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now,
                                        version: 1, deleted: false))
         }
@@ -68,7 +100,7 @@ extension PostgresStore: WaterEntryRepository {
                             _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent) throws -> WaterEntry {
         try write { tx in
             let c = tx.connection
-            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true)
+            let (profile, stored) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
@@ -78,17 +110,16 @@ extension PostgresStore: WaterEntryRepository {
                 throw RepositoryError.conflict(code: "health_kit_uuid_exists")
             }
             let next = DocumentWrites.revised(current, content: content, now: now)
-            let position = try self.takeChangePosition(tx, userID: userID)
-            try c.update("""
+            try self.positionedWrite(tx, userID: userID, row: ChangeRows.entry(userID, id), """
                 UPDATE water_entries SET amount_ml = $1, logged_at = $2, source = $3, health_kit_uuid = $4, note = $5,
-                    updated_at = $6, version = $7, change_position = $8, lww_at = $9, lww_device = $10
-                WHERE user_id = $11 AND id = $12
+                    updated_at = $6, version = $7, change_position = $position, lww_at = $8, lww_device = $9
+                WHERE user_id = $10 AND id = $11
                 """, [
                     .integer(Int64(content.amountMl)), .integer(content.loggedAt), .text(content.source.rawValue),
                     .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
-                    .integer(position), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
+                    .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
-            try PostgresStore.entriesChanged(tx, userID: userID,
+            try PostgresStore.entriesChanged(tx, userID: userID, profile: profile,
                                              deltas: [EntryDelta(current.content, sign: -1), EntryDelta(content, sign: 1)],
                                              now: now)
             return next
@@ -99,17 +130,16 @@ extension PostgresStore: WaterEntryRepository {
                             precondition: @escaping @Sendable (WaterEntry) -> Bool) throws {
         try write { tx in
             let c = tx.connection
-            let stored = try PostgresStore.fetchEntry(c, userID: userID, id: id, lock: true)
+            let (profile, stored) = try PostgresStore.lockAndFetch(c, userID: userID, id: id, lockEntry: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
-            let position = try self.takeChangePosition(tx, userID: userID)
-            try c.update("""
-                UPDATE water_entries SET deleted = 1, updated_at = $1, version = version + 1, change_position = $2,
-                    lww_at = $3, lww_device = $4
-                WHERE user_id = $5 AND id = $6
-                """, [.integer(now), .integer(position), .integer(stamp.at), .text(stamp.device),
-                      .text(userID), .text(id)])
-            try PostgresStore.entriesChanged(tx, userID: userID, deltas: [EntryDelta(current.content, sign: -1)], now: now)
+            try self.positionedWrite(tx, userID: userID, row: ChangeRows.entry(userID, id), """
+                UPDATE water_entries SET deleted = 1, updated_at = $1, version = version + 1, change_position = $position,
+                    lww_at = $2, lww_device = $3
+                WHERE user_id = $4 AND id = $5
+                """, [.integer(now), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id)])
+            try PostgresStore.entriesChanged(tx, userID: userID, profile: profile,
+                                             deltas: [EntryDelta(current.content, sign: -1)], now: now)
         }
     }
 

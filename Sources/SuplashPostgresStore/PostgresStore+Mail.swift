@@ -85,7 +85,7 @@ extension PostgresStore: EmailCodeRepository {
             let unverified = try c.query("SELECT 1 FROM users WHERE id = $1 AND email_verified = 0 FOR UPDATE",
                                          [.text(userID)])
             if !unverified.isEmpty {
-                let position = try self.takeChangePosition(tx, userID: userID)
+                let position = try self.changePosition(tx, userID: userID, row: ChangeRows.user(userID))
                 try c.update("""
                     UPDATE users SET email_verified = 1, version = version + 1, updated_at = $1, change_position = $2,
                         lww_at = GREATEST($1, lww_at + 1), lww_device = ''

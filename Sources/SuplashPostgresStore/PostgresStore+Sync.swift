@@ -66,17 +66,19 @@ extension PostgresStore: SyncRepository {
     public func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
                                profilePatch: @escaping @Sendable (JSONValue, UserProfile) throws -> UserProfile)
         throws -> (outcomes: [SyncMutationOutcome], headPosition: Int64) {
-        try write { tx in
+        let (outcomes, readHead, tx) = try write { tx -> ([SyncMutationOutcome], Int64, PostgresTransaction) in
             let c = tx.connection
-            if (try c.query("SELECT 1 FROM users WHERE id = $1", [.text(userID)])).isEmpty {
+            // The user's row lock first: every other writer of this user's documents (REST
+            // writes, other pushes, email verification, Apple takeover) takes it too, so the
+            // last-write-wins decisions below read rows no concurrent writer, on any
+            // instance, can change before this commits — the serialised writer SQLite has.
+            // The positions are taken at the commit like every write's (README "Change
+            // sequence"); the answers carry provisional ones until then. Later mutations
+            // re-read what earlier ones wrote (achievements), so writes are not deferred.
+            tx.defersWrites = false
+            if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE", [.text(userID)])).isEmpty {
                 throw RepositoryError.notFound
             }
-            // The change-sequence lock first: every last-write-wins decision below then
-            // reads rows no concurrent writer (on any instance) can change before this
-            // commits — the serialised writer SQLite has. A REST write of the same row that
-            // already holds its row lock and waits for the sequence is a deadlock PostgreSQL
-            // detects; the aborted side is re-run by `write`.
-            try tx.lockChangeSequence()
             var outcomes: [SyncMutationOutcome] = []
             for m in mutations {
                 switch m.collection {
@@ -96,8 +98,15 @@ extension PostgresStore: SyncRepository {
                 }
             }
             let head = try c.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1") ?? 0
-            return (outcomes, head)
+            return (outcomes, head, tx)
         }
+        // Committed: the provisional positions in the answers become the numbers taken.
+        let final = outcomes.map { outcome -> SyncMutationOutcome in
+            guard case .applied(var change) = outcome, PostgresTransaction.isProvisional(change.position) else { return outcome }
+            change.position = tx.finalPosition(change.position)
+            return .applied(change)
+        }
+        return (final, max(readHead, tx.positions.max() ?? readHead))
     }
 
     private func applyEntryMutation(_ tx: PostgresTransaction, userID: String, deviceID: String, now: Int64,
@@ -117,7 +126,7 @@ extension PostgresStore: SyncRepository {
                              [.text(userID), .text(hk), .text(m.id)])).isEmpty {
                 return .rejected(SyncRejection(code: "health_kit_uuid_exists"))
             }
-            position = try takeChangePosition(tx, userID: userID)
+            position = try changePosition(tx, userID: userID, row: ChangeRows.entry(userID, m.id))
             try c.update("""
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -132,7 +141,7 @@ extension PostgresStore: SyncRepository {
                     .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
         case .tombstone(let version):
-            position = try takeChangePosition(tx, userID: userID)
+            position = try changePosition(tx, userID: userID, row: ChangeRows.entry(userID, m.id))
             try c.update("""
                 INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                     created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -169,7 +178,7 @@ extension PostgresStore: SyncRepository {
         guard case .upsert(let next) = step else {
             return SyncPush.applied(step, collection: "profile", id: userID, position: 0, now: now, wrap: SyncDocument.profile)
         }
-        let position = try takeChangePosition(tx, userID: userID)
+        let position = try changePosition(tx, userID: userID, row: ChangeRows.user(userID))
         try c.update("""
             UPDATE users SET email = $1, email_verified = $2, display_name = $3, weight_kg = $4, activity_level = $5,
                 wake_time = $6, sleep_time = $7, timezone = $8, locale = $9, daily_goal_ml = $10, cup_sizes_ml = $11,
@@ -215,9 +224,7 @@ extension PostgresStore: WaterEntryBatchRepository {
         let list = items.map { BatchItem(id: $0.id, content: $0.content) }
         return try write { tx in
             let c = tx.connection
-            if (try c.query("SELECT 1 FROM users WHERE id = $1", [.text(userID)])).isEmpty {
-                throw RepositoryError.notFound
-            }
+            guard let profile = try PostgresStore.lockUser(c, userID: userID) else { throw RepositoryError.notFound }
             var outcomes: [BatchItemOutcome] = []
             outcomes.reserveCapacity(list.count)
             var touched: [EntryDelta] = []
@@ -242,9 +249,9 @@ extension PostgresStore: WaterEntryBatchRepository {
                     outcomes.append(.existing(StoreRows.entry(row)))
                     continue
                 }
-                let position = try self.takeChangePosition(tx, userID: userID)
+                let position = try self.changePosition(tx, userID: userID, row: ChangeRows.entry(userID, item.id))
                 let content = item.content
-                try c.update("""
+                c.enqueue("""
                     INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
                         created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $10, $11, $12)
@@ -258,7 +265,7 @@ extension PostgresStore: WaterEntryBatchRepository {
                 touched.append(EntryDelta(content, sign: 1))
             }
             // Daily totals and achievements change in the same transaction, once per batch.
-            try PostgresStore.entriesChanged(tx, userID: userID, deltas: touched, now: now)
+            try PostgresStore.entriesChanged(tx, userID: userID, profile: profile, deltas: touched, now: now)
             return outcomes
         }
     }

@@ -66,7 +66,7 @@ extension PostgresStore {
             } catch RepositoryError.conflict(code: let code) {
                 return .rejected(SyncRejection(code: code))
             }
-            position = try takeChangePosition(tx, userID: userID)
+            position = try changePosition(tx, userID: userID, row: ChangeRows.bill(userID, m.id))
             try c.update("""
                 INSERT INTO bills (provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date,
                     paid_at, user_id, id, created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
@@ -79,7 +79,7 @@ extension PostgresStore {
                     .integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
         case .tombstone(let version):
-            position = try takeChangePosition(tx, userID: userID)
+            position = try changePosition(tx, userID: userID, row: ChangeRows.bill(userID, m.id))
             // Tombstones are outside the uniqueness index.
             try c.update("""
                 INSERT INTO bills (provider, subscriber_no, period, consumption_milli_m3, amount_minor, currency, due_date,
@@ -115,7 +115,7 @@ extension PostgresStore {
         guard case .upsert(let day) = step else {
             return SyncPush.applied(step, collection: "days", id: date.description, position: 0, now: now, wrap: SyncDocument.day)
         }
-        let position = try takeChangePosition(tx, userID: userID)
+        let position = try changePosition(tx, userID: userID, row: ChangeRows.day(userID, date))
         try c.update("""
             INSERT INTO days (user_id, local_date, max_temperature_c, active_minutes, created_at, updated_at, version,
                 change_position, lww_at, lww_device)

@@ -11,7 +11,7 @@ extension PostgresStore: UserRepository {
                 throw RepositoryError.emailTaken
             }
             let p = profile
-            let position = try self.takeChangePosition(tx, userID: p.id)
+            let position = try self.changePosition(tx, userID: p.id, row: ChangeRows.user(p.id))
             try c.update("""
                 INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,
                     timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version,
@@ -52,7 +52,7 @@ extension PostgresStore: UserRepository {
             let current = StoreRows.user(row).profile
             let next = DocumentWrites.revised(current, patched: try transform(current), now: now)
             let lwwAt = LastWriteWins.restStampAt(now: now, storedAt: row["lww_at"].int64 ?? 0)
-            let position = try self.takeChangePosition(tx, userID: userID)
+            let position = try self.changePosition(tx, userID: userID, row: ChangeRows.user(userID))
             try c.update("""
                 UPDATE users SET email = $1, email_verified = $2, display_name = $3, weight_kg = $4, activity_level = $5,
                     wake_time = $6, sleep_time = $7, timezone = $8, locale = $9, daily_goal_ml = $10, cup_sizes_ml = $11,

@@ -8,8 +8,9 @@ import SuplashStoreRows
 /// server instances on one database (README "PostgreSQL (in progress)").
 ///
 /// Semantics follow `SQLiteStore`: every write that changes a synced document takes a
-/// change position (`PostgresTransaction.takeChangePosition`, commit order = position
-/// order), stamps the last-write-wins columns, and notifies long polls after the commit.
+/// change position (`PostgresTransaction.changePosition(for:)`, commit order = position
+/// order, taken at the commit), stamps the last-write-wins columns, and notifies long polls
+/// after the commit.
 /// Writes run at READ COMMITTED; read-modify-write paths lock the row they read
 /// (`FOR UPDATE`), and check-then-insert paths are re-run when a concurrent writer won the
 /// unique index (the retry then sees the committed row and answers as SQLite would).
@@ -65,22 +66,52 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    /// Takes the next change position and arranges for `userID`'s long polls to be woken
-    /// after the commit: in this process through `changeNotifier`, on every other instance
-    /// through `NOTIFY suplash_changes, '<instanceID> <userID>'` (sent with the commit, once
-    /// per transaction and user). Every synced write path uses this.
-    func takeChangePosition(_ tx: PostgresTransaction, userID: String) throws -> Int64 {
-        let position = try tx.takeChangePosition()
-        try tx.notify(channel: PostgresClusterChannel.changes, payload: instanceID + " " + userID)
+    /// The change position for `row` of `userID` (written by this transaction), and the
+    /// long-poll wake-up of `userID` after the commit: in this process through
+    /// `changeNotifier`, on every other instance through `NOTIFY suplash_changes,
+    /// '<instanceID> <userID>'` (sent with the commit, once per transaction and user).
+    /// Every synced write path uses this. Unless the transaction already holds the change
+    /// sequence (the sync push), the position is deferred: the caller writes
+    /// the provisional position returned and the commit stamps the row
+    /// (`PostgresTransaction.changePosition(for:)`, README "Change sequence").
+    func changePosition(_ tx: PostgresTransaction, userID: String, row: PostgresChangeRow) throws -> Int64 {
+        let position = try tx.changePosition(for: row)
+        tx.notify(channel: PostgresClusterChannel.changes, payload: instanceID + " " + userID)
         let notifier = changeNotifier
         tx.afterCommit { notifier.notify(userID: userID) }
         return position
     }
 
+    /// `PostgresTransaction.positionedWrite` of `row` of `userID` (the statement runs at the
+    /// commit, with its position; `$position` in `sql` stands for it), and the long-poll
+    /// wake-up as for `changePosition`. For writes nothing later in the transaction reads.
+    func positionedWrite(_ tx: PostgresTransaction, userID: String, row: PostgresChangeRow, _ sql: String,
+                         _ args: [SQLValue]) throws {
+        try tx.positionedWrite(of: row, sql, args)
+        tx.notify(channel: PostgresClusterChannel.changes, payload: instanceID + " " + userID)
+        let notifier = changeNotifier
+        tx.afterCommit { notifier.notify(userID: userID) }
+    }
+
+    /// Locks the user's row (`FOR NO KEY UPDATE`) and returns the profile, nil when there is
+    /// no such user. Every write of a user's synced documents takes this first: writers of
+    /// the same user run one after the other (their read-modify-write of daily totals and
+    /// achievements needs that), writers of different users do not wait for each other,
+    /// and the change-sequence lock comes last (lock order: user row, document rows,
+    /// change sequence). Inserts referencing the user (`FOR KEY SHARE`) are not blocked.
+    static func lockUserStatement(_ userID: String) -> PostgresStatement {
+        PostgresStatement("SELECT \(StoreRows.userColumns) FROM users WHERE id = $1 FOR NO KEY UPDATE", [.text(userID)])
+    }
+
+    /// `lockUserStatement` sent alone.
+    static func lockUser(_ c: PostgresConnection, userID: String) throws -> UserProfile? {
+        try c.pipeline([lockUserStatement(userID)])[0].first.map { StoreRows.user($0).profile }
+    }
+
     /// Broadcasts `event` to every instance's revocation view with this transaction's commit
     /// (`NOTIFY suplash_revocations`): delivered if and only if the revocation committed.
     func publish(_ tx: PostgresTransaction, _ event: PostgresRevocationEvent) throws {
-        try tx.notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
+        tx.notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
     }
 }
 
@@ -106,5 +137,28 @@ public final class PostgresChangeNotifier: @unchecked Sendable {
     public func notify(userID: String) {
         let current = lock.withLock { listeners }
         for listener in current { listener(userID) }
+    }
+}
+
+/// The rows that carry change positions, for `PostgresTransaction.changePosition(for:)`.
+enum ChangeRows {
+    static func entry(_ userID: String, _ id: String) -> PostgresChangeRow {
+        PostgresChangeRow(table: "water_entries", keyColumns: ["user_id", "id"], key: [.text(userID), .text(id)])
+    }
+
+    static func bill(_ userID: String, _ id: String) -> PostgresChangeRow {
+        PostgresChangeRow(table: "bills", keyColumns: ["user_id", "id"], key: [.text(userID), .text(id)])
+    }
+
+    static func day(_ userID: String, _ date: LocalDate) -> PostgresChangeRow {
+        PostgresChangeRow(table: "days", keyColumns: ["user_id", "local_date"], key: [.text(userID), .text(date.description)])
+    }
+
+    static func user(_ userID: String) -> PostgresChangeRow {
+        PostgresChangeRow(table: "users", keyColumns: ["id"], key: [.text(userID)])
+    }
+
+    static func achievements(_ userID: String) -> PostgresChangeRow {
+        PostgresChangeRow(table: "achievements", keyColumns: ["user_id"], key: [.text(userID)])
     }
 }

@@ -89,17 +89,17 @@ final class ClusterTests: XCTestCase {
         XCTAssertTrue(eventually { listening.current == 1 })
 
         try db.transaction { tx in
-            try tx.notify(channel: "test_channel", payload: "a")
-            try tx.notify(channel: "test_channel", payload: "a")
+            tx.notify(channel: "test_channel", payload: "a")
+            tx.notify(channel: "test_channel", payload: "a")
             // A second notify of the same pair in SQL: PostgreSQL folds it as well.
             try tx.connection.query("SELECT pg_notify('test_channel', 'a')")
         }
         struct Abort: Error {}
         XCTAssertThrowsError(try db.transaction { tx in
-            try tx.notify(channel: "test_channel", payload: "rolled-back")
+            tx.notify(channel: "test_channel", payload: "rolled-back")
             throw Abort()
         })
-        try db.transaction { tx in try tx.notify(channel: "test_channel", payload: "c") }
+        try db.transaction { tx in tx.notify(channel: "test_channel", payload: "c") }
         XCTAssertTrue(eventually { heard.current.count >= 2 })
         XCTAssertEqual(heard.current, ["test_channel:a", "test_channel:c"])
     }

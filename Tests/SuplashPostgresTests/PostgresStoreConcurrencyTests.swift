@@ -168,11 +168,146 @@ final class PostgresFeedConcurrencyTests: XCTestCase {
         done.withLock { $0 = true }
         while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
         XCTAssertEqual(failures.current, [])
+        // REST writes and pushes alike held the change sequence for one round trip each.
+        for store in stores.prefix(2) {
+            XCTAssertEqual(store.database.statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1)
+        }
         // Every row's final version was delivered to the resuming reader.
         let final = try stores[0].changes(userID: user, after: 0, limit: 10_000, includeTombstones: true).changes
         XCTAssertGreaterThan(final.count, 30)
         for change in final {
             XCTAssertEqual(seen.current["\(change.collection)/\(change.id)"], change.version, "\(change.collection)/\(change.id)")
+        }
+    }
+}
+
+/// REST writes (entries, days, bills) of many users on several instances take their change
+/// positions at the commit (README "Change sequence"): the change-sequence lock is held for one round trip per
+/// transaction, no committed row keeps the unstamped placeholder, every position is
+/// distinct, and a resuming feed reader of each user still misses nothing.
+final class PostgresDeferredPositionTests: XCTestCase {
+    func testRestWritesOfManyUsersHoldTheSequenceOneRoundTripAndLoseNothing() throws {
+        let url = try PostgresTestSupport.url()
+        let setup = try PostgresTestSupport.migratedDatabase()
+        defer { setup.close() }
+        let t0: Int64 = 1_790_000_000_000
+        let users = (0..<4).map { "01930000-0000-7000-8000-00000000010\($0)" }
+        let first = PostgresStore(database: setup)
+        for (n, user) in users.enumerated() {
+            _ = try first.createUser(UserProfile(id: user, email: "u\(n)@example.test", displayName: nil, now: t0),
+                                     passwordHash: "x",
+                                     session: NewSession(id: "s\(n)", userID: user, refreshTokenHash: [UInt8(n)], createdAt: t0,
+                                                         refreshExpiresAt: t0 + 1))
+        }
+        let stores = try (0..<3).map { _ in PostgresStore(database: try PostgresDatabase(url: url, poolSize: 4)) }
+        defer { stores.forEach { $0.database.close() } }
+
+        let done = Locked(false)
+        let failures = Locked([String]())
+        let seen = Locked([String: Int64]())  // "user/collection/id" → highest version seen
+        let reader = Thread {
+            var cursors = [String: Int64]()
+            func drain() throws {
+                for user in users {
+                    while true {
+                        let page = try stores[2].changes(userID: user, after: cursors[user] ?? 0, limit: 5, includeTombstones: true)
+                        for change in page.changes {
+                            let key = "\(user)/\(change.collection)/\(change.id)"
+                            seen.withLock { $0[key] = max($0[key] ?? 0, change.version) }
+                            cursors[user] = max(cursors[user] ?? 0, change.position)
+                        }
+                        if !page.hasMore { break }
+                    }
+                }
+            }
+            do {
+                while !done.current { try drain() }
+                try drain()
+            } catch {
+                failures.withLock { $0.append("reader: \(error)") }
+            }
+        }
+        reader.start()
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            let store = stores[worker % 2]
+            let user = users[worker % users.count]
+            for n in 0..<10 {
+                do {
+                    let content = WaterEntryContent(amountMl: 100 + n, loggedAt: t0 + Int64(n % 3) * 86_400_000, source: .phone,
+                                                    healthKitUUID: nil, note: nil)
+                    _ = try store.createEntry(userID: user, id: "w\(worker)-\(n)", content: content, deviceID: "p", now: t0 + Int64(n))
+                    if n % 3 == 1 {
+                        _ = try store.updateEntry(userID: user, id: "w\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n),
+                                                  precondition: { _ in true }) { c in
+                            var c = c
+                            c.amountMl += 1
+                            return c
+                        }
+                    }
+                    if n % 4 == 3 {
+                        try store.deleteEntry(userID: user, id: "w\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n),
+                                              precondition: { _ in true })
+                    }
+                    if n % 5 == 2 {
+                        let bill = BillContent(provider: "ISKI", subscriberNo: "S-\(worker)-\(n)",
+                                               period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
+                                               consumptionMilliM3: 12_500, amountMinor: 45_000,
+                                               dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
+                        _ = try store.createBill(userID: user, id: "b\(worker)-\(n)", content: bill, deviceID: "p", now: t0 + Int64(n))
+                        try store.deleteBill(userID: user, id: "b\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n) + 1,
+                                             precondition: { _ in true })
+                    }
+                    if n % 5 == 0 {
+                        _ = try store.putDay(userID: user, date: LocalDate(dayNumber: 20_700 + n % 3),
+                                             content: DayContextContent(maxTemperatureC: 30 + Double(worker), activeMinutes: n),
+                                             deviceID: "p", now: t0 + Int64(n))
+                    }
+                } catch {
+                    failures.withLock { $0.append("writer \(worker): \(error)") }
+                }
+            }
+        }
+        done.withLock { $0 = true }
+        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(failures.current, [])
+
+        // The global critical section: one round trip (stamp + COMMIT) per write transaction.
+        for store in stores.prefix(2) {
+            let stats = store.database.statistics.snapshot
+            XCTAssertGreaterThan(stats.positionedCommits, 0)
+            XCTAssertEqual(stats.maxRoundTripsHoldingChangeSequence, 1)
+        }
+        // No committed placeholder, and every position is distinct across tables.
+        let positions = try setup.read { c in
+            try c.query("""
+                SELECT change_position FROM water_entries UNION ALL SELECT change_position FROM days
+                UNION ALL SELECT change_position FROM achievements UNION ALL SELECT change_position FROM users
+                UNION ALL SELECT change_position FROM bills
+                """).compactMap { $0[0].int64 }
+        }
+        XCTAssertFalse(positions.contains { $0 <= 0 }, "no provisional position committed")
+        XCTAssertEqual(Set(positions).count, positions.count, "distinct positions")
+        // Every row's final version reached the resuming reader of its user.
+        for user in users {
+            let final = try stores[0].changes(userID: user, after: 0, limit: 10_000, includeTombstones: true).changes
+            XCTAssertGreaterThan(final.count, 10)
+            for change in final {
+                XCTAssertEqual(seen.current["\(user)/\(change.collection)/\(change.id)"], change.version,
+                               "\(user)/\(change.collection)/\(change.id)")
+            }
+        }
+        // The derived rows agree with the entries (writers of one user were serialised).
+        for user in users {
+            let check = try setup.read { c in
+                try c.query("""
+                    SELECT (SELECT COALESCE(SUM(amount_ml), 0)::bigint FROM water_entries WHERE user_id = $1 AND deleted = 0),
+                           (SELECT COALESCE(SUM(total_ml), 0)::bigint FROM daily_totals WHERE user_id = $1),
+                           (SELECT COUNT(*) FROM water_entries WHERE user_id = $1 AND deleted = 0),
+                           (SELECT COALESCE(SUM(entries_count), 0)::bigint FROM daily_totals WHERE user_id = $1)
+                    """, [.text(user)])
+            }
+            XCTAssertEqual(check.first?[0], check.first?[1], "total ml of \(user)")
+            XCTAssertEqual(check.first?[2], check.first?[3], "entry count of \(user)")
         }
     }
 }
