@@ -5,7 +5,7 @@ import SuplashStorage
 import SuplashStoreRows
 
 /// The PostgreSQL adapter of the repository protocols of `SuplashDomain`, for any number of
-/// server instances on one database (README "PostgreSQL (in progress)").
+/// server instances on one database (README "PostgreSQL (several instances on one database)").
 ///
 /// Semantics follow `SQLiteStore`: every write that changes a synced document takes a
 /// change position (`PostgresTransaction.changePosition(for:)`, commit order = position
