@@ -64,6 +64,8 @@ public final class PostgresTransaction {
     /// after writing it (the sync push re-reads achievements per mutation): the write is
     /// then queued at once and the row stamped at the commit.
     public var defersWrites = true
+    /// True once `pipelineAndCommit` sent `COMMIT`.
+    private var committed = false
 
     /// True for a provisional position (`changePosition(for:)` without the lock): negative,
     /// −k for the k-th position the commit will take. What a row holds until the commit
@@ -239,9 +241,30 @@ public final class PostgresTransaction {
         roundTripsAtLock = connection.roundTrips
     }
 
+    /// Runs `statements` and then `COMMIT` in one round trip (one pipeline, behind `BEGIN` and
+    /// whatever else is still queued) and returns the rows of each statement, in order: the
+    /// last statements of a transaction that took no change position and sent no
+    /// notification — a snapshot read. At REPEATABLE READ the snapshot is taken by the
+    /// transaction's first statement, so every statement of the pipeline reads the same one.
+    ///
+    /// The body must send nothing after this call (the transaction is over; `transaction`
+    /// then sends no `COMMIT` of its own). In a transaction that did take positions or queue
+    /// notifications, this is `PostgresConnection.pipeline` and the usual commit follows.
+    /// - Throws: `PostgresError` of the first failing statement (the transaction is then
+    ///   rolled back as for any failure of the body).
+    public func pipelineAndCommit(_ statements: [PostgresStatement]) throws -> [[PostgresRow]] {
+        guard pending.isEmpty, notifications.isEmpty, !committed else { return try connection.pipeline(statements) }
+        var results = try connection.pipeline(statements + [PostgresStatement(control: "COMMIT")])
+        results.removeLast()
+        committed = true
+        return results
+    }
+
     /// Stamps the pending rows and sends the notifications, then `COMMIT` — one round trip
-    /// (with whatever the connection still has queued in front).
+    /// (with whatever the connection still has queued in front). Nothing when
+    /// `pipelineAndCommit` already committed.
     func commit() throws {
+        guard !committed else { return }
         var statements: [PostgresStatement] = []
         var stamping = false
         if !pending.isEmpty || !notifications.isEmpty {

@@ -192,7 +192,13 @@ extension PostgresStore {
     }
 
     static func loadProfile(_ c: PostgresConnection, userID: String) throws -> UserProfile? {
-        try c.query("SELECT \(StoreRows.userColumns) FROM users WHERE id = $1", [.text(userID)]).first.map { StoreRows.user($0).profile }
+        let statement = profileStatement(userID)
+        return try c.query(statement.sql, statement.args).first.map { StoreRows.user($0).profile }
+    }
+
+    /// The statement of `loadProfile` (no lock); decode the first row with `StoreRows.user`.
+    static func profileStatement(_ userID: String) -> PostgresStatement {
+        PostgresStatement("SELECT \(StoreRows.userColumns) FROM users WHERE id = $1", [.text(userID)])
     }
 
     /// Day contexts of `[from, to]` (nil = unbounded).

@@ -50,43 +50,51 @@ extension PostgresStore: HydrationRepository {
     /// How many entries before the day `recentAmountsMl` looks at (at most).
     static let recentAmountsWindow = 200
 
+    /// The reads of `daySummary` — the day's entries, the amounts before it, its context
+    /// and the achievements — travel in one round trip (`snapshotPipeline`); the amounts
+    /// before the day are read even when the day alone names three (a cheap indexed read,
+    /// cheaper than a second round trip).
     public func daySummary(userID: String, date: LocalDate, range: Range<Int64>) throws -> DaySummaryData {
-        try snapshotRead { c in
-            let entries = try c.query(PostgresStore.dayEntriesSQL,
-                                      [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)])
-                .map(StoreRows.entry)
-            var recent: [Int] = []
-            for e in entries where !recent.contains(e.content.amountMl) && recent.count < 3 { recent.append(e.content.amountMl) }
-            if recent.count < 3 {
-                for row in try c.query("""
-                    SELECT amount_ml FROM water_entries
-                    WHERE user_id = $1 AND deleted = 0 AND logged_at < $2
-                    ORDER BY logged_at DESC, id DESC LIMIT $3
-                    """, [.text(userID), .integer(range.lowerBound), .integer(Int64(PostgresStore.recentAmountsWindow))]) {
-                    let amount = Int(row[0].int64 ?? 0)
-                    if !recent.contains(amount) { recent.append(amount) }
-                    if recent.count == 3 { break }
-                }
+        let results = try snapshotPipeline([
+            PostgresStatement(PostgresStore.dayEntriesSQL, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]),
+            PostgresStatement("""
+                SELECT amount_ml FROM water_entries
+                WHERE user_id = $1 AND deleted = 0 AND logged_at < $2
+                ORDER BY logged_at DESC, id DESC LIMIT $3
+                """, [.text(userID), .integer(range.lowerBound), .integer(Int64(PostgresStore.recentAmountsWindow))]),
+            PostgresStore.contextsStatement(userID: userID, from: date, to: date),
+            PostgresStore.achievementsStatement(userID),
+        ])
+        let entries = results[0].map(StoreRows.entry)
+        var recent: [Int] = []
+        for e in entries where !recent.contains(e.content.amountMl) && recent.count < 3 { recent.append(e.content.amountMl) }
+        if recent.count < 3 {
+            for row in results[1] {
+                let amount = Int(row[0].int64 ?? 0)
+                if !recent.contains(amount) { recent.append(amount) }
+                if recent.count == 3 { break }
             }
-            let context = try PostgresStore.loadContexts(c, userID: userID, from: date, to: date)[date]
-            return DaySummaryData(entries: entries, recentAmountsMl: recent, context: context,
-                                  achievements: try PostgresStore.loadAchievements(c, userID: userID))
         }
+        return DaySummaryData(entries: entries, recentAmountsMl: recent, context: PostgresStore.contexts(results[2])[date],
+                              achievements: PostgresStore.achievements(results[3]))
     }
 
+    /// Both reads in one round trip (`snapshotPipeline`).
     public func dayFigures(userID: String, from: LocalDate, to: LocalDate) throws
         -> (totals: [LocalDate: DayTotal], contexts: [LocalDate: DayContextContent]) {
-        try snapshotRead { c in
-            var totals: [LocalDate: DayTotal] = [:]
-            for row in try c.query("""
+        let results = try snapshotPipeline([
+            PostgresStatement("""
                 SELECT local_date, total_ml, entries_count FROM daily_totals
                 WHERE user_id = $1 AND local_date >= $2 AND local_date <= $3
-                """, [.text(userID), .text(from.description), .text(to.description)]) {
-                guard let d = row[0].text.flatMap(LocalDate.init(parsing:)) else { continue }
-                totals[d] = DayTotal(date: d, totalMl: Int(row[1].int64 ?? 0), entriesCount: Int(row[2].int64 ?? 0))
-            }
-            return (totals, try PostgresStore.loadContexts(c, userID: userID, from: from, to: to))
+                """, [.text(userID), .text(from.description), .text(to.description)]),
+            PostgresStore.contextsStatement(userID: userID, from: from, to: to),
+        ])
+        var totals: [LocalDate: DayTotal] = [:]
+        for row in results[0] {
+            guard let d = row[0].text.flatMap(LocalDate.init(parsing:)) else { continue }
+            totals[d] = DayTotal(date: d, totalMl: Int(row[1].int64 ?? 0), entriesCount: Int(row[2].int64 ?? 0))
         }
+        return (totals, PostgresStore.contexts(results[1]))
     }
 
     public func achievements(userID: String) throws -> Achievements {

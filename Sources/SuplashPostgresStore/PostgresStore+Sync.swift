@@ -37,30 +37,46 @@ extension PostgresStore: SyncRepository {
     /// Every collection of the feed (spec §5).
     static let feedSources: [PostgresFeedSource] = [profileFeed, waterEntriesFeed, billsFeed, daysFeed, achievementsFeed]
 
+    /// The head position, purge horizon and database id, in this order (`pageStatements`).
+    static let headSQL = "SELECT position FROM change_sequence WHERE singleton = 1"
+    static let horizonSQL = "SELECT purge_horizon FROM sync_state WHERE singleton = 1"
+    static let databaseIDSQL = "SELECT database_id FROM database_identity WHERE singleton = 1"
+
+    /// Every statement of one feed page: the sources (`feedSources` order), then the head
+    /// position, the purge horizon, the database id and the profile.
+    static func pageStatements(userID: String, after: Int64, limit: Int, includeTombstones: Bool) -> [PostgresStatement] {
+        let args: [SQLValue] = [.text(userID), .integer(after), .integer(Int64(limit + 1)),
+                                .integer(includeTombstones ? 1 : 0)]
+        return feedSources.map { PostgresStatement($0.sql, args) } + [
+            PostgresStatement(headSQL), PostgresStatement(horizonSQL), PostgresStatement(databaseIDSQL),
+            profileStatement(userID),
+        ]
+    }
+
     public func changes(userID: String, after: Int64, limit: Int, includeTombstones: Bool) throws -> SyncPage {
         // One snapshot for every source, the head and the horizon (as SQLite's read
         // transaction): with commit order = position order, a snapshot holds exactly the
         // positions up to its head, so a client that resumes after the last position it got
-        // misses nothing.
-        try snapshotRead { c in
-            var all: [SyncChange] = []
-            for source in PostgresStore.feedSources {
-                let rows = try c.query(source.sql, [.text(userID), .integer(after), .integer(Int64(limit + 1)),
-                                                    .integer(includeTombstones ? 1 : 0)])
-                all += rows.map(source.decode)
-            }
-            all.sort { $0.position < $1.position }
-            let hasMore = all.count > limit
-            let head = try c.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1") ?? 0
-            let horizon = try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0
-            let id = try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? ""
-            return SyncPage(changes: Array(all.prefix(limit)), hasMore: hasMore, databaseID: id, purgeHorizon: horizon,
-                            headPosition: head, profile: try PostgresStore.loadProfile(c, userID: userID))
-        }
+        // misses nothing. BEGIN, every read and COMMIT travel in one round trip: the snapshot
+        // is taken by the first read, and the others, later in the same transaction, share it.
+        let results = try snapshotPipeline(PostgresStore.pageStatements(userID: userID, after: after, limit: limit,
+                                                                        includeTombstones: includeTombstones))
+        let sources = PostgresStore.feedSources
+        var all: [SyncChange] = []
+        for (source, rows) in zip(sources, results) { all += rows.map(source.decode) }
+        all.sort { $0.position < $1.position }
+        let hasMore = all.count > limit
+        let rest = results.dropFirst(sources.count).map { $0.first }
+        let head = rest[0]?[0].int64 ?? 0
+        let horizon = rest[1]?[0].int64 ?? 0
+        let id = rest[2]?[0].text ?? ""
+        let profile = rest[3].map { StoreRows.user($0).profile }
+        return SyncPage(changes: Array(all.prefix(limit)), hasMore: hasMore, databaseID: id, purgeHorizon: horizon,
+                        headPosition: head, profile: profile)
     }
 
     public func databaseID() throws -> String {
-        try read { c in try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? "" }
+        try read { c in try c.scalar(PostgresStore.databaseIDSQL)?.text ?? "" }
     }
 
     public func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],

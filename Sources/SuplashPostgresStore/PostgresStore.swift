@@ -49,6 +49,20 @@ public final class PostgresStore: Sendable {
         }
     }
 
+    /// Runs `statements` in one snapshot (REPEATABLE READ, READ ONLY) and returns the rows of
+    /// each, in order: `BEGIN`, the statements and `COMMIT` travel in one round trip
+    /// (`PostgresTransaction.pipelineAndCommit`), and all of them read the snapshot the
+    /// first statement took — the same answers as `snapshotRead` running them one by one.
+    func snapshotPipeline(_ statements: [PostgresStatement]) throws -> [[PostgresRow]] {
+        do {
+            return try database.transaction(isolation: .repeatableRead, readOnly: true) {
+                try $0.pipelineAndCommit(statements)
+            }
+        } catch let error as PostgresError {
+            throw Self.map(error)
+        }
+    }
+
     /// Runs a write transaction (READ COMMITTED, re-run on unique violations, serialization
     /// failures and deadlocks), mapping storage failures to `RepositoryError`.
     func write<T>(_ body: (PostgresTransaction) throws -> T) throws -> T {
