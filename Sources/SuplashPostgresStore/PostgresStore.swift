@@ -18,8 +18,8 @@ import SuplashStoreRows
 public final class PostgresStore: Sendable {
     /// The underlying database.
     public let database: PostgresDatabase
-    /// Reports the users each commit touched (to be wired to the long-poll registry).
-    public let changeNotifier = PostgresChangeNotifier()
+    /// Reports the users each commit of this process touched (the long-poll registry subscribes).
+    public let changeNotifier = ChangeNotifier()
     /// A random id of this store object (one per server process): the first word of its
     /// `suplash_changes` payloads, so that its own `PostgresClusterListener` skips the
     /// changes `changeNotifier` already reported in-process. Not secret, not user data.
@@ -126,31 +126,6 @@ public final class PostgresStore: Sendable {
     /// (`NOTIFY suplash_revocations`): delivered if and only if the revocation committed.
     func publish(_ tx: PostgresTransaction, _ event: PostgresRevocationEvent) throws {
         tx.notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
-    }
-}
-
-/// Tells listeners which users a committed write touched (long-poll wake-ups, spec §5),
-/// within this process. Other instances hear of the same commit through
-/// `NOTIFY suplash_changes` (`PostgresClusterListener`).
-///
-/// `@unchecked Sendable`: `listeners` is guarded by `lock`.
-public final class PostgresChangeNotifier: @unchecked Sendable {
-    private let lock = NSLock()
-    private var listeners: [@Sendable (String) -> Void] = []
-
-    /// An empty notifier.
-    public init() {}
-
-    /// Adds `listener`; it runs on the committing thread after each commit touching a user,
-    /// so it must be quick and must not block.
-    public func subscribe(_ listener: @escaping @Sendable (String) -> Void) {
-        lock.withLock { listeners.append(listener) }
-    }
-
-    /// Reports that a commit touched `userID`.
-    public func notify(userID: String) {
-        let current = lock.withLock { listeners }
-        for listener in current { listener(userID) }
     }
 }
 
