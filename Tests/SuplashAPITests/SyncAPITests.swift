@@ -15,39 +15,14 @@ final class SyncAPITests: XCTestCase {
 
     func srv() throws -> TestServer { try XCTUnwrap(Self.server, "server did not start") }
 
-    static let device = UUID().uuidString
-
-    func pullAll(_ s: TestServer, token: String, since: String? = nil) throws -> ([JSONValue], String) {
-        var all: [JSONValue] = []
-        var since = since
-        while true {
-            let r = try s.request("GET", "/v1/sync" + (since.map { "?since=\($0)" } ?? ""), token: token)
-            guard r.status == 200, case .array(let changes)? = r.json?["changes"],
-                  let next = r.json?["nextToken"]?.stringValue else { throw TestFailure("pull: \(r.status) \(r.text)") }
-            all += changes
-            since = next
-            if r.json?["hasMore"] != .bool(true) { return (all, next) }
-        }
-    }
-
-    func push(_ s: TestServer, token: String, _ mutations: [JSONValue], device: String = device) throws -> [JSONValue] {
-        let r = try s.request("POST", "/v1/sync", json: .object([("mutations", .array(mutations))]), token: token,
-                              headers: [("X-Device-ID", device)])
-        guard r.status == 200, case .array(let results)? = r.json?["results"] else {
-            throw TestFailure("push: \(r.status) \(r.text)")
-        }
-        XCTAssertNotNil(r.json?["nextToken"]?.stringValue)
-        return results
-    }
-
     func testPushNeedsDeviceIDAndRejectsPerMutation() throws {
         let s = try srv()
         let u = try s.signUp()
         let body: JSONValue = .object([("mutations", .array([]))])
         XCTAssertEqual(try s.request("POST", "/v1/sync", json: body, token: u.token).status, 400)
-        XCTAssertEqual(try s.request("POST", "/v1/sync", json: body, token: u.token, headers: [("X-Device-ID", Self.device)]).status, 422)
+        XCTAssertEqual(try s.request("POST", "/v1/sync", json: body, token: u.token, headers: [("X-Device-ID", TestServer.syncDevice)]).status, 422)
         let now = rfc3339(Date())
-        let results = try push(s, token: u.token, [
+        let results = try s.push(token: u.token, [
             ["collection": "achievements", "id": .string(u.id), "op": "upsert", "data": [:], "clientUpdatedAt": .string(now)],
             ["collection": "nope", "id": .string(UUID().uuidString), "op": "delete", "clientUpdatedAt": .string(now)],
             ["collection": "profile", "id": .string(UUID().uuidString), "op": "upsert", "data": ["displayName": "X"],
@@ -66,7 +41,7 @@ final class SyncAPITests: XCTestCase {
         XCTAssertEqual(fieldErrors.first?["pointer"]?.stringValue, "/dailyGoalMl")
         XCTAssertEqual(try s.request("GET", "/v1/users/me", token: u.token).json?["displayName"]?.stringValue, "Sync")
         // An older profile write loses and gets the current profile.
-        let old = try push(s, token: u.token, [["collection": "profile", "id": .string(u.id), "op": "upsert",
+        let old = try s.push(token: u.token, [["collection": "profile", "id": .string(u.id), "op": "upsert",
                                                 "data": ["displayName": "Old"], "clientUpdatedAt": "2026-01-01T00:00:00Z"]])
         XCTAssertEqual(old[0]["status"]?.stringValue, "superseded")
         XCTAssertEqual(old[0]["current"]?["displayName"]?.stringValue, "Sync")
@@ -77,9 +52,9 @@ final class SyncAPITests: XCTestCase {
         let u = try s.signUp()
         let id = UUID().uuidString.lowercased()
         let t1 = rfc3339(Date(timeIntervalSinceNow: -60)), t0 = rfc3339(Date(timeIntervalSinceNow: -120))
-        XCTAssertEqual(try push(s, token: u.token, [["collection": "water_entries", "id": .string(id), "op": "delete",
+        XCTAssertEqual(try s.push(token: u.token, [["collection": "water_entries", "id": .string(id), "op": "delete",
                                                       "clientUpdatedAt": .string(t1)]])[0]["status"]?.stringValue, "applied")
-        let late = try push(s, token: u.token, [["collection": "water_entries", "id": .string(id), "op": "upsert",
+        let late = try s.push(token: u.token, [["collection": "water_entries", "id": .string(id), "op": "upsert",
                                                   "data": ["amountMl": 200, "loggedAt": .string(t0)], "clientUpdatedAt": .string(t0)]],
                             device: UUID().uuidString)
         XCTAssertEqual(late[0]["status"]?.stringValue, "superseded")
@@ -90,7 +65,7 @@ final class SyncAPITests: XCTestCase {
     func testTokensAreValidatedAndLongPollTimesOutWithTheSameToken() throws {
         let s = try srv()
         let u = try s.signUp()
-        let (changes, token) = try pullAll(s, token: u.token)
+        let (changes, token) = try s.pullAll(token: u.token)
         XCTAssertEqual(changes.first?["collection"]?.stringValue, "profile")
         XCTAssertEqual(changes.first?["data"]?["id"]?.stringValue, u.id)
         // A flipped byte breaks the MAC → 400.

@@ -16,30 +16,6 @@ final class SyncDomainAPITests: XCTestCase {
 
     func srv() throws -> TestServer { try XCTUnwrap(Self.server, "server did not start") }
 
-    static let device = UUID().uuidString
-
-    func pullAll(_ s: TestServer, token: String, since: String? = nil) throws -> ([JSONValue], String) {
-        var all: [JSONValue] = []
-        var since = since
-        while true {
-            let r = try s.request("GET", "/v1/sync" + (since.map { "?since=\($0)" } ?? ""), token: token)
-            guard r.status == 200, case .array(let changes)? = r.json?["changes"],
-                  let next = r.json?["nextToken"]?.stringValue else { throw TestFailure("pull: \(r.status) \(r.text)") }
-            all += changes
-            since = next
-            if r.json?["hasMore"] != .bool(true) { return (all, next) }
-        }
-    }
-
-    func push(_ s: TestServer, token: String, _ mutations: [JSONValue], device: String = device) throws -> [JSONValue] {
-        let r = try s.request("POST", "/v1/sync", json: .object([("mutations", .array(mutations))]), token: token,
-                              headers: [("X-Device-ID", device)])
-        guard r.status == 200, case .array(let results)? = r.json?["results"] else {
-            throw TestFailure("push: \(r.status) \(r.text)")
-        }
-        return results
-    }
-
     static func bill(period: String = "2025-05", subscriber: String = "1234567") -> JSONValue {
         ["provider": "ISKI", "subscriberNo": .string(subscriber), "period": .string(period), "consumptionM3": 12.5,
          "amountMinor": 58275, "dueDate": "2025-06-20"]
@@ -48,7 +24,7 @@ final class SyncDomainAPITests: XCTestCase {
     func testBillsDaysAndAchievementsJoinTheFeedAsTheirRESTDocuments() throws {
         let s = try srv()
         let u = try s.signUp()
-        let (_, start) = try pullAll(s, token: u.token)
+        let (_, start) = try s.pullAll(token: u.token)
         let created = try s.request("POST", "/v1/invoices/me/bills", json: Self.bill(), token: u.token)
         XCTAssertEqual(created.status, 201, created.text)
         let billID = try XCTUnwrap(created.json?["id"]?.stringValue)
@@ -56,7 +32,7 @@ final class SyncDomainAPITests: XCTestCase {
                                      token: u.token).status, 201)
         XCTAssertEqual(try s.request("POST", "/v1/water_logs/me/entries",
                                      json: ["amountMl": 300, "loggedAt": .string(rfc3339(Date()))], token: u.token).status, 201)
-        let (changes, token) = try pullAll(s, token: u.token, since: start)
+        let (changes, token) = try s.pullAll(token: u.token, since: start)
         func change(_ collection: String) -> JSONValue? {
             changes.last { $0["collection"]?.stringValue == collection }
         }
@@ -74,13 +50,13 @@ final class SyncDomainAPITests: XCTestCase {
         XCTAssertEqual(changes.compactMap { $0["collection"]?.stringValue }, ["bills", "days", "water_entries", "achievements"])
 
         XCTAssertEqual(try s.request("DELETE", "/v1/invoices/me/bills/\(billID)", token: u.token).status, 204)
-        let (after, _) = try pullAll(s, token: u.token, since: token)
+        let (after, _) = try s.pullAll(token: u.token, since: token)
         XCTAssertEqual(after.count, 1)
         XCTAssertEqual(after.first?["collection"]?.stringValue, "bills")
         XCTAssertEqual(after.first?["deleted"], .bool(true))
         XCTAssertEqual(after.first?["data"], .null)
         // A full snapshot leaves the tombstone out.
-        let (snapshot, _) = try pullAll(s, token: u.token)
+        let (snapshot, _) = try s.pullAll(token: u.token)
         XCTAssertFalse(snapshot.contains { $0["collection"]?.stringValue == "bills" })
         XCTAssertTrue(snapshot.contains { $0["collection"]?.stringValue == "days" })
     }
@@ -96,7 +72,7 @@ final class SyncDomainAPITests: XCTestCase {
             m = m.map { $0.0 == "consumptionM3" ? ($0.0, .number(JSONNumber(1.0001))) : $0 }
             bad = .object(m)
         }
-        let results = try push(s, token: u.token, [
+        let results = try s.push(token: u.token, [
             ["collection": "bills", "id": .string(a), "op": "upsert", "data": Self.bill(), "clientUpdatedAt": .string(t1)],
             ["collection": "bills", "id": .string(b), "op": "upsert", "data": Self.bill(), "clientUpdatedAt": .string(t1)],
             ["collection": "bills", "id": .string(b), "op": "upsert", "data": bad, "clientUpdatedAt": .string(t1)],
@@ -128,7 +104,7 @@ final class SyncDomainAPITests: XCTestCase {
 
         // Older writes from another device lose and get the current documents (REST shapes).
         let other = UUID().uuidString
-        let old = try push(s, token: u.token, [
+        let old = try s.push(token: u.token, [
             ["collection": "bills", "id": .string(a), "op": "delete", "clientUpdatedAt": .string(t0)],
             ["collection": "days", "id": "2025-07-02", "op": "delete", "clientUpdatedAt": .string(t0)],
         ], device: other)
@@ -138,7 +114,7 @@ final class SyncDomainAPITests: XCTestCase {
         XCTAssertEqual(old[1]["current"]?["date"]?.stringValue, "2025-07-02")
 
         // Newer ones win: the bill becomes a tombstone (its slot is free again), the day is cleared.
-        let new = try push(s, token: u.token, [
+        let new = try s.push(token: u.token, [
             ["collection": "bills", "id": .string(a), "op": "delete", "clientUpdatedAt": .string(t2)],
             ["collection": "bills", "id": .string(b), "op": "upsert", "data": Self.bill(), "clientUpdatedAt": .string(t2)],
             ["collection": "days", "id": "2025-07-02", "op": "delete", "clientUpdatedAt": .string(t2)],
@@ -148,7 +124,7 @@ final class SyncDomainAPITests: XCTestCase {
         XCTAssertEqual(try s.request("GET", "/v1/invoices/me/bills/\(b)", token: u.token).status, 200)
         XCTAssertEqual(try s.request("GET", "/v1/water_logs/me/summary?date=2025-07-02", token: u.token)
             .json?["goalMl"]?.int64Value, 2500)
-        let (changes, _) = try pullAll(s, token: u.token)
+        let (changes, _) = try s.pullAll(token: u.token)
         let day = changes.first { $0["collection"]?.stringValue == "days" }
         XCTAssertEqual(day?["data"]?["activeMinutes"], .null)
         XCTAssertEqual(day?["deleted"], .bool(false))
@@ -161,17 +137,17 @@ final class SyncDomainAPITests: XCTestCase {
     func testBillAndDayWritesWakeOnlyThatUsersLongPoll() throws {
         let s = try srv()
         let a = try s.signUp(), b = try s.signUp()
-        let (_, tokenA) = try pullAll(s, token: a.token)
-        let (_, tokenB) = try pullAll(s, token: b.token)
+        let (_, tokenA) = try s.pullAll(token: a.token)
+        let (_, tokenB) = try s.pullAll(token: b.token)
         let writes: [(String, () throws -> Void)] = [
             ("bills", {
                 let r = try s.request("POST", "/v1/invoices/me/bills", json: Self.bill(period: "2025-04"), token: a.token)
                 XCTAssertEqual(r.status, 201)
             }),
             ("days", {
-                let r = try self.push(s, token: a.token, [["collection": "days", "id": "2025-07-04", "op": "upsert",
-                                                           "data": ["maxTemperatureC": 31],
-                                                           "clientUpdatedAt": .string(rfc3339(Date()))]])
+                let r = try s.push(token: a.token, [["collection": "days", "id": "2025-07-04", "op": "upsert",
+                                                     "data": ["maxTemperatureC": 31],
+                                                     "clientUpdatedAt": .string(rfc3339(Date()))]])
                 XCTAssertEqual(r.first?["status"]?.stringValue, "applied")
             }),
         ]

@@ -236,3 +236,38 @@ func rfc3339(_ date: Date) -> String {
     f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     return f.string(from: date)
 }
+
+/// Sync helpers shared by the sync API tests (spec §5).
+extension TestServer {
+    /// The `X-Device-ID` of `push` when none is given.
+    static let syncDevice = UUID().uuidString
+
+    /// Pulls the feed from `since` (nil: from the start) until `hasMore` is false.
+    /// - Returns: every change in order and the last `nextToken`.
+    /// - Throws: `TestFailure` on a non-200 answer or a body without `changes`/`nextToken`.
+    func pullAll(token: String, since: String? = nil) throws -> ([JSONValue], String) {
+        var all: [JSONValue] = []
+        var since = since
+        while true {
+            let r = try request("GET", "/v1/sync" + (since.map { "?since=\($0)" } ?? ""), token: token)
+            guard r.status == 200, case .array(let changes)? = r.json?["changes"],
+                  let next = r.json?["nextToken"]?.stringValue else { throw TestFailure("pull: \(r.status) \(r.text)") }
+            all += changes
+            since = next
+            if r.json?["hasMore"] != .bool(true) { return (all, next) }
+        }
+    }
+
+    /// Pushes `mutations` as `device` (`X-Device-ID`) and checks the answer carries a `nextToken`.
+    /// - Returns: the per-mutation `results`.
+    /// - Throws: `TestFailure` on a non-200 answer or a body without `results`.
+    func push(token: String, _ mutations: [JSONValue], device: String = syncDevice) throws -> [JSONValue] {
+        let r = try request("POST", "/v1/sync", json: .object([("mutations", .array(mutations))]), token: token,
+                            headers: [("X-Device-ID", device)])
+        guard r.status == 200, case .array(let results)? = r.json?["results"] else {
+            throw TestFailure("push: \(r.status) \(r.text)")
+        }
+        XCTAssertNotNil(r.json?["nextToken"]?.stringValue)
+        return results
+    }
+}
