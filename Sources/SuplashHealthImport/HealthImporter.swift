@@ -22,7 +22,8 @@ public struct HealthImportReport: Sendable, Hashable {
 ///
 /// ```swift
 /// let report = try await HealthImporter.run(path: "export.zip", client: client) { progress in
-///     print(progress.counts.waterRecords, progress.uploaded, progress.duplicates)
+///     progressBar.update(records: progress.counts.waterRecords, uploaded: progress.uploaded,
+///                        duplicates: progress.duplicates)
 /// }
 /// ```
 public enum HealthImporter {

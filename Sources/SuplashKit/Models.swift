@@ -9,7 +9,7 @@ public enum EntrySource: String, Sendable, Hashable, CaseIterable {
 ///
 /// ```swift
 /// let entry = try await client.logWater(250, source: .watch)
-/// print(entry.amountMl, entry.isPending)   // 250 true — shown at once, pushed later
+/// // entry.amountMl == 250, entry.isPending == true: shown at once, pushed later
 /// ```
 public struct WaterEntry: Sendable, Hashable, Identifiable {
     /// Lower-case UUID; chosen by the client, so offline creation needs no round trip.
