@@ -11,8 +11,11 @@ public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
         self.minor = minor
     }
 
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // (`http1_0` and `http1_1` spell the protocol versions; `http10` would read as "HTTP 10".)
     /// HTTP/1.0.
     public static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     /// HTTP/1.1.
     public static let http1_1 = HTTPVersion(major: 1, minor: 1)
 
