@@ -47,8 +47,8 @@ let package = Package(
         // MARK: Repository adapters for SQLite
         .target(name: "SuplashSQLiteStore", dependencies: ["SuplashDomain", "SuplashStorage", "SuplashStoreRows", "SuplashJSON"]),
 
-        // MARK: PostgreSQL (issue 8, in progress): libpq connection + pool + migrator, and
-        // the repository adapters on it (`storage.driver = postgres`, one instance so far).
+        // MARK: PostgreSQL: libpq connection + pool + migrator, and the repository adapters on it
+        // (`storage.driver = postgres`, any number of instances on one database).
         .target(name: "SuplashPostgres", dependencies: ["CPostgreSQL", "SuplashStorage"]),
         .target(name: "SuplashPostgresStore", dependencies: [
             "SuplashDomain", "SuplashPostgres", "SuplashStorage", "SuplashStoreRows", "SuplashJSON",
@@ -65,7 +65,7 @@ let package = Package(
             "SuplashCrypto", "SuplashLogging", "SuplashJSON", "SuplashPostgres", "SuplashPostgresStore",
         ]),
 
-        // MARK: The client side (issue 7): SuplashKit serves the apps too, so it uses only
+        // MARK: The client side: SuplashKit serves the apps too, so it uses only
         // Foundation (URLSession), SQLite and zlib — SQLite3 on Apple platforms, CSQLite here.
         .target(name: "SuplashKit", dependencies: [
             .target(name: "CSQLite", condition: .when(platforms: [.linux])), "CZlib",

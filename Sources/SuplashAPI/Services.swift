@@ -13,7 +13,7 @@ public struct Services: Sendable {
     public var pageTokens: PageTokenCodec
     public var passwordHashing: PasswordHashing
     public var timeZones: TimeZoneDatabase
-    /// Hydration, bills and account data (issue 4).
+    /// Hydration, bills and account data (spec §4, §6).
     public var domain: DomainServices
     /// True when storage answers and every migration is applied (`/readyz`).
     public var readiness: @Sendable () -> Bool
@@ -22,9 +22,9 @@ public struct Services: Sendable {
     public var metrics: Metrics
     /// Folder for `POST /v1/admin/backup` snapshots.
     public var backupDirectory: String
-    /// Offline sync (issue 3): change feed, push, long polls, Idempotency-Key, batch import.
+    /// Offline sync (spec §5): change feed, push, long polls, Idempotency-Key, batch import.
     public var sync: SyncServices?
-    /// Email codes through the outbox (issue 5); nil = the email routes answer 503.
+    /// Email codes through the transactional mail outbox (spec §3); nil = the email routes answer 503.
     public var mail: EmailCodes? = nil
     /// Sign in with Apple token verification; nil = `/v1/auth/apple` answers 503.
     public var apple: AppleSignIn? = nil

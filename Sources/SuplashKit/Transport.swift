@@ -33,7 +33,7 @@ struct APIResponse: Sendable {
 }
 
 /// URLSession with an ephemeral configuration (no cache, cookies or credentials on disk)
-/// and the retry rules of the issue: exponential backoff with jitter, `Retry-After` on 429
+/// and the client's retry rules: exponential backoff with jitter, `Retry-After` on 429
 /// and 503, `idempotency_key_in_use` retried; other 4xx are returned to the caller.
 final class Transport: Sendable {
     let baseURL: URL

@@ -99,7 +99,7 @@ public final class PostgresTransaction {
     /// sequence and stamps each row (`commit`), and `COMMIT` follows in the same round trip.
     /// The lock — the one thing every positioned writer on every instance shares — is then
     /// held for no client round trip at all, only for that statement and the commit's WAL
-    /// flush (README "Change sequence").
+    /// flush (docs/postgresql.md, "Change sequence").
     ///
     /// **Immediate.** When the lock is already held (`lockChangeSequence`,
     /// `takeChangePosition`), the position is taken now and returned, as before.

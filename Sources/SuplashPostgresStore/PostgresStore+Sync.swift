@@ -88,7 +88,7 @@ extension PostgresStore: SyncRepository {
             // writes, other pushes, email verification, Apple takeover) takes it too, so the
             // last-write-wins decisions below read rows no concurrent writer, on any
             // instance, can change before this commits — the serialised writer SQLite has.
-            // The positions are taken at the commit like every write's (README "Change
+            // The positions are taken at the commit like every write's (docs/postgresql.md, "Change
             // sequence"); the answers carry provisional ones until then. Later mutations
             // re-read what earlier ones wrote (achievements), so writes are not deferred.
             tx.defersWrites = false

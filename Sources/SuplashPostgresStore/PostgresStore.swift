@@ -5,7 +5,7 @@ import SuplashStorage
 import SuplashStoreRows
 
 /// The PostgreSQL adapter of the repository protocols of `SuplashDomain`, for any number of
-/// server instances on one database (README "PostgreSQL (several instances on one database)").
+/// server instances on one database (docs/postgresql.md).
 ///
 /// Semantics follow `SQLiteStore`: every write that changes a synced document takes a
 /// change position (`PostgresTransaction.changePosition(for:)`, commit order = position
@@ -87,7 +87,7 @@ public final class PostgresStore: Sendable {
     /// Every synced write path uses this. Unless the transaction already holds the change
     /// sequence (the sync push), the position is deferred: the caller writes
     /// the provisional position returned and the commit stamps the row
-    /// (`PostgresTransaction.changePosition(for:)`, README "Change sequence").
+    /// (`PostgresTransaction.changePosition(for:)`, docs/postgresql.md, "Change sequence").
     func changePosition(_ tx: PostgresTransaction, userID: String, row: PostgresChangeRow) throws -> Int64 {
         let position = try tx.changePosition(for: row)
         tx.notify(channel: PostgresClusterChannel.changes, payload: instanceID + " " + userID)

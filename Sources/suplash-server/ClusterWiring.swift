@@ -3,7 +3,7 @@ import SuplashAPI
 import SuplashLogging
 import SuplashPostgresStore
 
-/// Makes several `serve` processes on one PostgreSQL database behave as one (issue 8):
+/// Makes several `serve` processes on one PostgreSQL database behave as one:
 /// one `LISTEN` connection per process feeds the long-poll registry (commits of other
 /// instances), the revocation view and the admin-key cache (revocations of any instance).
 enum ClusterWiring {

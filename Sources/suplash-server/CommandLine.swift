@@ -70,11 +70,11 @@ struct ParsedCommandLine {
           migrate-data --from sqlite:PATH --to postgres:URL [--force]
                                     copy a (live) SQLite deployment (PATH: the .sqlite file or the
                                     data dir) into PostgreSQL, then verify row counts per table;
-                                    safe to re-run (copies what changed). See README.md
+                                    safe to re-run (copies what changed). See docs/postgresql.md
           config [defaults]         print the effective configuration (or the built-in defaults) as JSON
           help                      this text
 
         Configuration: config/suplash.json, overridden by SUPLASH_<SECTION>_<KEY> variables,
-        overridden by the flags above. See README.md.
+        overridden by the flags above. See docs/configuration.md.
         """
 }

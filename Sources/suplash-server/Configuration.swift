@@ -1,7 +1,7 @@
 import Foundation
 import SuplashJSON
 
-/// Server configuration (README "Configuration"): documented defaults in
+/// Server configuration (docs/configuration.md): documented defaults in
 /// `config/suplash.json`, each key overridable by `SUPLASH_<SECTION>_<KEY>` (camelCase key
 /// in upper snake case: `server.dataDir` → `SUPLASH_SERVER_DATA_DIR`), the main ones by flags.
 /// Unknown `SUPLASH_*` variables are ignored; unknown keys in the file are an error.

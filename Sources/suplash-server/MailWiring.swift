@@ -4,7 +4,7 @@ import SuplashCrypto
 import SuplashLogging
 
 /// Wires email codes, the outbox worker and Sign in with Apple from the `mail.*` and
-/// `apple.*` configuration keys (README "Mail" and "Sign in with Apple").
+/// `apple.*` configuration keys (docs/operations.md, "Mail" and "Sign in with Apple").
 enum MailWiring {
     /// Sets `services.mail`, `services.apple` and `services.appleIdentities`; returns the
     /// delivery worker (not started).

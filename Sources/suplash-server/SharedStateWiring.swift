@@ -4,7 +4,7 @@ import SuplashDomain
 import SuplashLogging
 import SuplashPostgresStore
 
-/// What several instances on one PostgreSQL database must share (issue 8): the
+/// What several instances on one PostgreSQL database must share: the
 /// Idempotency-Key claims and the rate-limit buckets. On SQLite (one process) both stay in
 /// memory.
 enum SharedStateWiring {

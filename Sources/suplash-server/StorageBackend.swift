@@ -15,7 +15,7 @@ typealias SuplashStore = UserRepository & SessionRepository & AdminKeyRepository
 enum StorageBackend {
     /// The embedded default: one SQLite file.
     case sqlite(SQLiteDatabase)
-    /// PostgreSQL (issue 8): a pool on `storage.postgresUrl`.
+    /// PostgreSQL (several instances on one database): a pool on `storage.postgresUrl`.
     case postgres(PostgresDatabase)
 
     /// The repository adapter, how to hear about commits (for long-poll wake-ups), and on

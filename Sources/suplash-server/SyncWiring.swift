@@ -1,7 +1,7 @@
 import SuplashAPI
 import SuplashCrypto
 
-/// Wires issue 3 (offline sync) into `serve`: the long-poll registry listens to the
+/// Wires offline sync into `serve`: the long-poll registry listens to the
 /// store's commits.
 enum SyncWiring {
     static func services(store: any SuplashStore, subscribe: (@escaping @Sendable (String) -> Void) -> Void,

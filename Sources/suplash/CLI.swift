@@ -2,7 +2,7 @@ import Foundation
 import SuplashHealthImport
 import SuplashKit
 
-/// `suplash`: the command-line client of a Suplash Sync server (see README "CLI reference").
+/// `suplash`: the command-line client of a Suplash Sync server (see docs/client.md, "CLI reference").
 @main
 struct SuplashCLI {
     static func main() async {

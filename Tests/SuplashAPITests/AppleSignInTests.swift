@@ -5,7 +5,7 @@ import SuplashJSON
 import XCTest
 
 /// Sign in with Apple: identity-token verification (unit) and `POST /v1/auth/apple`
-/// against the real server with a locally generated key set (spec §3, issue 5).
+/// against the real server with a locally generated key set (spec §3).
 final class AppleSignInTests: XCTestCase {
     nonisolated(unsafe) static var apple: TestRSAKey?
     nonisolated(unsafe) static var attacker: TestRSAKey?

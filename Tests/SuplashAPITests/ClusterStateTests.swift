@@ -4,9 +4,9 @@ import SuplashDomain
 import SuplashHTTP
 import XCTest
 
-/// The in-memory state each instance keeps, as the PostgreSQL cluster listener drives it
-/// (issue 8): a resync merges the database's revocations, wakes every long poll, and
-/// forgets the admin-key snapshot.
+/// The in-memory state each instance keeps, as the PostgreSQL cluster listener drives it:
+/// a resync merges the database's revocations, wakes every long poll, and forgets the
+/// admin-key snapshot.
 final class ClusterStateTests: XCTestCase {
     func testMergeAddsDatabaseRevocationsAndKeepsLocalOnes() {
         let view = RevocationView(revokedSessions: ["s1"], revokedUsers: [])

@@ -44,7 +44,7 @@ enum MailFiles {
     }
 }
 
-/// Email codes end to end with the file transport (spec §3; issue 5).
+/// Email codes end to end with the file transport (spec §3).
 final class EmailCodeIntegrationTests: XCTestCase {
     nonisolated(unsafe) static var server: TestServer?
 

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// CLI, migrations and process lifecycle (issue: walking skeleton, "Operations").
+/// CLI, migrations and process lifecycle (docs/operations.md).
 final class OperationsTests: XCTestCase {
     func testSigtermDrainsAndExitsZero() throws {
         let server = try TestServer()

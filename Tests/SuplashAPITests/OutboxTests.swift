@@ -52,7 +52,7 @@ final class ManualClock: @unchecked Sendable {
     func advance(_ ms: Int64) { lock.withLock { value += ms } }
 }
 
-/// Email codes and the outbox on a real SQLite store with an injected clock (issue 5).
+/// Email codes and the outbox on a real SQLite store with an injected clock.
 final class OutboxTests: XCTestCase {
     let t0: Int64 = 1_800_000_000_000
     let quiet = Logger(minimumLevel: .error)

@@ -4,8 +4,8 @@ import SuplashSQLiteStore
 import SuplashStorage
 import XCTest
 
-/// The SQLite adapter's queries use their indexes (walking-skeleton issue: "served by an
-/// index, not a scan or OFFSET"), and writes go through the fsync'd writer.
+/// The SQLite adapter's queries use their indexes (every list is served by an index, not a
+/// scan or OFFSET), and writes go through the fsync'd writer.
 final class StoreQueryPlanTests: XCTestCase {
     func makeStore() throws -> (SQLiteStore, SQLiteDatabase) {
         let dir = TestServer.makeDataDir()

@@ -2,7 +2,7 @@ import Foundation
 import SuplashJSON
 import XCTest
 
-/// Offline sync against the real server (issue 3, spec §4 batch, §5, §7).
+/// Offline sync against the real server (spec §4 batch, §5, §7).
 final class SyncAPITests: XCTestCase {
     nonisolated(unsafe) static var server: TestServer?
 

@@ -3,7 +3,7 @@ import SuplashDomain
 import SuplashJSON
 import XCTest
 
-/// Seeded, model-based convergence test of offline sync (issue 3, spec §5).
+/// Seeded, model-based convergence test of offline sync (spec §5).
 ///
 /// A phone, a watch and a widget make random creates, patches and deletes of water entries
 /// and bills, and set and clear day contexts, while randomly offline, and push (`POST /v1/sync`) and pull (`GET /v1/sync`) in random

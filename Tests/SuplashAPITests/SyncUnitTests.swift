@@ -6,7 +6,7 @@ import SuplashSQLiteStore
 import SuplashStorage
 import XCTest
 
-/// Store-level and API-unit checks of issue 3: the feed is served by its index, LWW in the
+/// Store-level and API-unit checks of offline sync: the feed is served by its index, LWW in the
 /// store, the tombstone purge horizon, tokens, and the Idempotency-Key guard.
 final class SyncUnitTests: XCTestCase {
     func makeStore() throws -> (SQLiteStore, SQLiteDatabase) {

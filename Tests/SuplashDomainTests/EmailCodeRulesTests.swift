@@ -1,7 +1,7 @@
 import SuplashDomain
 import XCTest
 
-/// Emailed-code rules shared by the store adapters (spec §3, README "Email codes").
+/// Emailed-code rules shared by the store adapters (spec §3, docs/decisions.md "Email codes").
 final class EmailCodeRulesTests: XCTestCase {
     func testResendWaitsForTheMinimumInterval() {
         XCTAssertNil(EmailCodeRules.resendWait(previousCreatedAt: nil, minIntervalMs: 60_000, now: 5))

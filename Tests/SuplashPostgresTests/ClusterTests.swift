@@ -5,7 +5,7 @@ import SuplashPostgresStore
 import SuplashStorage
 import XCTest
 
-/// Several server instances on one database (issue 8): `LISTEN/NOTIFY` between stores on
+/// Several server instances on one database: `LISTEN/NOTIFY` between stores on
 /// separate pools, reconnects, outbox claims, the purge lock and the shared secret.
 /// Waits below poll for an outcome with a generous deadline; they assert what arrives, never
 /// how fast.

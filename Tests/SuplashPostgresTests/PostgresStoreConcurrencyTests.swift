@@ -182,7 +182,7 @@ final class PostgresFeedConcurrencyTests: XCTestCase {
 }
 
 /// REST writes (entries, days, bills) of many users on several instances take their change
-/// positions at the commit (README "Change sequence"): the change-sequence lock is held for one round trip per
+/// positions at the commit (docs/postgresql.md, "Change sequence"): the change-sequence lock is held for one round trip per
 /// transaction, no committed row keeps the unstamped placeholder, every position is
 /// distinct, and a resuming feed reader of each user still misses nothing.
 final class PostgresDeferredPositionTests: XCTestCase {

@@ -7,7 +7,7 @@ import SuplashPostgres
 import SuplashPostgresStore
 import XCTest
 
-/// What several instances on one database share (issue 8): Idempotency-Key claims,
+/// What several instances on one database share: Idempotency-Key claims,
 /// rate-limit buckets (and so the failed-login budget), refresh-token rotation and email
 /// codes. Each "instance" is a `PostgresStore` on its own pool.
 final class SharedStateTests: XCTestCase {

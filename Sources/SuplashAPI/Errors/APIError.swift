@@ -11,7 +11,7 @@ import SuplashJSON
 public struct APIError: Error, Sendable {
     /// HTTP status (400–599).
     public var status: Int
-    /// Stable machine code documented in the README (e.g. `validation_failed`).
+    /// Stable machine code documented in docs/errors.md (e.g. `validation_failed`).
     public var code: String
     /// A short fixed summary of the problem type.
     public var title: String

@@ -1,7 +1,7 @@
 import SuplashDomain
 
 /// The plain-text messages that carry email codes, in the user's profile locale:
-/// Turkish for `tr` and `tr-*` tags, English otherwise (issue 5).
+/// Turkish for `tr` and `tr-*` tags, English otherwise.
 public enum MailTemplates {
     /// `(subject, text)` for a code of `purpose`; `code` is six ASCII digits, `validMinutes`
     /// its lifetime. The code is the only six-digit number in the text.

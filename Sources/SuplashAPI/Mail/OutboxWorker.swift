@@ -2,7 +2,7 @@ import Foundation
 import SuplashDomain
 import SuplashLogging
 
-/// Retry schedule of the outbox (issue 5: retries with exponential backoff).
+/// Retry schedule of the mail outbox: exponential backoff with jitter.
 public struct OutboxRetryPolicy: Sendable {
     /// Delay after the first failed attempt, ms (default 2 s); doubles per attempt.
     public var baseDelayMs: Int64 = 2_000

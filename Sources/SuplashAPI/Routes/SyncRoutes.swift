@@ -3,7 +3,7 @@ import SuplashDomain
 import SuplashHTTP
 import SuplashJSON
 
-/// `/v1/sync` (spec §5) and `entries:batch` (spec §4): the offline-sync routes of issue 3.
+/// `/v1/sync` (spec §5) and `entries:batch` (spec §4): the offline-sync routes.
 enum SyncRoutes {
     static func register(into router: inout Router<Route>, services: Services, configuration: APIConfiguration) {
         router.add("GET", "/v1/sync", Route(deferred: { try pull($0, $1, services) }))

@@ -1,6 +1,6 @@
 import SuplashDomain
 
-/// The services of the hydration and bills domain (issue 4), wired by the executable.
+/// The services of the hydration and bills domain (spec §4, §6), wired by the executable.
 public struct DomainServices: Sendable {
     /// Days, per-day totals and achievements.
     public var hydration: any HydrationRepository

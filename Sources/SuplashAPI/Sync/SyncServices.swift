@@ -2,7 +2,7 @@ import Foundation
 import SuplashDomain
 import SuplashLogging
 
-/// What the sync routes need (issue 3), wired by the executable.
+/// What the offline-sync routes need (spec §5), wired by the executable.
 public struct SyncServices: Sendable {
     /// The change feed and the last-write-wins push.
     public var repository: any SyncRepository
@@ -25,7 +25,7 @@ public struct SyncServices: Sendable {
     }
 }
 
-/// The background job of issue 3: one timer (a `DispatchSourceTimer` on its own serial
+/// The sync maintenance job: one timer (a `DispatchSourceTimer` on its own serial
 /// queue, not per request) that purges tombstones older than the retention — raising the
 /// stored purge horizon — and expired Idempotency-Key records.
 ///

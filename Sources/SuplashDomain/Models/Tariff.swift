@@ -15,7 +15,7 @@ public struct TariffTier: Sendable, Equatable {
 }
 
 /// A provider's water tariff in effect from `validFrom` (spec §4 estimate). Tariffs are data
-/// files in `config/tariffs/` (README "Tariffs").
+/// files in `config/tariffs/` (docs/hydration.md, "Tariffs").
 public struct Tariff: Sendable, Equatable {
     /// Unique id, e.g. `iski-residential-2025-06-01`.
     public var id: String

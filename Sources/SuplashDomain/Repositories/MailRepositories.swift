@@ -87,8 +87,7 @@ public enum CodeCheckOutcome: Sendable, Equatable {
     case noCode
 }
 
-/// Emailed codes and the outbox they are sent through (spec §3; issue 5 "transactional
-/// outbox"). Every method that writes does so in one durable transaction.
+/// Emailed codes and the transactional outbox they are sent through (spec §3). Every method that writes does so in one durable transaction.
 public protocol EmailCodeRepository: Sendable {
     /// Stores `code` (replacing the user's earlier code of that purpose) and enqueues
     /// `message` in the same transaction — unless the earlier code was created less than
@@ -143,7 +142,7 @@ public struct AppleSignInResult: Sendable {
     /// True when the user was created by this call (201), false for an existing or linked one (200).
     public var created: Bool
     /// Sessions revoked because an unverified password account was taken over by its
-    /// verified owner (see README "Decisions").
+    /// verified owner (see docs/decisions.md).
     public var revokedSessionIDs: [String]
 
     /// The outcome of one sign-in.

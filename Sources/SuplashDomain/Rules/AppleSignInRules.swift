@@ -1,4 +1,4 @@
-/// Sign in with Apple account rules (spec §3, README "Apple linking and pre-hijacking"),
+/// Sign in with Apple account rules (spec §3, docs/decisions.md "Apple linking and pre-hijacking"),
 /// shared by every store adapter.
 public enum AppleSignInRules {
     /// Linking an Apple identity to `existing`, the account that already holds the email

@@ -1,4 +1,4 @@
-/// The rules of emailed codes (spec §3, README "Email codes"), shared by every store
+/// The rules of emailed codes (spec §3, docs/decisions.md "Email codes"), shared by every store
 /// adapter: when a new code may be issued and what presenting one does. Pure: the adapter
 /// reads the stored code row, asks these, and writes what they say.
 public enum EmailCodeRules {
