@@ -279,7 +279,7 @@ public enum HydrationSchedule {
         let interval = Int64(input.settings.intervalMinutes) * 60_000
         let gap = plan.gapDoubled ? 2 * interval : interval
         var earliest = max(input.now, w.start)
-        if let last = sent.compactMap(\.sentAt).max() { earliest = max(earliest, last + gap) }
+        if let last = sent.map(gapReference).max() { earliest = max(earliest, last + gap) }
 
         let curve = ExpectedCurve(window: w, goalMl: input.goalMl, hourly: input.hourly, clock: input.clock)
         let quiet = input.settings.quietHours
@@ -325,6 +325,18 @@ public enum HydrationSchedule {
             count += 1
         }
         return count
+    }
+
+    /// A sent reminder's delivery may lag its due time by more than this before gaps are
+    /// measured from the delivery instead of the due time, ms.
+    public static let deliveryTolerance: Int64 = 120_000
+
+    /// The instant the minimum gap is measured from: the reminder's `dueAt` when it was sent
+    /// within `deliveryTolerance` of it (so fixed slots stay on their lattice and a few seconds
+    /// of delivery latency do not push the next reminder), else its `sentAt`.
+    public static func gapReference(_ r: ReminderRecord) -> Int64 {
+        guard let sentAt = r.sentAt else { return r.dueAt }
+        return sentAt - r.dueAt <= deliveryTolerance ? r.dueAt : sentAt
     }
 
     /// The smallest cup size that covers `gapMl`, else the largest cup size. Sizes ≤ 0 are
