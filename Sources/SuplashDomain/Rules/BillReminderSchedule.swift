@@ -8,6 +8,13 @@ public struct PlannedBillReminder: Sendable, Equatable {
     public var localDate: LocalDate
     /// Days until the bill's `dueDate`: one of the offsets, or 0 on the due day.
     public var daysBeforeDue: Int
+
+    public init(billID: String, dueAt: Int64, localDate: LocalDate, daysBeforeDue: Int) {
+        self.billID = billID
+        self.dueAt = dueAt
+        self.localDate = localDate
+        self.daysBeforeDue = daysBeforeDue
+    }
 }
 
 /// Bill-due reminders (issue "smart reminders", docs/reminders.md "Bill reminders"): a pure

@@ -187,6 +187,11 @@ public struct PlannedHydrationReminder: Sendable, Equatable {
     public var dueAt: Int64
     /// A cup size from the profile, ml.
     public var suggestedAmountMl: Int
+
+    public init(dueAt: Int64, suggestedAmountMl: Int) {
+        self.dueAt = dueAt
+        self.suggestedAmountMl = suggestedAmountMl
+    }
 }
 
 /// The outcome of `HydrationSchedule.plan`.
