@@ -68,6 +68,37 @@ final class ReminderScheduleTests: XCTestCase {
         XCTAssertEqual(ny.instant(of: day("2026-11-01"), at: clockTime("01:30")), at("2026-11-01T05:30:00Z"))
     }
 
+    func testWallTimeResolutionHoldsOnEveryDayOfTheYear() throws {
+        // Half-hour DST (Lord Howe), southern hemisphere (Sydney), a midnight gap (Santiago), the usual two.
+        for id in ["America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Australia/Sydney", "America/Santiago"] {
+            let clock = try zone(id)
+            var gaps = 0
+            for n in 0..<365 {
+                let date = day("2026-01-01").adding(days: n)
+                for minute in [0, 30, 90, 135, 150, 330, 1410] {
+                    let time = try XCTUnwrap(ClockTime(hour: minute / 60, minute: minute % 60))
+                    let r = clock.instant(of: date, at: time)
+                    if clock.localDate(of: r) == date && clock.wallMinuteOfDay(at: r) == minute {
+                        // Valid: and no earlier instant shows the same wall time (first occurrence).
+                        for back: Int64 in [1_800_000, 3_600_000] {
+                            XCTAssertFalse(clock.localDate(of: r - back) == date && clock.wallMinuteOfDay(at: r - back) == minute,
+                                           "\(id) \(date) \(time)")
+                        }
+                    } else {
+                        // A gap: the result is the transition, the first instant after the missing wall time.
+                        gaps += 1
+                        XCTAssertNotEqual(clock.offsetSeconds(at: r - 1), clock.offsetSeconds(at: r), "\(id) \(date) \(time)")
+                        let before = clock.wallMinuteOfDay(at: r - 1) + (clock.localDate(of: r - 1) == date ? 0 : -1440)
+                        let after = clock.wallMinuteOfDay(at: r) + (clock.localDate(of: r) == date ? 0 : 1440)
+                        XCTAssertLessThan(before, minute, "\(id) \(date) \(time)")
+                        XCTAssertGreaterThan(after, minute, "\(id) \(date) \(time)")
+                    }
+                }
+            }
+            XCTAssertGreaterThan(gaps, 0, "\(id) has a spring-forward gap at one of the probed minutes")
+        }
+    }
+
     func testWindowBounds() throws {
         let ist = try zone("Europe/Istanbul")
         let w = WakingWindow(day: day("2026-06-01"), wake: clockTime("07:00"), sleep: clockTime("23:00"), clock: ist)

@@ -82,11 +82,14 @@ public struct LocaleMessages: Sendable, Equatable {
 
 /// A rendered alert: `aps.alert` title and body.
 public struct RenderedAlert: Sendable, Equatable {
+    /// `aps.alert.title`.
     public var title: String
+    /// `aps.alert.body`.
     public var body: String
     /// The catalogue language used.
     public var language: String
 
+    /// An alert with its texts and the catalogue language they are in.
     public init(title: String, body: String, language: String) {
         self.title = title
         self.body = body
@@ -99,6 +102,7 @@ public struct RenderedAlert: Sendable, Equatable {
 public struct MessageCatalogue: Sendable {
     /// Errors reading the catalogue; messages name files' fields and keys, never texts.
     public struct FormatError: Error, Sendable, CustomStringConvertible {
+        /// Names the file field or message key at fault, never a text.
         public var description: String
     }
 

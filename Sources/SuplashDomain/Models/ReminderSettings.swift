@@ -64,9 +64,13 @@ public struct ReminderSettings: Sendable, Equatable {
     /// Bill-due reminders on or off.
     public var billReminders: Bool
 
+    /// §9 default of `intervalMinutes`.
     public static let defaultIntervalMinutes = 90
+    /// §9 default of `maxPerDay`.
     public static let defaultMaxPerDay = 8
+    /// §9 bounds of `intervalMinutes`, minutes.
     public static let intervalRange: ClosedRange<Int64> = 30...240
+    /// §9 bounds of `maxPerDay`.
     public static let maxPerDayRange: ClosedRange<Int64> = 1...24
 
     /// Every §9 default: on, adaptive, 90 min, 8 a day, no quiet hours, bill reminders on.

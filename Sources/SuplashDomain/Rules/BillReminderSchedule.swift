@@ -9,6 +9,7 @@ public struct PlannedBillReminder: Sendable, Equatable {
     /// Days until the bill's `dueDate`: one of the offsets, or 0 on the due day.
     public var daysBeforeDue: Int
 
+    /// A reminder for `billID` at `dueAt` (ms) on local day `localDate`.
     public init(billID: String, dueAt: Int64, localDate: LocalDate, daysBeforeDue: Int) {
         self.billID = billID
         self.dueAt = dueAt

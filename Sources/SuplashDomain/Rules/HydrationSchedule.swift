@@ -21,13 +21,16 @@ public enum ReminderOutcome: String, Sendable, CaseIterable {
 public struct ReminderRecord: Sendable, Equatable {
     /// The reminder id.
     public var id: String
+    /// Hydration, bill or campaign.
     public var kind: ReminderKind
     /// When it was due.
     public var dueAt: Int64
     /// When it was handed to the push outbox, or nil while pending or when cancelled.
     public var sentAt: Int64?
+    /// What became of it so far.
     public var outcome: ReminderOutcome
 
+    /// A history record; instants in ms since the epoch.
     public init(id: String, kind: ReminderKind, dueAt: Int64, sentAt: Int64?, outcome: ReminderOutcome) {
         self.id = id
         self.kind = kind
@@ -44,6 +47,7 @@ public struct IntakeEvent: Sendable, Equatable {
     /// Millilitres.
     public var amountMl: Int
 
+    /// An entry drunk at `loggedAt` (ms) of `amountMl` ml.
     public init(loggedAt: Int64, amountMl: Int) {
         self.loggedAt = loggedAt
         self.amountMl = amountMl
@@ -188,6 +192,7 @@ public struct PlannedHydrationReminder: Sendable, Equatable {
     /// A cup size from the profile, ml.
     public var suggestedAmountMl: Int
 
+    /// A reminder due at `dueAt` (ms) suggesting `suggestedAmountMl` ml.
     public init(dueAt: Int64, suggestedAmountMl: Int) {
         self.dueAt = dueAt
         self.suggestedAmountMl = suggestedAmountMl
@@ -198,6 +203,7 @@ public struct PlannedHydrationReminder: Sendable, Equatable {
 public struct HydrationPlan: Sendable, Equatable {
     /// The next reminder, or nil.
     public var reminder: PlannedHydrationReminder?
+    /// Why there is this reminder, or none.
     public var reason: HydrationPlanReason
     /// The reminder day the plan is for.
     public var day: LocalDate
@@ -218,6 +224,7 @@ public struct HydrationScheduleInput: Sendable {
     public var window: WakingWindow
     /// The profile's zone.
     public var clock: ZoneClock
+    /// The profile's `reminders`.
     public var settings: ReminderSettings
     /// The profile's `cupSizesMl` (1–8 values).
     public var cupSizesMl: [Int]
@@ -234,6 +241,7 @@ public struct HydrationScheduleInput: Sendable {
     /// The current instant.
     public var now: Int64
 
+    /// Every input; see the properties.
     public init(window: WakingWindow, clock: ZoneClock, settings: ReminderSettings, cupSizesMl: [Int], goalMl: Int,
                 intake: [IntakeEvent], lastIntakeWrittenAt: Int64?, hourly: HourlyDrinking, history: [ReminderRecord],
                 now: Int64) {

@@ -56,14 +56,10 @@ extension ZoneClock {
     /// The instant (seconds since the epoch) of the wall time `wall` (seconds since
     /// 1970-01-01T00:00 on the zone's wall clock), with the gap and repeat rules of
     /// `instant(of:at:)`. Offsets lie within −12 h…+14 h, so the instant lies within
-    /// `wall − 14 h … wall + 12 h`; the offsets seen in that span are the only candidates.
+    /// `wall − 14 h … wall + 12 h`; the offsets in effect at its ends and its middle are the
+    /// candidates (zones change offset at most once in such a span).
     func instant(wallSeconds wall: Int64) -> Int64 {
-        var offsets: Set<Int> = []
-        var probe = wall - 15 * 3600
-        while probe <= wall + 15 * 3600 {
-            offsets.insert(offsetSeconds(at: probe * 1000))
-            probe += 3600
-        }
+        let offsets = Set([wall - 14 * 3600, wall - 3600, wall + 12 * 3600].map { offsetSeconds(at: $0 * 1000) })
         let valid = offsets.map { wall - Int64($0) }.filter { t in wall - t == Int64(offsetSeconds(at: t * 1000)) }
         if let first = valid.min() { return first }
         // A gap: the first instant whose wall time is at or after `wall`. Wall time only
