@@ -269,8 +269,11 @@ final class ReminderScheduleTests: XCTestCase {
         let p = try plan(now: "2026-06-01T05:00:00+03:00")
         XCTAssertEqual(p.reason, .onTrack)
         XCTAssertEqual(p.reminder?.dueAt, at("2026-06-01T07:30:00+03:00"))
-        // Expected 300 ml by 09:00 → the 330 ml cup.
-        XCTAssertEqual(p.reminder?.suggestedAmountMl, 330)
+        // 300 ml expected by 09:00, but 2900 ml over at most 8 reminders is 362.5 ml each → the 500 ml cup.
+        XCTAssertEqual(p.reminder?.suggestedAmountMl, 500)
+        // With 24 reminders allowed the curve decides: 330 ml.
+        XCTAssertEqual(try plan(now: "2026-06-01T05:00:00+03:00", settings: ReminderSettings(maxPerDay: 24))
+            .reminder?.suggestedAmountMl, 330)
     }
 
     // MARK: Ignored reminders
@@ -323,10 +326,13 @@ final class ReminderScheduleTests: XCTestCase {
         let p = try plan(now: "2026-06-01T08:00:00+03:00", settings: fixed)
         XCTAssertEqual(p.reason, .fixedInterval)
         XCTAssertEqual(p.reminder?.dueAt, at("2026-06-01T09:00:00+03:00"))
-        // On track even so: the smallest cup.
+        // Ahead of the curve even so: an even share of the rest over the 8 possible reminders (237.5 ml) → 250 ml.
         let ahead = try plan(now: "2026-06-01T08:00:00+03:00", logged: [("2026-06-01T07:40:00+03:00", 1000)], settings: fixed)
         XCTAssertEqual(ahead.reminder?.dueAt, at("2026-06-01T09:00:00+03:00"))
-        XCTAssertEqual(ahead.reminder?.suggestedAmountMl, 150)
+        XCTAssertEqual(ahead.reminder?.suggestedAmountMl, 250)
+        // Far ahead: the smallest cup.
+        let farAhead = try plan(now: "2026-06-01T08:00:00+03:00", logged: [("2026-06-01T07:40:00+03:00", 2000)], settings: fixed)
+        XCTAssertEqual(farAhead.reminder?.suggestedAmountMl, 150)
         // After the 09:00 reminder (delivered 40 s late), the 10:30 slot.
         let onTime = ReminderRecord(id: "r", kind: .hydration, dueAt: at("2026-06-01T09:00:00+03:00"),
                                     sentAt: at("2026-06-01T09:00:40+03:00"), outcome: .acted)
@@ -408,6 +414,62 @@ final class ReminderScheduleTests: XCTestCase {
         let short = try plan(now: "2026-06-01T06:00:00+03:00", wake: "07:00", sleep: "08:00")
         XCTAssertNil(short.reminder)
         XCTAssertEqual(short.reason, .emptyWindow)
+    }
+
+    /// Whole simulated days, one reminder after another, for users who drink what is suggested
+    /// and for users who ignore everything: the rules hold for every reminder sent.
+    func testSimulatedDaysKeepEveryRule() throws {
+        let clock = try zone("Europe/Istanbul")
+        let configs: [(String, ReminderSettings)] = [
+            ("adaptive", ReminderSettings()),
+            ("fixed", ReminderSettings(mode: .fixed)),
+            ("quiet lunch", ReminderSettings(quietStart: clockTime("12:00"), quietEnd: clockTime("14:00"))),
+            ("six, 45 min", ReminderSettings(intervalMinutes: 45, maxPerDay: 6)),  // 6 × 500 ml can reach 2900 ml
+            ("fixed quiet night", ReminderSettings(mode: .fixed, quietStart: clockTime("20:00"), quietEnd: clockTime("08:00"))),
+        ]
+        for (name, settings) in configs {
+            for complies in [true, false] {
+                var history: [ReminderRecord] = [], intake: [IntakeEvent] = [], lastWrite: Int64?
+                var now = at("2026-06-01T06:00:00+03:00")
+                var last: HydrationPlan?
+                for step in 0..<50 {
+                    let window = WakingWindow.current(at: now, wake: clockTime("07:00"), sleep: clockTime("23:00"), clock: clock)
+                    guard window.day == day("2026-06-01") else { break }
+                    let p = HydrationSchedule.plan(HydrationScheduleInput(
+                        window: window, clock: clock, settings: settings, cupSizesMl: [150, 250, 330, 500], goalMl: 2900,
+                        intake: intake, lastIntakeWrittenAt: lastWrite, hourly: .none, history: history, now: now))
+                    last = p
+                    guard let r = p.reminder else { break }
+                    XCTAssertGreaterThanOrEqual(r.dueAt, now, name)
+                    XCTAssertGreaterThanOrEqual(r.dueAt, window.start, name)
+                    XCTAssertLessThanOrEqual(r.dueAt, window.end, name)
+                    XCTAssertFalse(settings.quietHours?.contains(minuteOfDay: clock.wallMinuteOfDay(at: r.dueAt)) ?? false, name)
+                    now = r.dueAt
+                    var record = ReminderRecord(id: "r\(step)", kind: .hydration, dueAt: now, sentAt: now, outcome: .pending)
+                    if complies {
+                        intake.append(IntakeEvent(loggedAt: now, amountMl: r.suggestedAmountMl))
+                        lastWrite = now
+                        record.outcome = .acted
+                    }
+                    history.append(record)
+                    now += 1000
+                }
+                let sent = history.map(\.dueAt)
+                XCTAssertLessThanOrEqual(sent.count, settings.maxPerDay, name)
+                XCTAssertGreaterThan(sent.count, 0, name)
+                let gaps = zip(sent.dropFirst(), sent).map { $0 - $1 }
+                let interval = Int64(settings.intervalMinutes) * 60_000
+                for (i, gap) in gaps.enumerated() {
+                    // The reminder after three ignored ones waits twice the interval.
+                    XCTAssertGreaterThanOrEqual(gap, !complies && i >= 2 ? 2 * interval : interval, "\(name) gap \(i)")
+                }
+                if complies {
+                    XCTAssertEqual(last?.reason, .goalMet, "\(name): drinking every suggestion reaches the goal")
+                } else {
+                    XCTAssertNotEqual(last?.reason, .goalMet, name)
+                }
+            }
+        }
     }
 
     func testSuggestedAmount() {

@@ -319,7 +319,11 @@ public enum HydrationSchedule {
             plan.reason = .windowClosed
             return plan
         }
-        let target = curve.expectedMl(at: min(due + interval, w.end)) - Double(logged)
+        // Enough to keep up with the curve until the next reminder could come, and at least an
+        // even share of what is left over the reminders still possible today.
+        let curveGap = curve.expectedMl(at: min(due + interval, w.end)) - Double(logged)
+        let remaining = max(1, min(input.settings.maxPerDay - sentToday, Int((w.end - due) / gap) + 1))
+        let target = max(curveGap, Double(input.goalMl - logged) / Double(remaining))
         plan.reminder = PlannedHydrationReminder(dueAt: due, suggestedAmountMl: suggestedAmount(gapMl: target, cupSizesMl: input.cupSizesMl))
         plan.recheckAt = nil
         return plan
