@@ -223,6 +223,26 @@ final class ReminderScheduleTests: XCTestCase {
         XCTAssertEqual(barely.reminder?.suggestedAmountMl, 330)
     }
 
+    func testRecomputingWithoutAWriteGivesTheSameDueTime() throws {
+        let logged = [("2026-06-01T08:00:00+03:00", 300), ("2026-06-01T09:30:00+03:00", 300)]
+        for now in ["2026-06-01T10:00:00+03:00", "2026-06-01T10:10:00+03:00", "2026-06-01T10:29:59+03:00"] {
+            XCTAssertEqual(try plan(now: now, logged: logged).reminder?.dueAt, at("2026-06-01T10:30:00+03:00"), now)
+        }
+        let history = [sent("r1", "2026-06-01T11:00:00+03:00")]
+        for now in ["2026-06-01T11:00:01+03:00", "2026-06-01T11:40:00+03:00", "2026-06-01T12:29:00+03:00"] {
+            XCTAssertEqual(try plan(now: now, logged: logged, history: history).reminder?.dueAt,
+                           at("2026-06-01T12:30:00+03:00"), now)
+        }
+    }
+
+    func testAfterTheWindowThePlanIsForTheNextDay() throws {
+        let p = try plan(now: "2026-06-01T22:30:00+03:00", logged: [("2026-06-01T21:00:00+03:00", 1000)],
+                         history: [sent("r1", "2026-06-01T21:50:00+03:00")])
+        XCTAssertEqual(p.day, day("2026-06-02"))
+        XCTAssertEqual(p.loggedMl, 0)
+        XCTAssertEqual(p.reminder?.dueAt, at("2026-06-02T07:30:00+03:00"))
+    }
+
     func testGoalMetMeansNoneForTheRestOfTheDay() throws {
         let p = try plan(now: "2026-06-01T15:00:00+03:00", logged: [("2026-06-01T14:00:00+03:00", 2900)])
         XCTAssertNil(p.reminder)
