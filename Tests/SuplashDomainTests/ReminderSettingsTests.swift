@@ -56,6 +56,15 @@ final class ReminderSettingsTests: XCTestCase {
         XCTAssertEqual(try patch(#"{"intervalMinutes": 240, "maxPerDay": 24}"#).maxPerDay, 24)
     }
 
+    func testStoredJSONReadsBackAsAPatchOnTheDefaults() throws {
+        let s = ReminderSettings(enabled: true, mode: .fixed, intervalMinutes: 45, maxPerDay: 3,
+                                 quietStart: clockTime("21:00"), quietEnd: clockTime("08:00"), billReminders: false)
+        XCTAssertEqual(try ReminderSettingsValidation.applyMergePatch(s.json, to: ReminderSettings()), s)
+        XCTAssertEqual(try ReminderSettingsValidation.applyMergePatch(ReminderSettings().json, to: s), ReminderSettings(
+            enabled: true, mode: .adaptive, intervalMinutes: 90, maxPerDay: 8, quietStart: clockTime("21:00"),
+            quietEnd: clockTime("08:00"), billReminders: true))
+    }
+
     func testEveryBadFieldIsReportedWithItsPointer() throws {
         let e = try errors("""
             {"enabled": "yes", "mode": "hourly", "intervalMinutes": 29, "maxPerDay": 25, "quietStart": "7:00",
