@@ -9,8 +9,9 @@ enum MessageFiles {
     /// The configured folder, else `config/messages` under the working directory or under a
     /// parent of the executable.
     static func locate(_ configured: String) throws -> String {
-        try ResourceLocator.locate("config/messages", configured: configured, directory: true,
-                                   configKey: "reminders.messagesDir")
+        try ResourceLocator.locate(
+            "config/messages", configured: configured, directory: true,
+            configKey: "reminders.messagesDir")
     }
 
     /// Every language of the folder; a malformed file, a language twice or no `en` refuses

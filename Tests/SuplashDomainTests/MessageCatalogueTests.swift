@@ -69,8 +69,9 @@ final class MessageCatalogueTests: XCTestCase {
         // Another language: English text with the English numbers of the catalogue.
         XCTAssertEqual(c.hydrationAlert(locale: "de-DE", loggedMl: 1250, goalMl: 2500, suggestedMl: 330).body, en.body)
         // Nothing logged yet.
-        XCTAssertEqual(c.hydrationAlert(locale: "en-GB", loggedMl: 0, goalMl: 3000, suggestedMl: 250).body,
-                       "Start the day with water: today's goal is 3,000 ml. Have 250 ml to begin.")
+        XCTAssertEqual(
+            c.hydrationAlert(locale: "en-GB", loggedMl: 0, goalMl: 3000, suggestedMl: 250).body,
+            "Start the day with water: today's goal is 3,000 ml. Have 250 ml to begin.")
     }
 
     func testBillAlertWithMoneyInTheUsersLocale() throws {
@@ -84,13 +85,16 @@ final class MessageCatalogueTests: XCTestCase {
         XCTAssertEqual(en.title, "ISKI bill due tomorrow")
         XCTAssertTrue(en.body.contains("1,234.56"), en.body)
         XCTAssertTrue(en.body.contains("TRY"), en.body)
-        XCTAssertEqual(c.billAlert(locale: "en-US", provider: "ASKI", amountMinor: 500, currency: "TRY", daysBeforeDue: 0).title,
-                       "ASKI bill due today")
+        XCTAssertEqual(
+            c.billAlert(locale: "en-US", provider: "ASKI", amountMinor: 500, currency: "TRY", daysBeforeDue: 0).title,
+            "ASKI bill due today")
         // Minor units follow ISO 4217: yen have none.
-        XCTAssertTrue(c.billAlert(locale: "en-US", provider: "X", amountMinor: 1234, currency: "JPY", daysBeforeDue: 0)
-            .body.contains("1,234"))
-        XCTAssertFalse(c.billAlert(locale: "en-US", provider: "X", amountMinor: 1234, currency: "JPY", daysBeforeDue: 0)
-            .body.contains("12.34"))
+        XCTAssertTrue(
+            c.billAlert(locale: "en-US", provider: "X", amountMinor: 1234, currency: "JPY", daysBeforeDue: 0)
+                .body.contains("1,234"))
+        XCTAssertFalse(
+            c.billAlert(locale: "en-US", provider: "X", amountMinor: 1234, currency: "JPY", daysBeforeDue: 0)
+                .body.contains("12.34"))
         XCTAssertEqual(LocaleNumbers.minorUnitExponent("KWD"), 3)
         XCTAssertEqual(LocaleNumbers.minorUnitExponent("TRY"), 2)
     }
@@ -98,8 +102,9 @@ final class MessageCatalogueTests: XCTestCase {
     func testCampaignAlertPicksTheUsersLanguage() throws {
         let c = try shipped()
         let texts = ["tr": "Yeni rozetler geldi", "en": "New badges are here"]
-        XCTAssertEqual(c.campaignAlert(locale: "tr-TR", texts: texts),
-                       RenderedAlert(title: "Suplash", body: "Yeni rozetler geldi", language: "tr"))
+        XCTAssertEqual(
+            c.campaignAlert(locale: "tr-TR", texts: texts),
+            RenderedAlert(title: "Suplash", body: "Yeni rozetler geldi", language: "tr"))
         XCTAssertEqual(c.campaignAlert(locale: "fr-FR", texts: texts).body, "New badges are here")
         XCTAssertEqual(c.campaignAlert(locale: "en-US", texts: ["tr": "Yalnız Türkçe"]).body, "Yalnız Türkçe")
     }
@@ -108,7 +113,8 @@ final class MessageCatalogueTests: XCTestCase {
         let good = try XCTUnwrap(try shippedFiles()["en.json"])
         func variant(_ edit: (inout [(String, JSONValue)]) -> Void) -> JSONValue {
             guard case .object(var top) = good, let i = top.firstIndex(where: { $0.0 == "messages" }),
-                  case .object(var messages) = top[i].1 else { return .null }
+                case .object(var messages) = top[i].1
+            else { return .null }
             edit(&messages)
             top[i].1 = .object(messages)
             return .object(top)

@@ -24,30 +24,36 @@ final class ReminderScheduleTests: XCTestCase {
     // Istanbul (UTC+3, no DST), wake 07:00, sleep 23:00: window 07:30–22:00 local, 14.5 h.
     // A goal of 2900 ml spreads uniformly at 200 ml per hour.
 
-    private func plan(now: String, logged: [(String, Int)] = [], goal: Int = 2900,
-                      settings: ReminderSettings = ReminderSettings(), history: [ReminderRecord] = [],
-                      lastWrite: String? = nil, hourly: HourlyDrinking = .none, wake: String = "07:00",
-                      sleep: String = "23:00", zoneID: String = "Europe/Istanbul", cups: [Int] = [150, 250, 330, 500],
-                      file: StaticString = #filePath, line: UInt = #line) throws -> HydrationPlan {
+    private func plan(
+        now: String, logged: [(String, Int)] = [], goal: Int = 2900,
+        settings: ReminderSettings = ReminderSettings(), history: [ReminderRecord] = [],
+        lastWrite: String? = nil, hourly: HourlyDrinking = .none, wake: String = "07:00",
+        sleep: String = "23:00", zoneID: String = "Europe/Istanbul", cups: [Int] = [150, 250, 330, 500],
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> HydrationPlan {
         let clock = try zone(zoneID, file: file, line: line)
         let n = at(now, file: file, line: line)
         let window = WakingWindow.current(at: n, wake: clockTime(wake), sleep: clockTime(sleep), clock: clock)
         let intake = logged.map { IntakeEvent(loggedAt: at($0.0, file: file, line: line), amountMl: $0.1) }
         let written = lastWrite.map { at($0, file: file, line: line) } ?? intake.map(\.loggedAt).max()
-        return HydrationSchedule.plan(HydrationScheduleInput(
-            window: window, clock: clock, settings: settings, cupSizesMl: cups, goalMl: goal, intake: intake,
-            lastIntakeWrittenAt: written, hourly: hourly, history: history, now: n))
+        return HydrationSchedule.plan(
+            HydrationScheduleInput(
+                window: window, clock: clock, settings: settings, cupSizesMl: cups, goalMl: goal, intake: intake,
+                lastIntakeWrittenAt: written, hourly: hourly, history: history, now: n))
     }
 
-    private func sent(_ id: String, _ time: String, _ outcome: ReminderOutcome = .ignored,
-                      kind: ReminderKind = .hydration) -> ReminderRecord {
+    private func sent(
+        _ id: String, _ time: String, _ outcome: ReminderOutcome = .ignored,
+        kind: ReminderKind = .hydration
+    ) -> ReminderRecord {
         ReminderRecord(id: id, kind: kind, dueAt: at(time), sentAt: at(time), outcome: outcome)
     }
 
     // MARK: Wall times and windows
 
     func testWallTimesInDSTGapsMoveToTheNextValidMinute() throws {
-        let ny = try zone("America/New_York"), berlin = try zone("Europe/Berlin")
+        let ny = try zone("America/New_York")
+        let berlin = try zone("Europe/Berlin")
         // America/New_York 2026-03-08: 02:00 EST jumps to 03:00 EDT (07:00Z).
         XCTAssertEqual(ny.instant(of: day("2026-03-08"), at: clockTime("02:30")), at("2026-03-08T07:00:00Z"))
         XCTAssertEqual(ny.instant(of: day("2026-03-08"), at: clockTime("01:59")), at("2026-03-08T06:59:00Z"))
@@ -55,12 +61,14 @@ final class ReminderScheduleTests: XCTestCase {
         // Europe/Berlin 2026-03-29: 02:00 CET jumps to 03:00 CEST (01:00Z).
         XCTAssertEqual(berlin.instant(of: day("2026-03-29"), at: clockTime("02:15")), at("2026-03-29T01:00:00Z"))
         XCTAssertEqual(berlin.instant(of: day("2026-03-29"), at: clockTime("07:00")), at("2026-03-29T05:00:00Z"))
-        XCTAssertEqual(try zone("Europe/Istanbul").instant(of: day("2026-06-01"), at: clockTime("07:00")),
-                       at("2026-06-01T04:00:00Z"))
+        XCTAssertEqual(
+            try zone("Europe/Istanbul").instant(of: day("2026-06-01"), at: clockTime("07:00")),
+            at("2026-06-01T04:00:00Z"))
     }
 
     func testRepeatedWallTimesAreTheirFirstOccurrence() throws {
-        let ny = try zone("America/New_York"), berlin = try zone("Europe/Berlin")
+        let ny = try zone("America/New_York")
+        let berlin = try zone("Europe/Berlin")
         // Europe/Berlin 2026-10-25: 03:00 CEST falls back to 02:00 CET (01:00Z); 02:30 happens twice.
         XCTAssertEqual(berlin.instant(of: day("2026-10-25"), at: clockTime("02:30")), at("2026-10-25T00:30:00Z"))
         XCTAssertEqual(berlin.wallMinuteOfDay(at: at("2026-10-25T01:30:00Z")), 150)  // the second 02:30
@@ -81,8 +89,9 @@ final class ReminderScheduleTests: XCTestCase {
                     if clock.localDate(of: r) == date && clock.wallMinuteOfDay(at: r) == minute {
                         // Valid: and no earlier instant shows the same wall time (first occurrence).
                         for back: Int64 in [1_800_000, 3_600_000] {
-                            XCTAssertFalse(clock.localDate(of: r - back) == date && clock.wallMinuteOfDay(at: r - back) == minute,
-                                           "\(id) \(date) \(time)")
+                            XCTAssertFalse(
+                                clock.localDate(of: r - back) == date && clock.wallMinuteOfDay(at: r - back) == minute,
+                                "\(id) \(date) \(time)")
                         }
                     } else {
                         // A gap: the result is the transition, the first instant after the missing wall time.
@@ -108,36 +117,54 @@ final class ReminderScheduleTests: XCTestCase {
         XCTAssertEqual(w.countEnd, at("2026-06-02T00:00:00+03:00"))
         XCTAssertFalse(w.isEmpty)
         // 90 minutes awake leave a single instant; less leaves nothing.
-        XCTAssertFalse(WakingWindow(day: day("2026-06-01"), wake: clockTime("07:00"), sleep: clockTime("08:30"),
-                                    clock: ist).isEmpty)
-        XCTAssertTrue(WakingWindow(day: day("2026-06-01"), wake: clockTime("07:00"), sleep: clockTime("08:29"),
-                                   clock: ist).isEmpty)
+        XCTAssertFalse(
+            WakingWindow(
+                day: day("2026-06-01"), wake: clockTime("07:00"), sleep: clockTime("08:30"),
+                clock: ist
+            ).isEmpty)
+        XCTAssertTrue(
+            WakingWindow(
+                day: day("2026-06-01"), wake: clockTime("07:00"), sleep: clockTime("08:29"),
+                clock: ist
+            ).isEmpty)
     }
 
     func testWindowAcrossMidnightBelongsToTheDayItStarted() throws {
         let ist = try zone("Europe/Istanbul")
-        let wake = clockTime("18:00"), sleep = clockTime("04:00")
+        let wake = clockTime("18:00")
+        let sleep = clockTime("04:00")
         let w = WakingWindow(day: day("2026-06-01"), wake: wake, sleep: sleep, clock: ist)
         XCTAssertEqual(w.start, at("2026-06-01T18:30:00+03:00"))
         XCTAssertEqual(w.end, at("2026-06-02T03:00:00+03:00"))
         XCTAssertEqual(w.countEnd, at("2026-06-02T04:00:00+03:00"))
         // 01:00 on the 2nd is still the 1st's reminder day; 03:30 is the 2nd's (not open yet).
-        XCTAssertEqual(WakingWindow.current(at: at("2026-06-02T01:00:00+03:00"), wake: wake, sleep: sleep, clock: ist).day,
-                       day("2026-06-01"))
-        XCTAssertEqual(WakingWindow.current(at: at("2026-06-02T03:30:00+03:00"), wake: wake, sleep: sleep, clock: ist).day,
-                       day("2026-06-02"))
+        XCTAssertEqual(
+            WakingWindow.current(at: at("2026-06-02T01:00:00+03:00"), wake: wake, sleep: sleep, clock: ist).day,
+            day("2026-06-01"))
+        XCTAssertEqual(
+            WakingWindow.current(at: at("2026-06-02T03:30:00+03:00"), wake: wake, sleep: sleep, clock: ist).day,
+            day("2026-06-02"))
         // A plain window: after its end the next day's window is current.
-        XCTAssertEqual(WakingWindow.current(at: at("2026-06-01T22:30:00+03:00"), wake: clockTime("07:00"),
-                                            sleep: clockTime("23:00"), clock: ist).day, day("2026-06-02"))
-        XCTAssertEqual(WakingWindow.current(at: at("2026-06-01T05:00:00+03:00"), wake: clockTime("07:00"),
-                                            sleep: clockTime("23:00"), clock: ist).day, day("2026-06-01"))
+        XCTAssertEqual(
+            WakingWindow.current(
+                at: at("2026-06-01T22:30:00+03:00"), wake: clockTime("07:00"),
+                sleep: clockTime("23:00"), clock: ist
+            ).day, day("2026-06-02"))
+        XCTAssertEqual(
+            WakingWindow.current(
+                at: at("2026-06-01T05:00:00+03:00"), wake: clockTime("07:00"),
+                sleep: clockTime("23:00"), clock: ist
+            ).day, day("2026-06-01"))
     }
 
     func testLogsAfterMidnightCountForAWindowThatCrossesIt() throws {
-        let p = try plan(now: "2026-06-02T01:00:00+03:00",
-                         logged: [("2026-06-01T20:00:00+03:00", 1000), ("2026-06-02T00:30:00+03:00", 500),
-                                  ("2026-05-31T23:00:00+03:00", 700)],
-                         goal: 2500, wake: "14:00", sleep: "04:00")
+        let p = try plan(
+            now: "2026-06-02T01:00:00+03:00",
+            logged: [
+                ("2026-06-01T20:00:00+03:00", 1000), ("2026-06-02T00:30:00+03:00", 500),
+                ("2026-05-31T23:00:00+03:00", 700),
+            ],
+            goal: 2500, wake: "14:00", sleep: "04:00")
         XCTAssertEqual(p.day, day("2026-06-01"))
         XCTAssertEqual(p.loggedMl, 1500)
         // Window 14:30–03:00 (12.5 h, 200 ml/h): at 01:00 the curve is at 2100 ml → behind, due now.
@@ -189,8 +216,9 @@ final class ReminderScheduleTests: XCTestCase {
     // MARK: Adaptive timing
 
     func testOnTrackWaitsUntilTheCurveOvertakesTheLoggedTotal() throws {
-        let p = try plan(now: "2026-06-01T10:00:00+03:00",
-                         logged: [("2026-06-01T08:00:00+03:00", 300), ("2026-06-01T09:30:00+03:00", 300)])
+        let p = try plan(
+            now: "2026-06-01T10:00:00+03:00",
+            logged: [("2026-06-01T08:00:00+03:00", 300), ("2026-06-01T09:30:00+03:00", 300)])
         // Curve at 10:00 = 500 ml < 600 logged; it reaches 600 three hours after 07:30.
         XCTAssertEqual(p.reason, .onTrack)
         XCTAssertEqual(p.reminder?.dueAt, at("2026-06-01T10:30:00+03:00"))
@@ -207,8 +235,9 @@ final class ReminderScheduleTests: XCTestCase {
         // 1200 ml expected by 13:30, 300 logged: no cup covers 900 ml → the largest.
         XCTAssertEqual(free.reminder?.suggestedAmountMl, 500)
         // A reminder at 11:00 holds the next one to 12:30.
-        let gapped = try plan(now: "2026-06-01T12:00:00+03:00", logged: logged,
-                              history: [sent("r1", "2026-06-01T11:00:00+03:00")])
+        let gapped = try plan(
+            now: "2026-06-01T12:00:00+03:00", logged: logged,
+            history: [sent("r1", "2026-06-01T11:00:00+03:00")])
         XCTAssertEqual(gapped.reminder?.dueAt, at("2026-06-01T12:30:00+03:00"))
         XCTAssertFalse(gapped.gapDoubled)
         // On track at the same moment: no reminder until 13:30 (1200 ml on the curve).
@@ -230,14 +259,16 @@ final class ReminderScheduleTests: XCTestCase {
         }
         let history = [sent("r1", "2026-06-01T11:00:00+03:00")]
         for now in ["2026-06-01T11:00:01+03:00", "2026-06-01T11:40:00+03:00", "2026-06-01T12:29:00+03:00"] {
-            XCTAssertEqual(try plan(now: now, logged: logged, history: history).reminder?.dueAt,
-                           at("2026-06-01T12:30:00+03:00"), now)
+            XCTAssertEqual(
+                try plan(now: now, logged: logged, history: history).reminder?.dueAt,
+                at("2026-06-01T12:30:00+03:00"), now)
         }
     }
 
     func testAfterTheWindowThePlanIsForTheNextDay() throws {
-        let p = try plan(now: "2026-06-01T22:30:00+03:00", logged: [("2026-06-01T21:00:00+03:00", 1000)],
-                         history: [sent("r1", "2026-06-01T21:50:00+03:00")])
+        let p = try plan(
+            now: "2026-06-01T22:30:00+03:00", logged: [("2026-06-01T21:00:00+03:00", 1000)],
+            history: [sent("r1", "2026-06-01T21:50:00+03:00")])
         XCTAssertEqual(p.day, day("2026-06-02"))
         XCTAssertEqual(p.loggedMl, 0)
         XCTAssertEqual(p.reminder?.dueAt, at("2026-06-02T07:30:00+03:00"))
@@ -248,18 +279,21 @@ final class ReminderScheduleTests: XCTestCase {
         XCTAssertNil(p.reminder)
         XCTAssertEqual(p.reason, .goalMet)
         XCTAssertEqual(p.recheckAt, at("2026-06-01T22:00:00+03:00"))
-        let fixed = try plan(now: "2026-06-01T15:00:00+03:00", logged: [("2026-06-01T14:00:00+03:00", 3000)],
-                             settings: ReminderSettings(mode: .fixed))
+        let fixed = try plan(
+            now: "2026-06-01T15:00:00+03:00", logged: [("2026-06-01T14:00:00+03:00", 3000)],
+            settings: ReminderSettings(mode: .fixed))
         XCTAssertEqual(fixed.reason, .goalMet)
         XCTAssertNil(fixed.reminder)
     }
 
     func testHotDayBringsTheReminderEarlier() throws {
         let logged = [("2026-06-01T08:00:00+03:00", 300), ("2026-06-01T09:30:00+03:00", 300)]
-        let mild = try plan(now: "2026-06-01T10:00:00+03:00", logged: logged,
-                            goal: HydrationRules.dayGoalMl(baseGoalMl: 2900, maxTemperatureC: 24, activeMinutes: nil))
-        let hot = try plan(now: "2026-06-01T10:00:00+03:00", logged: logged,
-                           goal: HydrationRules.dayGoalMl(baseGoalMl: 2900, maxTemperatureC: 33, activeMinutes: nil))
+        let mild = try plan(
+            now: "2026-06-01T10:00:00+03:00", logged: logged,
+            goal: HydrationRules.dayGoalMl(baseGoalMl: 2900, maxTemperatureC: 24, activeMinutes: nil))
+        let hot = try plan(
+            now: "2026-06-01T10:00:00+03:00", logged: logged,
+            goal: HydrationRules.dayGoalMl(baseGoalMl: 2900, maxTemperatureC: 33, activeMinutes: nil))
         XCTAssertEqual(mild.reminder?.dueAt, at("2026-06-01T10:30:00+03:00"))
         // 3400 ml over 870 min reaches 600 ml after 153.5 min: 10:03:32, rounded up to the minute.
         XCTAssertEqual(hot.reminder?.dueAt, at("2026-06-01T10:04:00+03:00"))
@@ -277,8 +311,9 @@ final class ReminderScheduleTests: XCTestCase {
         XCTAssertGreaterThan(ownDue, at("2026-06-01T13:00:00+03:00"))
         XCTAssertLessThan(ownDue, at("2026-06-01T15:00:00+03:00"))
         // Fewer days of history weigh less: with one day the curve is close to uniform.
-        let oneDay = try plan(now: "2026-06-01T07:00:00+03:00", logged: [("2026-06-01T07:10:00+03:00", 500)],
-                              hourly: HourlyDrinking(totalsMl: totals, days: 1))
+        let oneDay = try plan(
+            now: "2026-06-01T07:00:00+03:00", logged: [("2026-06-01T07:10:00+03:00", 500)],
+            hourly: HourlyDrinking(totalsMl: totals, days: 1))
         let oneDayDue = try XCTUnwrap(oneDay.reminder?.dueAt)
         XCTAssertGreaterThan(oneDayDue, at("2026-06-01T10:00:00+03:00"))
         XCTAssertLessThan(oneDayDue, ownDue)
@@ -292,22 +327,26 @@ final class ReminderScheduleTests: XCTestCase {
         // 300 ml expected by 09:00, but 2900 ml over at most 8 reminders is 362.5 ml each → the 500 ml cup.
         XCTAssertEqual(p.reminder?.suggestedAmountMl, 500)
         // With 24 reminders allowed the curve decides: 330 ml.
-        XCTAssertEqual(try plan(now: "2026-06-01T05:00:00+03:00", settings: ReminderSettings(maxPerDay: 24))
-            .reminder?.suggestedAmountMl, 330)
+        XCTAssertEqual(
+            try plan(now: "2026-06-01T05:00:00+03:00", settings: ReminderSettings(maxPerDay: 24))
+                .reminder?.suggestedAmountMl, 330)
     }
 
     // MARK: Ignored reminders
 
     func testThreeIgnoredInARowDoubleTheGapUntilTheUserActsOrDrinks() throws {
-        let history = [sent("r1", "2026-06-01T08:00:00+03:00"), sent("r2", "2026-06-01T09:30:00+03:00"),
-                       sent("r3", "2026-06-01T11:00:00+03:00", .pending)]
+        let history = [
+            sent("r1", "2026-06-01T08:00:00+03:00"), sent("r2", "2026-06-01T09:30:00+03:00"),
+            sent("r3", "2026-06-01T11:00:00+03:00", .pending),
+        ]
         let logged = [("2026-06-01T07:45:00+03:00", 150)]
         let slowed = try plan(now: "2026-06-01T11:05:00+03:00", logged: logged, history: history)
         XCTAssertTrue(slowed.gapDoubled)
         XCTAssertEqual(slowed.reminder?.dueAt, at("2026-06-01T14:00:00+03:00"))  // 11:00 + 2 × 90 min
         // Water logged after the third: back to the normal gap.
-        let drank = try plan(now: "2026-06-01T11:05:00+03:00", logged: logged, history: history,
-                             lastWrite: "2026-06-01T11:03:00+03:00")
+        let drank = try plan(
+            now: "2026-06-01T11:05:00+03:00", logged: logged, history: history,
+            lastWrite: "2026-06-01T11:03:00+03:00")
         XCTAssertFalse(drank.gapDoubled)
         XCTAssertEqual(drank.reminder?.dueAt, at("2026-06-01T12:30:00+03:00"))
         // An action on the latest (opened): back to normal.
@@ -322,11 +361,14 @@ final class ReminderScheduleTests: XCTestCase {
     }
 
     func testIgnoredStreakCounting() {
-        let history = [sent("a", "2026-06-01T07:30:00Z", .acted), sent("b", "2026-06-01T09:00:00Z"),
-                       sent("c", "2026-06-01T10:30:00Z"), sent("d", "2026-06-01T12:00:00Z", .pending),
-                       sent("bill", "2026-06-01T12:10:00Z", .pending, kind: .bill),
-                       ReminderRecord(id: "x", kind: .hydration, dueAt: at("2026-06-01T13:00:00Z"), sentAt: nil,
-                                      outcome: .cancelled)]
+        let history = [
+            sent("a", "2026-06-01T07:30:00Z", .acted), sent("b", "2026-06-01T09:00:00Z"),
+            sent("c", "2026-06-01T10:30:00Z"), sent("d", "2026-06-01T12:00:00Z", .pending),
+            sent("bill", "2026-06-01T12:10:00Z", .pending, kind: .bill),
+            ReminderRecord(
+                id: "x", kind: .hydration, dueAt: at("2026-06-01T13:00:00Z"), sentAt: nil,
+                outcome: .cancelled),
+        ]
         XCTAssertEqual(HydrationSchedule.ignoredStreak(history: history, lastIntakeWrittenAt: nil), 3)
         XCTAssertEqual(HydrationSchedule.ignoredStreak(history: history.reversed(), lastIntakeWrittenAt: at("2026-06-01T07:00:00Z")), 3)
         XCTAssertEqual(HydrationSchedule.ignoredStreak(history: history, lastIntakeWrittenAt: at("2026-06-01T11:00:00Z")), 1)
@@ -341,8 +383,9 @@ final class ReminderScheduleTests: XCTestCase {
 
     func testFixedModeEveryIntervalInsideTheWindow() throws {
         let fixed = ReminderSettings(mode: .fixed)
-        XCTAssertEqual(try plan(now: "2026-06-01T06:00:00+03:00", settings: fixed).reminder?.dueAt,
-                       at("2026-06-01T07:30:00+03:00"))
+        XCTAssertEqual(
+            try plan(now: "2026-06-01T06:00:00+03:00", settings: fixed).reminder?.dueAt,
+            at("2026-06-01T07:30:00+03:00"))
         let p = try plan(now: "2026-06-01T08:00:00+03:00", settings: fixed)
         XCTAssertEqual(p.reason, .fixedInterval)
         XCTAssertEqual(p.reminder?.dueAt, at("2026-06-01T09:00:00+03:00"))
@@ -354,15 +397,18 @@ final class ReminderScheduleTests: XCTestCase {
         let farAhead = try plan(now: "2026-06-01T08:00:00+03:00", logged: [("2026-06-01T07:40:00+03:00", 2000)], settings: fixed)
         XCTAssertEqual(farAhead.reminder?.suggestedAmountMl, 150)
         // After the 09:00 reminder (delivered 40 s late), the 10:30 slot.
-        let onTime = ReminderRecord(id: "r", kind: .hydration, dueAt: at("2026-06-01T09:00:00+03:00"),
-                                    sentAt: at("2026-06-01T09:00:40+03:00"), outcome: .acted)
-        XCTAssertEqual(try plan(now: "2026-06-01T09:00:45+03:00", settings: fixed, history: [onTime]).reminder?.dueAt,
-                       at("2026-06-01T10:30:00+03:00"))
+        let onTime = ReminderRecord(
+            id: "r", kind: .hydration, dueAt: at("2026-06-01T09:00:00+03:00"),
+            sentAt: at("2026-06-01T09:00:40+03:00"), outcome: .acted)
+        XCTAssertEqual(
+            try plan(now: "2026-06-01T09:00:45+03:00", settings: fixed, history: [onTime]).reminder?.dueAt,
+            at("2026-06-01T10:30:00+03:00"))
         // Delivered 50 minutes late (an outage): the gap counts from delivery, so 12:00.
         var late50 = onTime
         late50.sentAt = at("2026-06-01T09:50:00+03:00")
-        XCTAssertEqual(try plan(now: "2026-06-01T09:50:05+03:00", settings: fixed, history: [late50]).reminder?.dueAt,
-                       at("2026-06-01T12:00:00+03:00"))
+        XCTAssertEqual(
+            try plan(now: "2026-06-01T09:50:05+03:00", settings: fixed, history: [late50]).reminder?.dueAt,
+            at("2026-06-01T12:00:00+03:00"))
         // The 22:30 slot is past the window's end (22:00).
         let late = try plan(now: "2026-06-01T21:10:00+03:00", settings: fixed)
         XCTAssertNil(late.reminder)
@@ -374,19 +420,25 @@ final class ReminderScheduleTests: XCTestCase {
 
     func testMaxPerDay() throws {
         let two = ReminderSettings(maxPerDay: 2)
-        let full = try plan(now: "2026-06-01T12:00:00+03:00", settings: two,
-                            history: [sent("a", "2026-06-01T08:00:00+03:00", .acted), sent("b", "2026-06-01T10:00:00+03:00", .acted)])
+        let full = try plan(
+            now: "2026-06-01T12:00:00+03:00", settings: two,
+            history: [sent("a", "2026-06-01T08:00:00+03:00", .acted), sent("b", "2026-06-01T10:00:00+03:00", .acted)])
         XCTAssertNil(full.reminder)
         XCTAssertEqual(full.reason, .maxPerDayReached)
         // Yesterday's reminders and cancelled ones do not count.
-        let fresh = try plan(now: "2026-06-01T12:00:00+03:00", settings: two,
-                             history: [sent("a", "2026-05-31T20:00:00+03:00", .acted), sent("b", "2026-06-01T10:00:00+03:00", .acted),
-                                       ReminderRecord(id: "c", kind: .hydration, dueAt: at("2026-06-01T11:00:00+03:00"),
-                                                      sentAt: nil, outcome: .cancelled)])
+        let fresh = try plan(
+            now: "2026-06-01T12:00:00+03:00", settings: two,
+            history: [
+                sent("a", "2026-05-31T20:00:00+03:00", .acted), sent("b", "2026-06-01T10:00:00+03:00", .acted),
+                ReminderRecord(
+                    id: "c", kind: .hydration, dueAt: at("2026-06-01T11:00:00+03:00"),
+                    sentAt: nil, outcome: .cancelled),
+            ])
         XCTAssertNotNil(fresh.reminder)
         // Bill reminders do not use the hydration allowance.
-        let bills = try plan(now: "2026-06-01T12:00:00+03:00", settings: ReminderSettings(maxPerDay: 1),
-                             history: [sent("a", "2026-06-01T10:00:00+03:00", .acted, kind: .bill)])
+        let bills = try plan(
+            now: "2026-06-01T12:00:00+03:00", settings: ReminderSettings(maxPerDay: 1),
+            history: [sent("a", "2026-06-01T10:00:00+03:00", .acted, kind: .bill)])
         XCTAssertNotNil(bills.reminder)
     }
 
@@ -397,8 +449,9 @@ final class ReminderScheduleTests: XCTestCase {
         XCTAssertEqual(p.reminder?.dueAt, at("2026-06-01T14:00:00+03:00"))
         // Quiet hours across midnight, 21:00–08:00: the 07:30 start waits until 08:00 …
         let night = ReminderSettings(quietStart: clockTime("21:00"), quietEnd: clockTime("08:00"))
-        XCTAssertEqual(try plan(now: "2026-06-01T06:00:00+03:00", settings: night).reminder?.dueAt,
-                       at("2026-06-01T08:00:00+03:00"))
+        XCTAssertEqual(
+            try plan(now: "2026-06-01T06:00:00+03:00", settings: night).reminder?.dueAt,
+            at("2026-06-01T08:00:00+03:00"))
         // … and at 21:30 nothing more fits in the window.
         let late = try plan(now: "2026-06-01T21:30:00+03:00", settings: night)
         XCTAssertNil(late.reminder)
@@ -409,9 +462,10 @@ final class ReminderScheduleTests: XCTestCase {
         while now < at("2026-06-01T22:00:00+03:00") {
             let window = WakingWindow.current(at: now, wake: clockTime("07:00"), sleep: clockTime("23:00"), clock: clock)
             let q = ReminderSettings(quietStart: clockTime("13:15"), quietEnd: clockTime("15:40"))
-            let r = HydrationSchedule.plan(HydrationScheduleInput(
-                window: window, clock: clock, settings: q, cupSizesMl: [250], goalMl: 2900, intake: [],
-                lastIntakeWrittenAt: nil, hourly: .none, history: [], now: now))
+            let r = HydrationSchedule.plan(
+                HydrationScheduleInput(
+                    window: window, clock: clock, settings: q, cupSizesMl: [250], goalMl: 2900, intake: [],
+                    lastIntakeWrittenAt: nil, hourly: .none, history: [], now: now))
             if let due = r.reminder?.dueAt {
                 XCTAssertFalse(q.quietHours?.contains(minuteOfDay: clock.wallMinuteOfDay(at: due)) ?? true)
                 XCTAssertGreaterThanOrEqual(due, now)
@@ -423,8 +477,9 @@ final class ReminderScheduleTests: XCTestCase {
     func testQuietHoursSkipFixedSlots() throws {
         let s = ReminderSettings(mode: .fixed, quietStart: clockTime("10:00"), quietEnd: clockTime("11:00"))
         // 10:30 is quiet; the next slot after 11:00 is 12:00.
-        XCTAssertEqual(try plan(now: "2026-06-01T09:10:00+03:00", settings: s).reminder?.dueAt,
-                       at("2026-06-01T12:00:00+03:00"))
+        XCTAssertEqual(
+            try plan(now: "2026-06-01T09:10:00+03:00", settings: s).reminder?.dueAt,
+            at("2026-06-01T12:00:00+03:00"))
     }
 
     func testDisabledAndEmptyWindow() throws {
@@ -449,15 +504,18 @@ final class ReminderScheduleTests: XCTestCase {
         ]
         for (name, settings) in configs {
             for complies in [true, false] {
-                var history: [ReminderRecord] = [], intake: [IntakeEvent] = [], lastWrite: Int64?
+                var history: [ReminderRecord] = []
+                var intake: [IntakeEvent] = []
+                var lastWrite: Int64?
                 var now = at("2026-06-01T06:00:00+03:00")
                 var last: HydrationPlan?
                 for step in 0..<50 {
                     let window = WakingWindow.current(at: now, wake: clockTime("07:00"), sleep: clockTime("23:00"), clock: clock)
                     guard window.day == day("2026-06-01") else { break }
-                    let p = HydrationSchedule.plan(HydrationScheduleInput(
-                        window: window, clock: clock, settings: settings, cupSizesMl: [150, 250, 330, 500], goalMl: 2900,
-                        intake: intake, lastIntakeWrittenAt: lastWrite, hourly: .none, history: history, now: now))
+                    let p = HydrationSchedule.plan(
+                        HydrationScheduleInput(
+                            window: window, clock: clock, settings: settings, cupSizesMl: [150, 250, 330, 500], goalMl: 2900,
+                            intake: intake, lastIntakeWrittenAt: lastWrite, hourly: .none, history: history, now: now))
                     last = p
                     guard let r = p.reminder else { break }
                     XCTAssertGreaterThanOrEqual(r.dueAt, now, name)

@@ -8,12 +8,16 @@ final class ReminderSettingsTests: XCTestCase {
         try ReminderSettingsValidation.applyMergePatch(json(text), to: settings)
     }
 
-    private func errors(_ text: String, to settings: ReminderSettings = ReminderSettings(),
-                        file: StaticString = #filePath, line: UInt = #line) throws -> [String: FieldErrorCode] {
+    private func errors(
+        _ text: String, to settings: ReminderSettings = ReminderSettings(),
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> [String: FieldErrorCode] {
         let body = try json(text, file: file, line: line)
-        return codesByPointer(fieldErrors({ () throws(ValidationFailure) -> ReminderSettings in
-            try ReminderSettingsValidation.applyMergePatch(body, to: settings)
-        }, file: file, line: line), file: file, line: line)
+        return codesByPointer(
+            fieldErrors(
+                { () throws(ValidationFailure) -> ReminderSettings in
+                    try ReminderSettingsValidation.applyMergePatch(body, to: settings)
+                }, file: file, line: line), file: file, line: line)
     }
 
     func testDefaults() throws {
@@ -26,25 +30,32 @@ final class ReminderSettingsTests: XCTestCase {
         XCTAssertNil(s.quietEnd)
         XCTAssertNil(s.quietHours)
         XCTAssertTrue(s.billReminders)
-        XCTAssertEqual(s.json.serializedString(),
-                       #"{"enabled":true,"mode":"adaptive","intervalMinutes":90,"maxPerDay":8,"billReminders":true}"#)
+        XCTAssertEqual(
+            s.json.serializedString(),
+            #"{"enabled":true,"mode":"adaptive","intervalMinutes":90,"maxPerDay":8,"billReminders":true}"#)
         XCTAssertEqual(try patch("{}"), s)
     }
 
     func testFullPatchThenResets() throws {
-        let s = try patch("""
+        let s = try patch(
+            """
             {"enabled": false, "mode": "fixed", "intervalMinutes": 60.0, "maxPerDay": 12, "quietStart": "22:30",
              "quietEnd": "07:15", "billReminders": false}
             """)
-        XCTAssertEqual(s, ReminderSettings(enabled: false, mode: .fixed, intervalMinutes: 60, maxPerDay: 12,
-                                           quietStart: clockTime("22:30"), quietEnd: clockTime("07:15"), billReminders: false))
-        XCTAssertEqual(s.json.serializedString(),
-                       #"{"enabled":false,"mode":"fixed","intervalMinutes":60,"maxPerDay":12,"quietStart":"22:30","quietEnd":"07:15","billReminders":false}"#)
+        XCTAssertEqual(
+            s,
+            ReminderSettings(
+                enabled: false, mode: .fixed, intervalMinutes: 60, maxPerDay: 12,
+                quietStart: clockTime("22:30"), quietEnd: clockTime("07:15"), billReminders: false))
+        XCTAssertEqual(
+            s.json.serializedString(),
+            #"{"enabled":false,"mode":"fixed","intervalMinutes":60,"maxPerDay":12,"quietStart":"22:30","quietEnd":"07:15","billReminders":false}"#)
         // Only what the patch names changes.
         XCTAssertEqual(try patch(#"{"maxPerDay": 3}"#, to: s).maxPerDay, 3)
         XCTAssertEqual(try patch(#"{"maxPerDay": 3}"#, to: s).mode, .fixed)
         // null resets one field …
-        let reset = try patch("""
+        let reset = try patch(
+            """
             {"enabled": null, "mode": null, "intervalMinutes": null, "maxPerDay": null,
              "quietStart": null, "quietEnd": null, "billReminders": null}
             """, to: s)
@@ -57,32 +68,41 @@ final class ReminderSettingsTests: XCTestCase {
     }
 
     func testStoredJSONReadsBackAsAPatchOnTheDefaults() throws {
-        let s = ReminderSettings(enabled: true, mode: .fixed, intervalMinutes: 45, maxPerDay: 3,
-                                 quietStart: clockTime("21:00"), quietEnd: clockTime("08:00"), billReminders: false)
+        let s = ReminderSettings(
+            enabled: true, mode: .fixed, intervalMinutes: 45, maxPerDay: 3,
+            quietStart: clockTime("21:00"), quietEnd: clockTime("08:00"), billReminders: false)
         XCTAssertEqual(try ReminderSettingsValidation.applyMergePatch(s.json, to: ReminderSettings()), s)
-        XCTAssertEqual(try ReminderSettingsValidation.applyMergePatch(ReminderSettings().json, to: s), ReminderSettings(
-            enabled: true, mode: .adaptive, intervalMinutes: 90, maxPerDay: 8, quietStart: clockTime("21:00"),
-            quietEnd: clockTime("08:00"), billReminders: true))
+        XCTAssertEqual(
+            try ReminderSettingsValidation.applyMergePatch(ReminderSettings().json, to: s),
+            ReminderSettings(
+                enabled: true, mode: .adaptive, intervalMinutes: 90, maxPerDay: 8, quietStart: clockTime("21:00"),
+                quietEnd: clockTime("08:00"), billReminders: true))
     }
 
     func testEveryBadFieldIsReportedWithItsPointer() throws {
-        let e = try errors("""
+        let e = try errors(
+            """
             {"enabled": "yes", "mode": "hourly", "intervalMinutes": 29, "maxPerDay": 25, "quietStart": "7:00",
              "quietEnd": 700, "billReminders": 1, "snoozeMinutes": 10, "interval~/Minutes": 1}
             """)
-        XCTAssertEqual(e, [
-            "/reminders/enabled": .invalidType, "/reminders/mode": .invalidFormat,
-            "/reminders/intervalMinutes": .outOfRange, "/reminders/maxPerDay": .outOfRange,
-            "/reminders/quietStart": .invalidFormat, "/reminders/quietEnd": .invalidType,
-            "/reminders/billReminders": .invalidType, "/reminders/snoozeMinutes": .unknownField,
-            "/reminders/interval~0~1Minutes": .unknownField,
-        ])
-        XCTAssertEqual(try errors(#"{"intervalMinutes": 241, "maxPerDay": 0}"#),
-                       ["/reminders/intervalMinutes": .outOfRange, "/reminders/maxPerDay": .outOfRange])
-        XCTAssertEqual(try errors(#"{"intervalMinutes": 90.5, "maxPerDay": "8"}"#),
-                       ["/reminders/intervalMinutes": .invalidType, "/reminders/maxPerDay": .invalidType])
-        XCTAssertEqual(try errors(#"{"quietStart": "24:00", "quietEnd": "23:60"}"#),
-                       ["/reminders/quietStart": .invalidFormat, "/reminders/quietEnd": .invalidFormat])
+        XCTAssertEqual(
+            e,
+            [
+                "/reminders/enabled": .invalidType, "/reminders/mode": .invalidFormat,
+                "/reminders/intervalMinutes": .outOfRange, "/reminders/maxPerDay": .outOfRange,
+                "/reminders/quietStart": .invalidFormat, "/reminders/quietEnd": .invalidType,
+                "/reminders/billReminders": .invalidType, "/reminders/snoozeMinutes": .unknownField,
+                "/reminders/interval~0~1Minutes": .unknownField,
+            ])
+        XCTAssertEqual(
+            try errors(#"{"intervalMinutes": 241, "maxPerDay": 0}"#),
+            ["/reminders/intervalMinutes": .outOfRange, "/reminders/maxPerDay": .outOfRange])
+        XCTAssertEqual(
+            try errors(#"{"intervalMinutes": 90.5, "maxPerDay": "8"}"#),
+            ["/reminders/intervalMinutes": .invalidType, "/reminders/maxPerDay": .invalidType])
+        XCTAssertEqual(
+            try errors(#"{"quietStart": "24:00", "quietEnd": "23:60"}"#),
+            ["/reminders/quietStart": .invalidFormat, "/reminders/quietEnd": .invalidFormat])
         // Not an object.
         for text in ["[]", "true", "\"adaptive\"", "90"] {
             XCTAssertEqual(try errors(text), ["/reminders": .invalidType])
@@ -120,20 +140,25 @@ final class ReminderSettingsTests: XCTestCase {
         XCTAssertNil(QuietHours(start: clockTime("12:00"), end: clockTime("12:00")))
         // The end of a quiet period that crosses midnight is on the next local day.
         let ist = try zone("Europe/Istanbul")
-        XCTAssertEqual(night.firstAllowedInstant(atOrAfter: at("2026-06-01T23:10:00+03:00"), clock: ist),
-                       at("2026-06-02T07:00:00+03:00"))
-        XCTAssertEqual(night.firstAllowedInstant(atOrAfter: at("2026-06-02T03:10:00+03:00"), clock: ist),
-                       at("2026-06-02T07:00:00+03:00"))
-        XCTAssertEqual(night.firstAllowedInstant(atOrAfter: at("2026-06-02T09:10:00+03:00"), clock: ist),
-                       at("2026-06-02T09:10:00+03:00"))
+        XCTAssertEqual(
+            night.firstAllowedInstant(atOrAfter: at("2026-06-01T23:10:00+03:00"), clock: ist),
+            at("2026-06-02T07:00:00+03:00"))
+        XCTAssertEqual(
+            night.firstAllowedInstant(atOrAfter: at("2026-06-02T03:10:00+03:00"), clock: ist),
+            at("2026-06-02T07:00:00+03:00"))
+        XCTAssertEqual(
+            night.firstAllowedInstant(atOrAfter: at("2026-06-02T09:10:00+03:00"), clock: ist),
+            at("2026-06-02T09:10:00+03:00"))
         // Quiet 01:00–02:45 in Berlin on the autumn night: the second pass of 02:00–02:45 is quiet too and ends at the
         // second 02:45 (01:45Z).
         let berlin = try zone("Europe/Berlin")
         let early = try XCTUnwrap(QuietHours(start: clockTime("01:00"), end: clockTime("02:45")))
-        XCTAssertEqual(early.firstAllowedInstant(atOrAfter: at("2026-10-25T00:10:00Z"), clock: berlin),
-                       at("2026-10-25T00:45:00Z"))
-        XCTAssertEqual(early.firstAllowedInstant(atOrAfter: at("2026-10-25T01:10:00Z"), clock: berlin),
-                       at("2026-10-25T01:45:00Z"))
+        XCTAssertEqual(
+            early.firstAllowedInstant(atOrAfter: at("2026-10-25T00:10:00Z"), clock: berlin),
+            at("2026-10-25T00:45:00Z"))
+        XCTAssertEqual(
+            early.firstAllowedInstant(atOrAfter: at("2026-10-25T01:10:00Z"), clock: berlin),
+            at("2026-10-25T01:45:00Z"))
     }
 
     func testClockTimeParsing() {

@@ -50,7 +50,8 @@ public struct LocaleMessages: Sendable, Equatable {
     public init(json: JSONValue) throws(MessageCatalogue.FormatError) {
         guard case .object = json else { throw MessageCatalogue.FormatError(description: "a message file must be a JSON object") }
         guard let language = json["language"]?.stringValue, (2...3).contains(language.utf8.count),
-              language.utf8.allSatisfy({ (0x61...0x7A).contains($0) }) else {
+            language.utf8.allSatisfy({ (0x61...0x7A).contains($0) })
+        else {
             throw MessageCatalogue.FormatError(description: "language must be a lower-case language code")
         }
         guard let numberLocale = json["numberLocale"]?.stringValue, ProfileValidation.languageTag(numberLocale) != nil else {
@@ -136,19 +137,25 @@ public struct MessageCatalogue: Sendable {
     public func hydrationAlert(locale: String, loggedMl: Int, goalMl: Int, suggestedMl: Int) -> RenderedAlert {
         let (messages, numbers) = resolve(locale)
         let percent = goalMl > 0 ? min(999, max(0, loggedMl) * 100 / goalMl) : 0
-        let values = ["progress": numbers.integer(loggedMl), "goal": numbers.integer(goalMl),
-                      "suggested": numbers.integer(suggestedMl), "percent": numbers.percent(percent)]
+        let values = [
+            "progress": numbers.integer(loggedMl), "goal": numbers.integer(goalMl),
+            "suggested": numbers.integer(suggestedMl), "percent": numbers.percent(percent),
+        ]
         let body: MessageKey = loggedMl > 0 ? .hydrationBody : .hydrationFirstBody
         return render(messages, title: .hydrationTitle, body: body, values)
     }
 
     /// A bill-due reminder: `daysBeforeDue` 0 (today), 1 (tomorrow) or more; the amount in
     /// minor units of `currency` (ISO 4217), formatted in the profile's locale.
-    public func billAlert(locale: String, provider: String, amountMinor: Int64, currency: String,
-                          daysBeforeDue: Int) -> RenderedAlert {
+    public func billAlert(
+        locale: String, provider: String, amountMinor: Int64, currency: String,
+        daysBeforeDue: Int
+    ) -> RenderedAlert {
         let (messages, numbers) = resolve(locale)
-        let values = ["provider": provider, "amount": numbers.money(minor: amountMinor, currency: currency),
-                      "days": numbers.integer(daysBeforeDue)]
+        let values = [
+            "provider": provider, "amount": numbers.money(minor: amountMinor, currency: currency),
+            "days": numbers.integer(daysBeforeDue),
+        ]
         switch daysBeforeDue {
         case ...0: return render(messages, title: .billTodayTitle, body: .billTodayBody, values)
         case 1: return render(messages, title: .billTomorrowTitle, body: .billTomorrowBody, values)
@@ -161,7 +168,8 @@ public struct MessageCatalogue: Sendable {
     /// - Parameter texts: the campaign's `texts` by language (`{tr, en}`).
     public func campaignAlert(locale: String, texts: [String: String]) -> RenderedAlert {
         let (messages, _) = resolve(locale)
-        let body = texts[messages.language] ?? texts[Self.defaultLanguage]
+        let body =
+            texts[messages.language] ?? texts[Self.defaultLanguage]
             ?? texts.sorted(by: { $0.key < $1.key }).first?.value ?? ""
         return RenderedAlert(title: messages.texts[.campaignTitle] ?? "", body: body, language: messages.language)
     }
@@ -209,14 +217,16 @@ public struct MessageCatalogue: Sendable {
         let messages = languages[language] ?? languages[Self.defaultLanguage] ?? languages.values.first
         guard let messages else { return (LocaleMessages.empty, LocaleNumbers(identifier: locale)) }
         let primary = locale.split(separator: "-", maxSplits: 1).first.map { $0.lowercased() }
-        let numbers = LocaleNumbers(identifier: primary == language && ProfileValidation.languageTag(locale) != nil
-                                    ? locale : messages.numberLocale)
+        let numbers = LocaleNumbers(
+            identifier: primary == language && ProfileValidation.languageTag(locale) != nil
+                ? locale : messages.numberLocale)
         return (messages, numbers)
     }
 
     private func render(_ messages: LocaleMessages, title: MessageKey, body: MessageKey, _ values: [String: String]) -> RenderedAlert {
-        RenderedAlert(title: Self.substitute(messages.texts[title] ?? "", values),
-                      body: Self.substitute(messages.texts[body] ?? "", values), language: messages.language)
+        RenderedAlert(
+            title: Self.substitute(messages.texts[title] ?? "", values),
+            body: Self.substitute(messages.texts[body] ?? "", values), language: messages.language)
     }
 }
 
@@ -257,7 +267,8 @@ public struct LocaleNumbers: Sendable {
     public static func minorUnitExponent(_ currency: String) -> Int {
         switch currency {
         case "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND", "VUV", "XAF",
-             "XOF", "XPF": 0
+            "XOF", "XPF":
+            0
         case "BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND": 3
         case "CLF", "UYW": 4
         default: 2

@@ -74,9 +74,11 @@ public struct ReminderSettings: Sendable, Equatable {
     public static let maxPerDayRange: ClosedRange<Int64> = 1...24
 
     /// Every §9 default: on, adaptive, 90 min, 8 a day, no quiet hours, bill reminders on.
-    public init(enabled: Bool = true, mode: ReminderMode = .adaptive, intervalMinutes: Int = defaultIntervalMinutes,
-                maxPerDay: Int = defaultMaxPerDay, quietStart: ClockTime? = nil, quietEnd: ClockTime? = nil,
-                billReminders: Bool = true) {
+    public init(
+        enabled: Bool = true, mode: ReminderMode = .adaptive, intervalMinutes: Int = defaultIntervalMinutes,
+        maxPerDay: Int = defaultMaxPerDay, quietStart: ClockTime? = nil, quietEnd: ClockTime? = nil,
+        billReminders: Bool = true
+    ) {
         self.enabled = enabled
         self.mode = mode
         self.intervalMinutes = intervalMinutes
@@ -123,8 +125,10 @@ public enum ReminderSettingsValidation {
     ///   of every reported error (`/reminders/maxPerDay`).
     /// - Throws: `ValidationFailure` listing every bad field (`invalid_type`,
     ///   `invalid_format`, `out_of_range`, `unknown_field`, `required`).
-    public static func applyMergePatch(_ patch: JSONValue, to settings: ReminderSettings,
-                                       pointer: String = "/reminders") throws(ValidationFailure) -> ReminderSettings {
+    public static func applyMergePatch(
+        _ patch: JSONValue, to settings: ReminderSettings,
+        pointer: String = "/reminders"
+    ) throws(ValidationFailure) -> ReminderSettings {
         let members: [(String, JSONValue)]
         switch patch {
         case .null: return ReminderSettings()
@@ -161,7 +165,9 @@ public enum ReminderSettingsValidation {
             case .value(let v): value = v
             case .null: value = nil
             case .absent: continue
-            case .invalid: quietValid = false; continue
+            case .invalid:
+                quietValid = false
+                continue
             }
             if name == "quietStart" { s.quietStart = value } else { s.quietEnd = value }
         }

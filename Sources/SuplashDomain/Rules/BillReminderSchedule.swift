@@ -38,9 +38,11 @@ public enum BillReminderSchedule {
     ///
     /// - Parameters:
     ///   - sentAt: when earlier reminders for this bill were sent (ms), any order.
-    public static func next(billID: String, bill: BillContent, deleted: Bool, settings: ReminderSettings,
-                            clock: ZoneClock, sentAt: [Int64], offsetsDays: [Int] = defaultOffsetsDays,
-                            now: Int64) -> PlannedBillReminder? {
+    public static func next(
+        billID: String, bill: BillContent, deleted: Bool, settings: ReminderSettings,
+        clock: ZoneClock, sentAt: [Int64], offsetsDays: [Int] = defaultOffsetsDays,
+        now: Int64
+    ) -> PlannedBillReminder? {
         guard settings.enabled, settings.billReminders, !deleted, bill.paidAt == nil else { return nil }
         let sentDays = Set(sentAt.map { clock.localDate(of: $0) })
         let offsets = Set(offsetsDays.filter { $0 > 0 }).union([0]).sorted(by: >)

@@ -22,8 +22,10 @@ public enum CampaignSchedule {
     /// The segment's instants `[start, end)` on reminder day `day`, inside the awake period
     /// `wakeAt … sleepAt` of `WakingWindow` (a period crossing midnight belongs to the day it
     /// started on). An awake period shorter than 4 h is the whole of every segment.
-    public static func segment(_ segment: CampaignSegment, day: LocalDate, wake: ClockTime, sleep: ClockTime,
-                               clock: ZoneClock) -> Range<Int64> {
+    public static func segment(
+        _ segment: CampaignSegment, day: LocalDate, wake: ClockTime, sleep: ClockTime,
+        clock: ZoneClock
+    ) -> Range<Int64> {
         let w = WakingWindow(day: day, wake: wake, sleep: sleep, clock: clock)
         let (a, b) = (w.wakeAt, w.sleepAt)
         switch segment {
@@ -44,8 +46,10 @@ public enum CampaignSchedule {
     /// - Without: the start of the user's first segment that has not ended at `now`
     ///   (yesterday's when it crosses midnight and is still running, else today's, else
     ///   tomorrow's); `now` when that segment is already under way.
-    public static func sendInstant(segment: CampaignSegment, sendAt: (date: LocalDate, time: ClockTime)?,
-                                   wake: ClockTime, sleep: ClockTime, clock: ZoneClock, now: Int64) -> Int64 {
+    public static func sendInstant(
+        segment: CampaignSegment, sendAt: (date: LocalDate, time: ClockTime)?,
+        wake: ClockTime, sleep: ClockTime, clock: ZoneClock, now: Int64
+    ) -> Int64 {
         if let sendAt { return max(clock.instant(of: sendAt.date, at: sendAt.time), now) }
         let today = clock.localDate(of: now)
         for offset in -1...1 {
@@ -61,8 +65,9 @@ public enum CampaignSchedule {
         guard RFC3339.parse(text) != nil else { return nil }
         let b = Array(text.utf8)
         guard b.count >= 16, let date = LocalDate(parsing: String(decoding: b[0..<10], as: UTF8.self)),
-              let h = LocalDate.number(b[11..<13]), let m = LocalDate.number(b[14..<16]),
-              let time = ClockTime(hour: h, minute: m) else { return nil }
+            let h = LocalDate.number(b[11..<13]), let m = LocalDate.number(b[14..<16]),
+            let time = ClockTime(hour: h, minute: m)
+        else { return nil }
         return (date, time)
     }
 }

@@ -118,7 +118,8 @@ public struct ExpectedCurve: Sendable {
             var next = min(window.end, t + (3_600_000 - floorMod(wall, 3_600_000)))
             if Int64(clock.offsetSeconds(at: next - 1)) * 1000 != offset {
                 // An offset change inside this hour: stop at the transition.
-                var lo = t, hi = next - 1
+                var lo = t
+                var hi = next - 1
                 while hi - lo > 1 {
                     let mid = lo + (hi - lo) / 2
                     if Int64(clock.offsetSeconds(at: mid)) * 1000 == offset { lo = mid } else { hi = mid }
@@ -242,9 +243,11 @@ public struct HydrationScheduleInput: Sendable {
     public var now: Int64
 
     /// Every input; see the properties.
-    public init(window: WakingWindow, clock: ZoneClock, settings: ReminderSettings, cupSizesMl: [Int], goalMl: Int,
-                intake: [IntakeEvent], lastIntakeWrittenAt: Int64?, hourly: HourlyDrinking, history: [ReminderRecord],
-                now: Int64) {
+    public init(
+        window: WakingWindow, clock: ZoneClock, settings: ReminderSettings, cupSizesMl: [Int], goalMl: Int,
+        intake: [IntakeEvent], lastIntakeWrittenAt: Int64?, hourly: HourlyDrinking, history: [ReminderRecord],
+        now: Int64
+    ) {
         self.window = window
         self.clock = clock
         self.settings = settings
@@ -269,8 +272,9 @@ public enum HydrationSchedule {
         let logged = input.intake.reduce(0) { sum, e in
             (w.dayStart..<w.countEnd).contains(e.loggedAt) ? sum + max(0, e.amountMl) : sum
         }
-        var plan = HydrationPlan(reminder: nil, reason: .disabled, day: w.day, loggedMl: logged, goalMl: input.goalMl,
-                                 recheckAt: nil, gapDoubled: false)
+        var plan = HydrationPlan(
+            reminder: nil, reason: .disabled, day: w.day, loggedMl: logged, goalMl: input.goalMl,
+            recheckAt: nil, gapDoubled: false)
         guard input.settings.enabled else { return plan }
         guard !w.isEmpty else {
             plan.reason = .emptyWindow
@@ -310,9 +314,13 @@ public enum HydrationSchedule {
             var steps = 0
             while let quiet, due <= w.end, quiet.contains(minuteOfDay: input.clock.wallMinuteOfDay(at: due)) {
                 steps += 1
-                if steps > 48 { due = w.end + 1; break }
-                due = fixedSlot(atOrAfter: quiet.firstAllowedInstant(atOrAfter: due, clock: input.clock),
-                                start: w.start, interval: interval)
+                if steps > 48 {
+                    due = w.end + 1
+                    break
+                }
+                due = fixedSlot(
+                    atOrAfter: quiet.firstAllowedInstant(atOrAfter: due, clock: input.clock),
+                    start: w.start, interval: interval)
             }
         }
         guard due <= w.end else {
