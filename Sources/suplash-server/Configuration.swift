@@ -50,6 +50,7 @@ struct Configuration: Sendable {
         ("ratelimit.loginFailuresPerAccountPer15Minutes", .number(JSONNumber(10))),
         ("ratelimit.store", .string("auto")),
         ("billing.tariffsDir", .string("")),
+        ("reminders.messagesDir", .string("")),
         ("sync.tombstoneRetentionDays", .number(JSONNumber(90))),
         ("sync.maintenanceIntervalSeconds", .number(JSONNumber(3600))),
         ("mail.transport", .string("file")),

@@ -222,6 +222,9 @@ enum ServeCommand {
             operations: store, rateLimits: rateLimits, metrics: metrics, backupDirectory: backupDir,
             sync: SyncWiring.services(store: store, subscribe: subscribe, secret: secret),
             openAPIDocument: try Environment.loadOpenAPIDocument(configuration.string("server.openapiPath")))
+        // The alert message catalogue is checked at start, so a bad file refuses start-up
+        // before any reminder needs it; the reminder sender of push delivery will take it from here.
+        _ = try MessageFiles.load(configuration.string("reminders.messagesDir"), logger: logger)
         let maintenance = SyncMaintenance(repository: store, idempotency: store,
                                           retentionDays: try configuration.int("sync.tombstoneRetentionDays"),
                                           intervalSeconds: Double(max(1, try configuration.int("sync.maintenanceIntervalSeconds"))),

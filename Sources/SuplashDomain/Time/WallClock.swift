@@ -1,0 +1,82 @@
+import Foundation
+
+/// A wall-clock time of day, `HH:MM` on a 24-hour clock (spec §4 `wakeTime`, `sleepTime`;
+/// §9 `quietStart`, `quietEnd`). No date and no zone: it becomes an instant only together
+/// with a local date and a `ZoneClock` (`ZoneClock.instant(of:at:)`).
+public struct ClockTime: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Minutes since local midnight, 0–1439.
+    public let minuteOfDay: Int
+
+    /// `hour`:`minute`, nil outside 00:00–23:59.
+    public init?(hour: Int, minute: Int) {
+        guard (0..<24).contains(hour), (0..<60).contains(minute) else { return nil }
+        self.minuteOfDay = hour * 60 + minute
+    }
+
+    init(validMinuteOfDay m: Int) { self.minuteOfDay = m }
+
+    /// Parses exactly `HH:MM` (`ProfileValidation.clockTime`); nil for anything else.
+    public init?(parsing text: String) {
+        guard ProfileValidation.clockTime(text) != nil else { return nil }
+        let b = Array(text.utf8).map { Int($0) - 0x30 }
+        self.init(hour: b[0] * 10 + b[1], minute: b[3] * 10 + b[4])
+    }
+
+    /// `HH:MM`.
+    public var description: String { pad(minuteOfDay / 60, 2) + ":" + pad(minuteOfDay % 60, 2) }
+
+    /// Earlier in the day first.
+    public static func < (a: ClockTime, b: ClockTime) -> Bool { a.minuteOfDay < b.minuteOfDay }
+}
+
+extension ZoneClock {
+    /// The zone's offset from UTC in seconds at the instant `millis` (ms since the epoch).
+    public func offsetSeconds(at millis: Int64) -> Int {
+        calendar.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(floorDiv(millis, 1000))))
+    }
+
+    /// The wall-clock minute of the day (0–1439) that the zone shows at `millis`. During an
+    /// autumn repeat both passes of the repeated hour give the same minutes.
+    public func wallMinuteOfDay(at millis: Int64) -> Int {
+        let seconds = floorDiv(millis, 1000) + Int64(offsetSeconds(at: millis))
+        return Int(floorMod(floorDiv(seconds, 60), 1440))
+    }
+
+    /// The instant (ms) at which the zone's wall clock shows `time` on local day `date`.
+    ///
+    /// - A wall time that does not exist (a spring-forward gap) moves to the next valid
+    ///   minute: the first instant after the gap (`02:30` on America/New_York 2026-03-08 →
+    ///   `03:00` EDT).
+    /// - A wall time that exists twice (an autumn repeat) is its first occurrence, the one
+    ///   with the summer offset.
+    public func instant(of date: LocalDate, at time: ClockTime) -> Int64 {
+        instant(wallSeconds: Int64(date.dayNumber) * 86_400 + Int64(time.minuteOfDay) * 60) * 1000
+    }
+
+    /// The instant (seconds since the epoch) of the wall time `wall` (seconds since
+    /// 1970-01-01T00:00 on the zone's wall clock), with the gap and repeat rules of
+    /// `instant(of:at:)`. Offsets lie within −12 h…+14 h, so the instant lies within
+    /// `wall − 14 h … wall + 12 h`; the offsets in effect at its ends and its middle are the
+    /// candidates (zones change offset at most once in such a span).
+    func instant(wallSeconds wall: Int64) -> Int64 {
+        let offsets = Set([wall - 14 * 3600, wall - 3600, wall + 12 * 3600].map { offsetSeconds(at: $0 * 1000) })
+        let valid = offsets.map { wall - Int64($0) }.filter { t in wall - t == Int64(offsetSeconds(at: t * 1000)) }
+        if let first = valid.min() { return first }
+        // A gap: the first instant whose wall time is at or after `wall`. Wall time only
+        // jumps forward here, so a binary search finds the transition.
+        var lo = wall - 16 * 3600  // wall(lo) < wall
+        var hi = wall + 14 * 3600  // wall(hi) ≥ wall
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2
+            if mid + Int64(offsetSeconds(at: mid * 1000)) >= wall { hi = mid } else { lo = mid }
+        }
+        return hi
+    }
+}
+
+func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+    let q = a / b
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+}
+
+func floorMod(_ a: Int64, _ b: Int64) -> Int64 { a - floorDiv(a, b) * b }
