@@ -43,7 +43,7 @@ public struct APIRequest: Sendable {
     public func deviceID() throws(APIError) -> String? {
         guard let raw = header("X-Device-ID") else { return nil }
         guard let id = UUIDText.normalized(raw) else {
-            throw APIError.badRequest("invalid_device_id", "X-Device-ID must be a UUID.")
+            throw APIError.badRequest(.invalidDeviceID, "X-Device-ID must be a UUID.")
         }
         return id
     }
@@ -72,10 +72,10 @@ public struct APIRequest: Sendable {
         for pair in raw.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = percentDecode(parts[0]), let value = percentDecode(parts.count > 1 ? parts[1] : "") else {
-                throw APIError.badRequest("invalid_query", "The query string is not valid percent-encoding.")
+                throw APIError.badRequest(.invalidQuery, "The query string is not valid percent-encoding.")
             }
             guard out[name] == nil else {
-                throw APIError.badRequest("invalid_query", "A query parameter is given more than once.")
+                throw APIError.badRequest(.invalidQuery, "A query parameter is given more than once.")
             }
             out[name] = value
         }
