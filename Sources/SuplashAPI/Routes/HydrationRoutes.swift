@@ -67,7 +67,7 @@ enum HydrationRoutes {
             throw APIError.badRequest(.invalidQuery, "from and to are required local dates YYYY-MM-DD.")
         }
         let rawInterval = request.query["interval"] ?? "day"
-        guard let interval = StatsInterval(rawValue: rawInterval) else {
+        guard let interval = StatsInterval.allCases.first(where: { $0.rawValue.hasSameCodePoints(as: rawInterval) }) else {
             throw APIError.badRequest(.invalidQuery, "interval must be day, week or month.")
         }
         do {

@@ -25,11 +25,11 @@ enum Access {
     static func userID(_ raw: String, principal: Principal, services: Services) throws -> String {
         switch principal {
         case .user(let id, _):
-            if raw == "me" { return id }
+            if raw.hasSameCodePoints(as: "me") { return id }
             guard let uid = UUIDText.normalized(raw), uid == id else { throw APIError.permissionDenied }
             return uid
         case .admin:
-            if raw == "me" {
+            if raw.hasSameCodePoints(as: "me") {
                 throw APIError.badRequest(.meRequiresUser, "An admin key has no own user; name the uid.")
             }
             guard let uid = UUIDText.normalized(raw), try services.users.user(id: uid) != nil else {

@@ -99,6 +99,10 @@ enum SyncRoutes {
     // MARK: - POST /v1/sync
 
     static let maxMutations = 500
+    /// Every collection a mutation may name (`achievements` only to be refused as read-only).
+    static let collectionNames = ["water_entries", "bills", "days", "profile", "achievements"]
+    /// Stands for a collection name the server does not have (not a valid name itself).
+    static let unknownCollection = "\u{0}unknown"
     /// `clientUpdatedAt` may lead the server clock by at most 5 minutes (ms).
     static let maxClockSkewMillis: Int64 = 5 * 60 * 1000
 
@@ -128,8 +132,12 @@ enum SyncRoutes {
         }
         var r = FieldReader(members: members)
         r.rejectOthers(writable: ["collection", "id", "op", "data", "clientUpdatedAt"], readOnly: [])
-        let collection = r.string("collection", maxLength: 64, required: true).value
-        let rawID = members.first(where: { $0.0 == "id" })?.1.stringValue ?? ""
+        // Collection names are compared code point by code point (spec §1): the known name's
+        // own spelling is used from here on, and any other text is an unknown collection.
+        let collection = r.string("collection", maxLength: 64, required: true).value.map { raw in
+            Self.collectionNames.firstWithSameCodePoints(as: raw) ?? Self.unknownCollection
+        }
+        let rawID = members.first(where: { $0.0.hasSameCodePoints(as: "id") })?.1.stringValue ?? ""
         // Days are named by their local date (spec §4 `days/{date}`); every other document by a UUID.
         let id = collection == "days"
             ? r.formatted("id", required: true, formatMessage: "must be a date YYYY-MM-DD",
