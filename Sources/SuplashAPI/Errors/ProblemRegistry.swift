@@ -166,9 +166,11 @@ extension ProblemCode {
     public static let malformedGzip = ProblemCode("malformed_gzip", 400, "Bad Request", .response,
         "`Content-Encoding: gzip` but the body is not a valid gzip stream.")
     public static let badRequest = ProblemCode("bad_request", 400, "Bad Request", .response,
-        "The HTTP framing is broken (bad request line, header, chunk, `Content-Length`, `Host`); the engine answers and closes the connection.")
+        "The HTTP framing is broken (bad request line, header, chunk, `Content-Length`, "
+            + "`Host`); the engine answers and closes the connection.")
     public static let invalidQuery = ProblemCode("invalid_query", 400, "Bad Request", .response,
-        "A query parameter is missing, malformed, out of range or given twice, or the query string is not valid percent-encoding; `detail` names the parameter.")
+        "A query parameter is missing, malformed, out of range or given twice, or the query string is "
+            + "not valid percent-encoding; `detail` names the parameter.")
     public static let invalidDate = ProblemCode("invalid_date", 400, "Bad Request", .response,
         "A date parameter is not a calendar date `YYYY-MM-DD`.")
     public static let invalidRange = ProblemCode("invalid_range", 400, "Bad Request", .response,
@@ -242,7 +244,8 @@ extension ProblemCode {
     public static let entryDeleted = ProblemCode("entry_deleted", 409, "Conflict", .response,
         "The client-chosen entry id belongs to a deleted entry.")
     public static let healthKitUUIDExists = ProblemCode("health_kit_uuid_exists", 409, "Conflict", .responseAndSyncMutation,
-        "A PATCH would move an entry onto another live entry's `healthKitUUID`; in a sync push, another live entry holds the HealthKit sample.")
+        "A PATCH would move an entry onto another live entry's `healthKitUUID`; in a sync "
+            + "push, another live entry holds the HealthKit sample.")
     public static let billExists = ProblemCode("bill_exists", 409, "Conflict", .responseAndSyncMutation,
         "A live bill already exists for this (provider, subscriber number, period); in a sync push, another live bill holds that slot.")
     public static let billIDExists = ProblemCode("bill_id_exists", 409, "Conflict", .response,
@@ -260,7 +263,8 @@ extension ProblemCode {
     public static let syncTokenExpired = ProblemCode("sync_token_expired", 410, "Gone", .response,
         "The sync token is older than the tombstone purge horizon: drop it and pull a full snapshot ([sync](sync.md)).")
     public static let syncHistoryChanged = ProblemCode("sync_history_changed", 410, "Gone", .response,
-        "The sync token is from another database, or ahead of this database's history (a restore): keep local data, read a full snapshot, push back what it lacks.")
+        "The sync token is from another database, or ahead of this database's history (a restore): keep "
+            + "local data, read a full snapshot, push back what it lacks.")
     public static let preconditionFailed = ProblemCode("precondition_failed", 412, "Precondition Failed", .response,
         "`If-Match` does not match the current ETag: re-read, re-apply, retry.")
     public static let payloadTooLarge = ProblemCode("payload_too_large", 413, "Content Too Large", .response,
@@ -274,7 +278,8 @@ extension ProblemCode {
 
     // MARK: 422 Unprocessable Content
     public static let validationFailed = ProblemCode("validation_failed", 422, "Validation Failed", .responseAndSyncMutation,
-        "Well-formed JSON that fails validation; `errors[]` lists every bad field: `pointer` (RFC 6901) and a per-field `code` (below). Field names are compared code point by code point.")
+        "Well-formed JSON that fails validation; `errors[]` lists every bad field: `pointer` (RFC 6901) and a "
+            + "per-field `code` (below). Field names are compared code point by code point.")
     public static let idempotencyKeyMismatch = ProblemCode("idempotency_key_mismatch", 422, "Unprocessable Content", .response,
         "The same `Idempotency-Key` was sent with a different request.")
     public static let invalidCode = ProblemCode("invalid_code", 422, "Unprocessable Content", .response,
@@ -308,7 +313,8 @@ extension ProblemCode {
     public static let notImplemented = ProblemCode("not_implemented", 501, "Not Implemented", .response,
         "A `Transfer-Encoding` other than `chunked` (the engine answers).")
     public static let unavailable = ProblemCode("unavailable", 503, "Service Unavailable", .response,
-        "Shutting down (the engine, while draining after SIGTERM: retry on another instance), overloaded, storage not ready, busy or full, a feature not configured, or Apple's keys cannot be fetched; retry after `Retry-After`.")
+        "Shutting down (the engine, while draining after SIGTERM: retry on another instance), overloaded, storage not ready, busy or "
+            + "full, a feature not configured, or Apple's keys cannot be fetched; retry after `Retry-After`.")
     public static let storageFailed = ProblemCode("storage_failed", 503, "Service Unavailable", .response,
         "The database is corrupt or read-only: an operator must act (no `Retry-After`).")
 }

@@ -38,5 +38,7 @@ public struct SyncTokenCodec: Sendable {
     }
 
     /// 410 `sync_token_expired` (spec §5): re-read a full snapshot.
-    public static let expired = APIError(.syncTokenExpired, detail: "The sync token is from another database or older than the tombstone retention; pull a full snapshot.")
+    public static let expired = APIError(
+        .syncTokenExpired,
+        detail: "The sync token is from another database or older than the tombstone retention; pull a full snapshot.")
 }
