@@ -159,6 +159,8 @@ public enum ProblemRegistry {
     }
 }
 
+/// The registry's entries, one constant per code (`ProblemCode.notFound` is `not_found`),
+/// grouped by status; each `meaning` says when the server answers it.
 extension ProblemCode {
     // MARK: 400 Bad Request
     public static let malformedJSON = ProblemCode("malformed_json", 400, "Bad Request", .response,
