@@ -1,6 +1,7 @@
 import Foundation
 import SuplashCrypto
 import SuplashDomain
+import SuplashJSON
 
 /// Everything the handlers need, wired by the executable.
 public struct Services: Sendable {
@@ -108,7 +109,9 @@ public final class PasswordHashing: Sendable {
 public final class TimeZoneDatabase: @unchecked Sendable {
     private let directory: String
     // Guarded by `lock`.
-    private var known: [String: Bool] = [:]
+    /// Answers by id, keyed by code points: with `String` keys, a cached `Europe/Kiev` would
+    /// also answer for `Europe/\u{212A}iev` (KELVIN SIGN), which names no file (spec §1).
+    private var known: [CodePointKey: Bool] = [:]
     private let lock = NSLock()
 
     public init(directory: String = "/usr/share/zoneinfo") {
@@ -117,10 +120,10 @@ public final class TimeZoneDatabase: @unchecked Sendable {
 
     /// True for ids such as `Europe/Istanbul`, `Europe/Kiev`, `UTC`; false for `Mars/Olympus`, `GMT+3`, `../x`.
     public func isKnown(_ id: String) -> Bool {
-        if let cached = lock.withLock({ known[id] }) { return cached }
+        if let cached = lock.withLock({ known[CodePointKey(id)] }) { return cached }
         let result = Self.check(id, directory: directory)
         lock.withLock {
-            if known.count < 4096 { known[id] = result }
+            if known.count < 4096 { known[CodePointKey(id)] = result }
         }
         return result
     }

@@ -164,16 +164,28 @@ public enum HTTPEngineError: Error, Sendable, Hashable {
         }
     }
 
-    /// A stable machine-readable code for problem+json (`"malformed_request"`, ...).
+    /// One error of each kind, for listing every code the engine can answer.
+    public static let everyKind: [HTTPEngineError] = [
+        .badRequest(.invalidRequestLine), .requestTimeout, .contentTooLarge, .uriTooLong,
+        .headerFieldsTooLarge, .unsupportedTransferCoding, .shuttingDown,
+    ]
+
+    /// Every problem `code` the engine can answer (the application's problem registry must
+    /// list each; spec §2).
+    public static var problemCodes: [String] { everyKind.map(\.code) }
+
+    /// A stable machine-readable code for problem+json, as the API documents it (spec §2):
+    /// `bad_request`, `request_timeout`, `payload_too_large`, `uri_too_long`,
+    /// `header_fields_too_large`, `not_implemented`, `unavailable`.
     public var code: String {
         switch self {
-        case .badRequest: "malformed_request"
+        case .badRequest: "bad_request"
         case .requestTimeout: "request_timeout"
         case .contentTooLarge: "payload_too_large"
         case .uriTooLong: "uri_too_long"
         case .headerFieldsTooLarge: "header_fields_too_large"
-        case .unsupportedTransferCoding: "unsupported_transfer_coding"
-        case .shuttingDown: "shutting_down"
+        case .unsupportedTransferCoding: "not_implemented"
+        case .shuttingDown: "unavailable"
         }
     }
 

@@ -112,7 +112,7 @@ private struct Frame {
     var valuesStart: Int
     var keysStart: Int
     /// Built once an object has many members, so duplicate detection stays O(1) per member.
-    var seen: Set<String>?
+    var seen: Set<CodePointKey>?
 }
 
 private struct Reader {
@@ -266,13 +266,15 @@ private struct Reader {
         let start = frames[top].keysStart
         let memberCount = keys.count - start
         if frames[top].seen != nil {
-            if frames[top].seen!.insert(name).inserted == false { throw fail(.duplicateKey, at: nameOffset) }
+            if frames[top].seen!.insert(CodePointKey(name)).inserted == false { throw fail(.duplicateKey, at: nameOffset) }
         } else {
-            for k in start..<keys.count where keys[k] == name { throw fail(.duplicateKey, at: nameOffset) }
+            // Names are duplicates only with the same code points (spec §1): `"weight\u212Ag"`
+            // (KELVIN SIGN) is not a duplicate of `"weightKg"`.
+            for k in start..<keys.count where keys[k].hasSameCodePoints(as: name) { throw fail(.duplicateKey, at: nameOffset) }
             if memberCount + 1 > Reader.linearKeyScanLimit {
-                var set = Set<String>(minimumCapacity: memberCount * 2 + 2)
-                for k in start..<keys.count { set.insert(keys[k]) }
-                set.insert(name)
+                var set = Set<CodePointKey>(minimumCapacity: memberCount * 2 + 2)
+                for k in start..<keys.count { set.insert(CodePointKey(keys[k])) }
+                set.insert(CodePointKey(name))
                 frames[top].seen = set
             }
         }

@@ -46,17 +46,18 @@ public enum JSONValue: Sendable, Hashable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
-    /// Structural equality; numbers compare by text (`1.0` ≠ `1`), objects by ordered members.
+    /// Structural equality; numbers compare by text (`1.0` ≠ `1`), objects by ordered members,
+    /// strings and member names by code points (no Unicode normalisation, spec §1).
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
         case let (.bool(a), .bool(b)): return a == b
         case let (.number(a), .number(b)): return a == b
-        case let (.string(a), .string(b)): return a == b
+        case let (.string(a), .string(b)): return a.hasSameCodePoints(as: b)
         case let (.array(a), .array(b)): return a == b
         case let (.object(a), .object(b)):
             guard a.count == b.count else { return false }
-            for (x, y) in zip(a, b) where x.0 != y.0 || x.1 != y.1 { return false }
+            for (x, y) in zip(a, b) where !x.0.hasSameCodePoints(as: y.0) || x.1 != y.1 { return false }
             return true
         default: return false
         }
@@ -68,17 +69,18 @@ public enum JSONValue: Sendable, Hashable {
         case .null: hasher.combine(0)
         case .bool(let b): hasher.combine(b)
         case .number(let n): hasher.combine(n)
-        case .string(let s): hasher.combine(s)
+        case .string(let s): hasher.combine(CodePointKey(s))
         case .array(let a): hasher.combine(a)
         case .object(let o):
-            for (k, v) in o { hasher.combine(k); hasher.combine(v) }
+            for (k, v) in o { hasher.combine(CodePointKey(k)); hasher.combine(v) }
         }
     }
 
-    /// The member named `key` of an object, or nil (also for non-objects).
+    /// The member named `key` of an object (names compared by code points), or nil (also
+    /// for non-objects).
     public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
-        return members.first(where: { $0.0 == key })?.1
+        return members.first(where: { $0.0.hasSameCodePoints(as: key) })?.1
     }
 
     /// The string payload, or nil.

@@ -135,6 +135,12 @@ extension PostgresStore: SyncRepository {
         switch step {
         case .answer(let outcome):
             return outcome
+        case .unchanged:
+            // A retried push (spec §5): nothing is written, nothing is recomputed, no position is taken.
+            let stored = try c.query("SELECT change_position FROM water_entries WHERE user_id = $1 AND id = $2",
+                                     [.text(userID), .text(m.id)]).first?[0].int64
+            return SyncPush.applied(step, collection: "water_entries", id: m.id, position: stored ?? 0, now: now,
+                                    wrap: SyncDocument.waterEntry)
         case .upsert(let entry):
             let content = entry.content
             if let hk = content.healthKitUUID,
@@ -192,7 +198,10 @@ extension PostgresStore: SyncRepository {
                                         stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now,
                                         apply: profilePatch)
         guard case .upsert(let next) = step else {
-            return SyncPush.applied(step, collection: "profile", id: userID, position: 0, now: now, wrap: SyncDocument.profile)
+            // An answer, or a retried push that changes nothing (spec §5): no write, no recompute.
+            let stored = try c.query("SELECT change_position FROM users WHERE id = $1", [.text(userID)]).first?[0].int64
+            return SyncPush.applied(step, collection: "profile", id: userID, position: stored ?? 0, now: now,
+                                    wrap: SyncDocument.profile)
         }
         let position = try changePosition(tx, userID: userID, row: ChangeRows.user(userID))
         try c.update("""

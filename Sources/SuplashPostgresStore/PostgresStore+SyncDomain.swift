@@ -60,6 +60,10 @@ extension PostgresStore {
         switch step {
         case .answer(let outcome):
             return outcome
+        case .unchanged:
+            // A retried push (spec §5): nothing is written, no position is taken.
+            position = try c.query("SELECT change_position FROM bills WHERE user_id = $1 AND id = $2",
+                                   [.text(userID), .text(m.id)]).first?[0].int64 ?? 0
         case .upsert(let bill):
             do {
                 try PostgresStore.checkUnique(c, userID: userID, excluding: m.id, bill.content)
@@ -113,7 +117,11 @@ extension PostgresStore {
         let step = SyncPush.day(date: date, content: content, stored: stored,
                                 stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now)
         guard case .upsert(let day) = step else {
-            return SyncPush.applied(step, collection: "days", id: date.description, position: 0, now: now, wrap: SyncDocument.day)
+            // An answer, or a retried push that changes nothing (spec §5): no write, no recompute.
+            let stored = try c.query("SELECT change_position FROM days WHERE user_id = $1 AND local_date = $2",
+                                     [.text(userID), .text(date.description)]).first?[0].int64
+            return SyncPush.applied(step, collection: "days", id: date.description, position: stored ?? 0, now: now,
+                                    wrap: SyncDocument.day)
         }
         let position = try changePosition(tx, userID: userID, row: ChangeRows.day(userID, date))
         try c.update("""

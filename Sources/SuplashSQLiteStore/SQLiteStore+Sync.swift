@@ -102,6 +102,12 @@ extension SQLiteStore: SyncRepository {
         switch step {
         case .answer(let outcome):
             return outcome
+        case .unchanged:
+            // A retried push (spec §5): nothing is written, nothing is recomputed.
+            let stored = try c.scalarInt64("SELECT change_position FROM water_entries WHERE user_id = ? AND id = ?",
+                                           [.text(userID), .text(m.id)])
+            return SyncPush.applied(step, collection: "water_entries", id: m.id, position: stored ?? 0, now: now,
+                                    wrap: SyncDocument.waterEntry)
         case .upsert(let entry):
             let content = entry.content
             if let hk = content.healthKitUUID,
@@ -159,7 +165,10 @@ extension SQLiteStore: SyncRepository {
                                         stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now,
                                         apply: profilePatch)
         guard case .upsert(let next) = step else {
-            return SyncPush.applied(step, collection: "profile", id: userID, position: 0, now: now, wrap: SyncDocument.profile)
+            // An answer, or a retried push that changes nothing (spec §5): no write, no recompute.
+            let stored = try c.scalarInt64("SELECT change_position FROM users WHERE id = ?", [.text(userID)])
+            return SyncPush.applied(step, collection: "profile", id: userID, position: stored ?? 0, now: now,
+                                    wrap: SyncDocument.profile)
         }
         let position = try takeChangePosition(ctx, userID: userID)
         _ = try c.run("""

@@ -59,6 +59,10 @@ extension SQLiteStore {
         switch step {
         case .answer(let outcome):
             return outcome
+        case .unchanged:
+            // A retried push (spec §5): nothing is written.
+            position = try c.scalarInt64("SELECT change_position FROM bills WHERE user_id = ? AND id = ?",
+                                         [.text(userID), .text(m.id)]) ?? 0
         case .upsert(let bill):
             do {
                 try SQLiteStore.checkUnique(c, userID: userID, excluding: m.id, bill.content)
@@ -112,7 +116,11 @@ extension SQLiteStore {
         let step = SyncPush.day(date: date, content: content, stored: stored,
                                 stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID), now: now)
         guard case .upsert(let day) = step else {
-            return SyncPush.applied(step, collection: "days", id: date.description, position: 0, now: now, wrap: SyncDocument.day)
+            // An answer, or a retried push that changes nothing (spec §5): no write, no recompute.
+            let stored = try c.scalarInt64("SELECT change_position FROM days WHERE user_id = ? AND local_date = ?",
+                                           [.text(userID), .text(date.description)])
+            return SyncPush.applied(step, collection: "days", id: date.description, position: stored ?? 0, now: now,
+                                    wrap: SyncDocument.day)
         }
         let position = try takeChangePosition(ctx, userID: userID)
         _ = try c.run("""

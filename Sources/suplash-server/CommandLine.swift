@@ -13,7 +13,7 @@ struct ParsedCommandLine {
     /// Flags that take a value; every other `--x` is an error.
     static let valueFlags: Set<String> = ["host", "port", "data-dir", "config", "name", "to", "from"]
     /// Flags without a value.
-    static let switchFlags: Set<String> = ["force"]
+    static let switchFlags: Set<String> = ["force", "markdown"]
 
     init(_ arguments: [String]) throws {
         var args = arguments[...]
@@ -71,6 +71,9 @@ struct ParsedCommandLine {
                                     copy a (live) SQLite deployment (PATH: the .sqlite file or the
                                     data dir) into PostgreSQL, then verify row counts per table;
                                     safe to re-run (copies what changed). See docs/postgresql.md
+          problem-codes [--markdown]
+                                    print every problem code the server can emit as JSON
+                                    (code, status, title, type, scope), or docs/errors.md
           config [defaults]         print the effective configuration (or the built-in defaults) as JSON
           help                      this text
 

@@ -2,6 +2,7 @@ import Foundation
 import SuplashAPI
 import SuplashCrypto
 import SuplashDomain
+import SuplashJSON
 import SuplashLogging
 import SuplashSQLiteStore
 import SuplashStorage
@@ -17,6 +18,19 @@ func main() -> Int32 {
     }
     if ["help", "--help", "-h"].contains(parsed.command) {
         print(ParsedCommandLine.usage)
+        return 0
+    }
+    if parsed.command == "problem-codes" {
+        // The problem registry needs no configuration: docs/errors.md is this output.
+        if parsed.switches.contains("markdown") {
+            print(ProblemRegistry.markdown(), terminator: "")
+        } else {
+            print(JSONValue.array(ProblemRegistry.all.map { entry in
+                .object([("code", .string(entry.code)), ("status", .number(JSONNumber(entry.status))),
+                         ("title", .string(entry.title)), ("type", .string(entry.type)),
+                         ("scope", .string(entry.scope.rawValue))])
+            }).serializedString())
+        }
         return 0
     }
     do {

@@ -29,6 +29,17 @@ final class EmailTests: XCTestCase {
         XCTAssertEqual(Credentials.normalizedEmail("I@X.TR"), "i@x.tr")
     }
 
+    /// NFC and NFD spellings of one address are one account: the normalised email is NFC,
+    /// byte for byte, so the database's unique index on the bytes sees one value.
+    func testNFCAndNFDSpellingsNormaliseToTheSameBytes() throws {
+        let nfc = try XCTUnwrap(Credentials.normalizedEmail("ay\u{15F}e@\u{F6}rnek.com.tr"))
+        let nfd = try XCTUnwrap(Credentials.normalizedEmail("ays\u{327}e@o\u{308}rnek.com.tr"))
+        XCTAssertTrue(nfc.hasSameCodePoints(as: nfd), "one address, one byte sequence")
+        XCTAssertEqual(Array(nfd.utf8), Array("ay\u{15F}e@\u{F6}rnek.com.tr".utf8))
+        // Upper-case NFD too (lower-casing first can leave combining marks to compose).
+        XCTAssertTrue(try XCTUnwrap(Credentials.normalizedEmail("AYS\u{327}E@O\u{308}RNEK.COM.TR")).hasSameCodePoints(as: nfc))
+    }
+
     func testShapeRules() {
         let good = ["a@b.co", "a.b@c.d.e", "x+y@example.com", "ali@örnek.com.tr", "\"quoted\"@x.com", "a@b-c.d"]
         for email in good {

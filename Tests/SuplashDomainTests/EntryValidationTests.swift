@@ -23,6 +23,15 @@ final class EntryValidationTests: XCTestCase {
         #"{"amountMl": \#(amount), "loggedAt": "\#(nowText)"\#(extra.isEmpty ? "" : ", " + extra)}"#
     }
 
+    /// Spec §1: `health\u212AitUUID` (KELVIN SIGN) is an unknown field, not `healthKitUUID`.
+    func testKelvinSignNameIsAnUnknownField() throws {
+        let errors = try createErrors(body(#""health\u212AitUUID": "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f""#))
+        XCTAssertEqual(errors.map(\.code), [.unknownField])
+        XCTAssertEqual(errors.first?.pointer, "/health\u{212A}itUUID")
+        let ascii = try create(body(#""health\u004BitUUID": "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f""#))
+        XCTAssertEqual(ascii.content.healthKitUUID, "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f")
+    }
+
     // MARK: create — the happy path
 
     func testMinimalCreateUsesDefaults() throws {

@@ -71,6 +71,25 @@ final class FieldReaderTests: XCTestCase {
         XCTAssertEqual(r.errors.map(\.code), [.invalidFormat, .invalidType])
     }
 
+    /// Names and enum values are compared code point by code point (spec §1): a KELVIN SIGN
+    /// name is an unknown field, not `weightKg`, and a Kelvin-sign value is not `K`.
+    func testNamesAndValuesAreComparedByCodePoints() throws {
+        var r = try reader(#"{"weight\u212Ag": 70, "unit": "\u212A"}"#)
+        XCTAssertTrue(isAbsent(r.number("weightKg", in: 20...400)))
+        XCTAssertTrue(isInvalid(r.oneOf("unit", ["K", "C"])))
+        r.rejectOthers(writable: ["weightKg", "unit"], readOnly: ["createdAt"])
+        XCTAssertEqual(r.errors.map(\.code), [.invalidFormat, .unknownField])
+        XCTAssertEqual(r.errors.last?.pointer, "/weight\u{212A}g")
+        var ascii = try reader(#"{"weight\u004Bg": 70, "unit": "\u004B"}"#)
+        XCTAssertEqual(ascii.number("weightKg", in: 20...400).value, 70)
+        XCTAssertEqual(ascii.oneOf("unit", ["K", "C"]).value, "K")
+        ascii.rejectOthers(writable: ["weightKg", "unit"], readOnly: [])
+        XCTAssertEqual(ascii.errors, [])
+        var readOnly = try reader(#"{"created\u0041t": 1, "cre\u0061ted\u212At": 2}"#)
+        readOnly.rejectOthers(writable: [], readOnly: ["createdAt", "createdKt"])
+        XCTAssertEqual(readOnly.errors.map(\.code), [.readOnlyField, .unknownField])
+    }
+
     func testPointersArePrefixedAndEscaped() throws {
         var r = try reader(#"{"a/b": 1, "c~d": 2, "ok": 3}"#, prefix: "/entries/4")
         XCTAssertEqual(r.pointer("x"), "/entries/4/x")

@@ -282,6 +282,14 @@ final class ProfileValidationTests: XCTestCase {
         assertSingleError(try errors(#"{"a/b~c": 1}"#), "/a~1b~0c", .unknownField)
     }
 
+    /// Spec §1: names are compared code point by code point. `weight\u212Ag` (KELVIN SIGN)
+    /// is an unknown field and leaves `weightKg` alone; `weight\u004Bg` is `weightKg`.
+    func testKelvinSignNameIsUnknownNotWeightKg() throws {
+        assertSingleError(try errors(#"{"weight\u212Ag": 70}"#), "/weight\u{212A}g", .unknownField)
+        assertSingleError(try errors(#"{"weightKg": 70, "weight\u212Ag": 80}"#), "/weight\u{212A}g", .unknownField)
+        XCTAssertEqual(try patch(#"{"weight\u004Bg": 70}"#).weightKg, 70)
+    }
+
     func testEveryBadFieldIsReportedTogether() throws {
         let e = try errors("""
             {"timezone": "Mars/Olympus", "wakeTime": "25:00", "cupSizesMl": [10], "activityLevel": "couch",

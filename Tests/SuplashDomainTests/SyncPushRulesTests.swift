@@ -135,6 +135,94 @@ final class SyncPushRulesTests: XCTestCase {
         XCTAssertEqual(r.code, "invalid_mutation")
     }
 
+    // MARK: - Retried pushes (spec §5)
+
+    /// A mutation identical to the stored document — same stamp, same device, same content —
+    /// is `.unchanged`: applied at the stored version, no totals moved. Any difference
+    /// (content, device, clock) is a real write.
+    func testIdenticalEntryMutationIsUnchanged() {
+        let stored = Stamped(entry(version: 1, amount: 300), stamp: s(5, phone))
+        let step = SyncPush.entry(upsert(300, at: 5), stored: stored, userID: "u1", stamp: s(5, phone), now: now)
+        guard case .unchanged(let version, let updatedAt, let document) = step else { return XCTFail("\(step)") }
+        XCTAssertEqual(version, 1)
+        XCTAssertEqual(updatedAt, 10)
+        XCTAssertEqual(document, stored.document)
+        XCTAssertEqual(SyncPush.entryDeltas(step, stored: stored).map(\.amountMl), [], "no daily-total change")
+        let outcome = SyncPush.applied(step, collection: "water_entries", id: "e1", position: 7, now: now,
+                                       wrap: SyncDocument.waterEntry)
+        guard case .applied(let change) = outcome else { return XCTFail("\(outcome)") }
+        XCTAssertEqual(change.version, 1)
+        XCTAssertEqual(change.position, 7, "the stored change position")
+        XCTAssertEqual(change.updatedAt, 10, "the stored updatedAt, not now")
+        XCTAssertFalse(change.deleted)
+
+        // Other content on the same stamp: the later arrival wins, a new version.
+        guard case .upsert(let e) = SyncPush.entry(upsert(301, at: 5), stored: stored, userID: "u1", stamp: s(5, phone),
+                                                   now: now) else { return XCTFail() }
+        XCTAssertEqual(e.version, 2)
+        // Same content from another device with an equal clock that wins: a real write.
+        guard case .upsert = SyncPush.entry(upsert(300, at: 5), stored: Stamped(stored.document, stamp: s(5, watch)),
+                                            userID: "u1", stamp: s(5, phone), now: now) else { return XCTFail() }
+        // Same content, later clock: a real write.
+        guard case .upsert = SyncPush.entry(upsert(300, at: 6), stored: stored, userID: "u1", stamp: s(6, phone), now: now)
+        else { return XCTFail() }
+        // An identical upsert onto a tombstone with that stamp brings the entry back.
+        guard case .upsert = SyncPush.entry(upsert(300, at: 5), stored: Stamped(stored.document, deleted: true, stamp: s(5, phone)),
+                                            userID: "u1", stamp: s(5, phone), now: now) else { return XCTFail() }
+    }
+
+    func testRetriedDeleteOfATombstoneIsUnchanged() {
+        let tomb = Stamped(entry(version: 2, deleted: true), deleted: true, stamp: s(5, phone))
+        let del = SyncMutation(collection: "water_entries", id: "e1", write: .delete, clientUpdatedAt: 5)
+        let step = SyncPush.entry(del, stored: tomb, userID: "u1", stamp: s(5, phone), now: now)
+        guard case .unchanged(2, _, nil) = step else { return XCTFail("\(step)") }
+        guard case .applied(let change) = SyncPush.applied(step, collection: "water_entries", id: "e1", position: 9, now: now,
+                                                           wrap: SyncDocument.waterEntry) else { return XCTFail() }
+        XCTAssertTrue(change.deleted)
+        XCTAssertNil(change.document)
+        let bill = Stamped(Bill(id: "b1", userID: "u1", content: billContent(), createdAt: 10, updatedAt: 10, version: 2),
+                           deleted: true, stamp: s(5, phone))
+        guard case .unchanged(2, _, nil) = SyncPush.bill(SyncMutation(collection: "bills", id: "b1", write: .delete,
+                                                                      clientUpdatedAt: 5),
+                                                         stored: bill, userID: "u1", stamp: s(5, phone), now: now)
+        else { return XCTFail() }
+    }
+
+    func testIdenticalBillDayAndProfileMutationsAreUnchanged() throws {
+        let bill = Stamped(Bill(id: "b1", userID: "u1", content: billContent(), createdAt: 10, updatedAt: 10, version: 2),
+                           stamp: s(5, watch))
+        let up = SyncMutation(collection: "bills", id: "b1", write: .upsertBill(billContent()), clientUpdatedAt: 5)
+        guard case .unchanged(2, 10, let b?) = SyncPush.bill(up, stored: bill, userID: "u1", stamp: s(5, watch), now: now)
+        else { return XCTFail() }
+        XCTAssertEqual(b, bill.document)
+
+        let date = LocalDate(parsing: "2026-06-01") ?? LocalDate(dayNumber: 0)
+        let hot = DayContextContent(maxTemperatureC: 33, activeMinutes: nil)
+        let day = Stamped(DayContext(date: date, content: hot, createdAt: 10, updatedAt: 10, version: 4), stamp: s(8, phone))
+        guard case .unchanged(4, 10, _) = SyncPush.day(date: date, content: hot, stored: day, stamp: s(8, phone), now: now)
+        else { return XCTFail() }
+        guard case .upsert = SyncPush.day(date: date, content: DayContextContent(), stored: day, stamp: s(8, phone), now: now)
+        else { return XCTFail() }
+
+        var named = profile()
+        named.displayName = "Ayşe"
+        let stored = Stamped(named, stamp: s(5, phone))
+        let same = try SyncPush.profile(patch: .object([]), stored: stored, stamp: s(5, phone), now: now) { _, p in
+            var q = p
+            q.displayName = "Ayşe"
+            return q
+        }
+        guard case .unchanged(3, _, let p?) = same else { return XCTFail("\(same)") }
+        XCTAssertEqual(p, named)
+        let renamed = try SyncPush.profile(patch: .object([]), stored: stored, stamp: s(5, phone), now: now) { _, p in
+            var q = p
+            q.displayName = "Ali"
+            return q
+        }
+        guard case .upsert(let next) = renamed else { return XCTFail("\(renamed)") }
+        XCTAssertEqual(next.version, 4)
+    }
+
     // MARK: - bills
 
     func billContent(_ amount: Int64 = 100) -> BillContent {

@@ -313,7 +313,7 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(r.status, 400)
         XCTAssertEqual(r.header("x-custom"), "abc")
         XCTAssertEqual(r.header("x-request-id"), "abc")
-        XCTAssertEqual(r.bodyText, "malformed_request")
+        XCTAssertEqual(r.bodyText, "bad_request")
     }
 
     // MARK: Timers

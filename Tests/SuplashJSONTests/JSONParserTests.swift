@@ -128,6 +128,36 @@ final class JSONParserTests: XCTestCase {
         XCTAssertEqual(reason("{" + members.joined(separator: ",") + "}"), .duplicateKey)
     }
 
+    /// Member names are duplicates only with the same code points (spec §1): U+212A KELVIN
+    /// SIGN is canonically equivalent to `K` (Swift's `String ==` says equal) but is
+    /// another name. An escaped ASCII letter (`\u004B`) is the same name.
+    func testDuplicateNamesAreComparedByCodePoints() throws {
+        let kelvin = try parse(#"{"weightKg":70,"weight\u212Ag":80}"#)
+        XCTAssertEqual(kelvin.objectValue?.count, 2)
+        XCTAssertEqual(kelvin["weightKg"], .number(JSONNumber(70)))
+        XCTAssertEqual(kelvin["weight\u{212A}g"], .number(JSONNumber(80)))
+        XCTAssertEqual(reason(#"{"weightKg":70,"weight\u004Bg":80}"#), .duplicateKey)
+        // NFC and NFD spellings of a name are two names too.
+        XCTAssertEqual(try parse(#"{"\u00e9":1,"e\u0301":2}"#).objectValue?.count, 2)
+        // The same with more members than the linear scan handles (the hash-set path).
+        var members = (0..<20).map { "\"k\($0)\":\($0)" }
+        members.append(#""weightKg":1"#)
+        members.append(#""weight\u212Ag":2"#)
+        XCTAssertEqual(try parse("{" + members.joined(separator: ",") + "}").objectValue?.count, 22)
+        members.append(#""weight\u004Bg":3"#)
+        XCTAssertEqual(reason("{" + members.joined(separator: ",") + "}"), .duplicateKey)
+    }
+
+    func testValuesAndLookupsCompareCodePoints() throws {
+        XCTAssertNotEqual(JSONValue.string("\u{212A}"), JSONValue.string("K"))
+        XCTAssertNotEqual(JSONValue.string("e\u{301}"), JSONValue.string("\u{E9}"))
+        XCTAssertNil(try parse(#"{"weight\u212Ag":1}"#)["weightKg"])
+        XCTAssertNotEqual(try parse(#"{"weight\u212Ag":1}"#), try parse(#"{"weightKg":1}"#))
+        XCTAssertNotEqual(Set([CodePointKey("\u{212A}"), CodePointKey("K")]).count, 1)
+        XCTAssertTrue("K".hasSameCodePoints(as: "\u{4B}"))
+        XCTAssertFalse("K".hasSameCodePoints(as: "\u{212A}"))
+    }
+
     func testNonContiguousAndStringInputs() throws {
         let bytes = Array("{\"a\":[1,2]}".utf8)
         XCTAssertEqual(try JSONParser.parse(bytes.lazy.map { $0 }), try JSONParser.parse(bytes))

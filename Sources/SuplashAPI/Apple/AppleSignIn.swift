@@ -133,8 +133,7 @@ public struct AppleSignIn: Sendable {
     }
 
     static func invalid(_ reason: String) -> APIError {
-        APIError(status: 401, code: "invalid_identity_token", title: "Unauthorized",
-                 detail: "The Apple identity token is not acceptable: \(reason).")
+        APIError(.invalidIdentityToken, detail: "The Apple identity token is not acceptable: \(reason).")
     }
 
     /// Verifies `token`; `nonce` is the raw nonce the client generated (the token's `nonce`

@@ -35,8 +35,7 @@ public struct Authenticator: Sendable {
         if case .user(let userID, _) = principal, let layer = perUserLimit {
             let decision = layer.take(userID, now: RateLimits.now())
             if !decision.allowed {
-                throw APIError(status: 429, code: "rate_limited", title: "Too Many Requests",
-                               detail: "Too many requests for this user; retry after the time in Retry-After.",
+                throw APIError(.rateLimited, detail: "Too many requests for this user; retry after the time in Retry-After.",
                                headers: [("Retry-After", String(decision.resetSeconds)),
                                          ("RateLimit-Policy", layer.policyHeader), ("RateLimit", layer.header(decision))])
             }

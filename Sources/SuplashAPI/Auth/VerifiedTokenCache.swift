@@ -1,4 +1,5 @@
 import Foundation
+import SuplashJSON
 
 /// Access tokens whose signature and claims were already verified, by their exact text, so
 /// that a client sending the same bearer token on every request pays for the HMAC, the two
@@ -24,7 +25,9 @@ final class VerifiedTokenCache: @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    private var entries: [String: Claims] = [:]
+    /// Keyed by the token's bytes: a `String` key would also answer for a token with a
+    /// canonically equivalent spelling (U+212A for `K`), which is not the token issued.
+    private var entries: [CodePointKey: Claims] = [:]
     let capacity: Int
 
     init(capacity: Int = 1024) {
@@ -35,7 +38,7 @@ final class VerifiedTokenCache: @unchecked Sendable {
     /// `leeway` seconds of skew — the same time checks as `JWT.verifyHS256`.
     func claims(for token: String, now: Int64, leeway: Int64) -> Claims? {
         lock.lock()
-        let found = entries[token]
+        let found = entries[CodePointKey(token)]
         lock.unlock()
         guard let found else { return nil }
         let (earliest, underflow) = now.subtractingReportingOverflow(leeway)
@@ -49,7 +52,7 @@ final class VerifiedTokenCache: @unchecked Sendable {
     func store(_ token: String, _ claims: Claims) {
         lock.lock()
         if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-        entries[token] = claims
+        entries[CodePointKey(token)] = claims
         lock.unlock()
     }
 

@@ -7,13 +7,15 @@ import SuplashJSON
 /// `response(requestID:)` is the single place where errors become RFC 9457
 /// `application/problem+json` (spec §2).
 ///
-/// `title` and `detail` are fixed texts written here; they never echo user content.
+/// Status, title and `type` come from `ProblemRegistry`, the one list of every code the
+/// server can emit. `detail` is a fixed text written at the throw site; it never echoes
+/// user content.
 public struct APIError: Error, Sendable {
-    /// HTTP status (400–599).
+    /// HTTP status (400–599), from the registry entry of `code`.
     public var status: Int
-    /// Stable machine code documented in docs/errors.md (e.g. `validation_failed`).
+    /// Stable machine code listed in `ProblemRegistry` and `docs/errors.md` (e.g. `validation_failed`).
     public var code: String
-    /// A short fixed summary of the problem type.
+    /// A short fixed summary of the problem type, from the registry entry of `code`.
     public var title: String
     /// A fixed explanation; names fields and limits only.
     public var detail: String?
@@ -22,11 +24,26 @@ public struct APIError: Error, Sendable {
     /// Extra response headers (`WWW-Authenticate`, `Allow`, `Retry-After`).
     public var headers: [(String, String)]
 
+    /// The problem of registry entry `problem`: its status and title, with this `detail`.
+    public init(_ problem: ProblemCode, detail: String? = nil,
+                fieldErrors: [FieldError] = [], headers: [(String, String)] = []) {
+        self.status = problem.status
+        self.code = problem.code
+        self.title = problem.title
+        self.detail = detail
+        self.fieldErrors = fieldErrors
+        self.headers = headers
+    }
+
+    /// The problem for a code given as text. When the registry lists `code` (it must: a
+    /// test scans `Sources/` for code literals), status and title come from the registry
+    /// and the given ones are ignored; prefer `init(_:detail:fieldErrors:headers:)`.
     public init(status: Int, code: String, title: String, detail: String? = nil,
                 fieldErrors: [FieldError] = [], headers: [(String, String)] = []) {
-        self.status = status
+        let entry = ProblemRegistry.entry(code)
+        self.status = entry?.status ?? status
         self.code = code
-        self.title = title
+        self.title = entry?.title ?? title
         self.detail = detail
         self.fieldErrors = fieldErrors
         self.headers = headers
@@ -34,63 +51,64 @@ public struct APIError: Error, Sendable {
 
     // MARK: Catalogue (spec §2 status table)
 
+    /// 400 with registry code `code`.
+    public static func badRequest(_ code: ProblemCode, _ detail: String) -> APIError {
+        APIError(code, detail: detail)
+    }
+
+    /// 400 with a code given as text (kept for callers that name codes as strings).
     public static func badRequest(_ code: String, _ detail: String) -> APIError {
         APIError(status: 400, code: code, title: "Bad Request", detail: detail)
     }
 
     public static func malformedJSON() -> APIError {
-        badRequest("malformed_json", "The body is not well-formed UTF-8 JSON (RFC 8259).")
+        badRequest(.malformedJSON, "The body is not well-formed UTF-8 JSON (RFC 8259).")
     }
 
-    public static func unauthorized(_ code: String = "unauthenticated",
+    /// 401 with `WWW-Authenticate: Bearer realm="suplash"`.
+    public static func unauthorized(_ code: ProblemCode = .unauthenticated,
                                     _ detail: String = "A valid bearer token is required.") -> APIError {
-        APIError(status: 401, code: code, title: "Unauthorized", detail: detail,
-                 headers: [("WWW-Authenticate", "Bearer realm=\"suplash\"")])
+        APIError(code, detail: detail, headers: [("WWW-Authenticate", "Bearer realm=\"suplash\"")])
     }
 
     public static func invalidToken() -> APIError {
-        APIError(status: 401, code: "invalid_token", title: "Unauthorized",
-                 detail: "The bearer token is invalid, expired or revoked.",
+        APIError(.invalidToken, detail: "The bearer token is invalid, expired or revoked.",
                  headers: [("WWW-Authenticate", "Bearer realm=\"suplash\", error=\"invalid_token\"")])
     }
 
-    public static let permissionDenied = APIError(status: 403, code: "permission_denied", title: "Forbidden",
-                                                  detail: "This path belongs to another user.")
-    public static let adminRequired = APIError(status: 403, code: "admin_required", title: "Forbidden",
-                                               detail: "This route needs an admin API key.")
-    public static let notFound = APIError(status: 404, code: "not_found", title: "Not Found",
-                                          detail: "No such document.")
-    public static let routeNotFound = APIError(status: 404, code: "route_not_found", title: "Not Found",
-                                               detail: "No such route.")
+    public static let permissionDenied = APIError(.permissionDenied, detail: "This path belongs to another user.")
+    public static let adminRequired = APIError(.adminRequired, detail: "This route needs an admin API key.")
+    public static let notFound = APIError(.notFound, detail: "No such document.")
+    public static let routeNotFound = APIError(.routeNotFound, detail: "No such route.")
 
     public static func methodNotAllowed(_ allowed: [String]) -> APIError {
-        APIError(status: 405, code: "method_not_allowed", title: "Method Not Allowed",
-                 detail: "Allowed methods: " + allowed.joined(separator: ", ") + ".",
+        APIError(.methodNotAllowed, detail: "Allowed methods: " + allowed.joined(separator: ", ") + ".",
                  headers: [("Allow", allowed.joined(separator: ", "))])
     }
 
+    /// 409 with registry code `code`.
+    public static func conflict(_ code: ProblemCode, _ detail: String) -> APIError {
+        APIError(code, detail: detail)
+    }
+
+    /// 409 with a code given as text (a domain `RepositoryError.conflict` code).
     public static func conflict(_ code: String, _ detail: String) -> APIError {
         APIError(status: 409, code: code, title: "Conflict", detail: detail)
     }
 
-    public static let preconditionFailed = APIError(status: 412, code: "precondition_failed", title: "Precondition Failed",
-                                                    detail: "If-Match does not match the current ETag.")
-    public static let unsupportedMediaType = APIError(status: 415, code: "unsupported_media_type",
-                                                      title: "Unsupported Media Type",
-                                                      detail: "Send the body as application/json.")
+    public static let preconditionFailed = APIError(.preconditionFailed, detail: "If-Match does not match the current ETag.")
+    public static let unsupportedMediaType = APIError(.unsupportedMediaType, detail: "Send the body as application/json.")
 
     public static func validation(_ errors: [FieldError]) -> APIError {
-        APIError(status: 422, code: "validation_failed", title: "Validation Failed",
-                 detail: "One or more fields are invalid; see errors.", fieldErrors: errors)
+        APIError(.validationFailed, detail: "One or more fields are invalid; see errors.", fieldErrors: errors)
     }
 
+    /// 503 `unavailable` with `Retry-After: 1` (a retry may help).
     public static func unavailable(_ detail: String = "Storage is unavailable; retry later.") -> APIError {
-        APIError(status: 503, code: "unavailable", title: "Service Unavailable", detail: detail,
-                 headers: [("Retry-After", "1")])
+        APIError(.unavailable, detail: detail, headers: [("Retry-After", "1")])
     }
 
-    public static let internalError = APIError(status: 500, code: "internal_error", title: "Internal Server Error",
-                                               detail: "The server failed; this is a bug.")
+    public static let internalError = APIError(.internalError, detail: "The server failed; this is a bug.")
 
     /// Maps any error thrown by a handler to its problem (the single mapping point).
     public init(_ error: any Error) {
@@ -104,7 +122,7 @@ public struct APIError: Error, Sendable {
         case let e as RepositoryError:
             switch e {
             case .notFound: self = .notFound
-            case .emailTaken: self = .conflict("email_taken", "An account with this email already exists.")
+            case .emailTaken: self = .conflict(.emailTaken, "An account with this email already exists.")
             case .conflict(let code):
                 switch code {
                 case "entry_exists": self = .conflict(code, "An entry with this id exists with other content.")
@@ -124,7 +142,8 @@ public struct APIError: Error, Sendable {
     /// `{"type","title","status","code","detail","errors":[{"pointer","code","message"}]}`.
     public var problem: JSONValue {
         var members: [(String, JSONValue)] = [
-            ("type", .string("https://suplash.app/problems/" + code.replacingOccurrences(of: "_", with: "-"))),
+            ("type", .string(ProblemRegistry.entry(code)?.type
+                ?? ProblemRegistry.typeBase + code.replacingOccurrences(of: "_", with: "-"))),
             ("title", .string(title)),
             ("status", .number(JSONNumber(status))),
             ("code", .string(code)),
@@ -149,9 +168,15 @@ public struct APIError: Error, Sendable {
 }
 
 extension APIError {
-    /// The problem for an error the HTTP engine answers itself (framing 400, 408, 413,
-    /// 414, 431, 501, 503 while draining) — so engine errors use the same mapping.
+    /// The problem for an error the HTTP engine answers itself (framing 400 `bad_request`,
+    /// 408, 413, 414, 431, 501 `not_implemented`, 503 `unavailable` while draining) — so
+    /// engine errors use the same registry; the 503 carries `Retry-After: 1` (spec §2).
     public static func engineResponse(_ error: HTTPEngineError) -> HTTPResponse {
-        APIError(status: error.status, code: error.code, title: error.title).response()
+        var problem = APIError(status: error.status, code: error.code, title: error.title)
+        if error == .shuttingDown {
+            problem.detail = "The server is shutting down; retry on a new connection."
+            problem.headers.append(("Retry-After", "1"))
+        }
+        return problem.response()
     }
 }

@@ -287,8 +287,7 @@ struct RateLimitOutcome {
             headers = [("RateLimit-Policy", layer.policyHeader), ("RateLimit", layer.header(decision))]
         }
         if !decision.allowed, limited == nil {
-            limited = APIError(status: 429, code: "rate_limited", title: "Too Many Requests",
-                               detail: "Too many requests; retry after the time in Retry-After.",
+            limited = APIError(.rateLimited, detail: "Too many requests; retry after the time in Retry-After.",
                                headers: [("Retry-After", String(decision.resetSeconds))])
         }
     }

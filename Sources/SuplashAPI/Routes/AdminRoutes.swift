@@ -55,7 +55,7 @@ enum AdminRoutes {
         var email: String?
         if let raw = request.query["email"] {
             guard let normalized = Credentials.normalizedEmail(raw) else {
-                throw APIError.badRequest("invalid_query", "email must be an email address.")
+                throw APIError.badRequest(.invalidQuery, "email must be an email address.")
             }
             email = normalized
         }

@@ -44,8 +44,7 @@ enum AuthRoutes {
         // normalised email whether or not an account exists. Past the budget every attempt
         // fails exactly like a wrong password (same status, body and Argon2id work), so the
         // limit neither reveals accounts nor lets a botnet keep testing passwords.
-        let invalid = APIError(status: 401, code: "invalid_credentials", title: "Unauthorized",
-                               detail: "The email or password is wrong.")
+        let invalid = APIError(.invalidCredentials, detail: "The email or password is wrong.")
         let accountKey = input.email ?? "invalid"
         let failureBudget = services.rateLimits.loginFailuresPerAccount
         let withinBudget = failureBudget.map { $0.take(accountKey, now: RateLimits.now()).allowed } ?? true
@@ -92,10 +91,10 @@ enum AuthRoutes {
             ]))
         case .reused(let sessionID, _):
             services.revocations.revoke(sessionID: sessionID)
-            throw APIError.unauthorized("refresh_token_reused",
+            throw APIError.unauthorized(.refreshTokenReused,
                                         "This refresh token was already used; the session has been revoked.")
         case .revoked, .expired, .unknown:
-            throw APIError.unauthorized("invalid_refresh_token", "The refresh token is invalid, expired or revoked.")
+            throw APIError.unauthorized(.invalidRefreshToken, "The refresh token is invalid, expired or revoked.")
         }
     }
 
@@ -110,7 +109,7 @@ enum AuthRoutes {
             return .empty(204)
         }
         guard case .user(let userID, let sessionID) = try services.authenticator.authenticate(request) else {
-            throw APIError.badRequest("refresh_token_required", "An admin key has no session; send a refreshToken.")
+            throw APIError.badRequest(.refreshTokenRequired, "An admin key has no session; send a refreshToken.")
         }
         try services.sessions.revokeSession(id: sessionID, userID: userID, now: request.now)
         services.revocations.revoke(sessionID: sessionID)

@@ -100,7 +100,7 @@ enum BillRoutes {
         if let token = request.query["pageToken"] {
             let fields = try services.pageTokens.decode(token, scope: uid, filters: filters, fields: 2)
             guard let period = YearMonth(parsing: fields[0]) else {
-                throw APIError.badRequest("invalid_page_token", "The page token is invalid or belongs to another query.")
+                throw APIError.badRequest(.invalidPageToken, "The page token is invalid or belongs to another query.")
             }
             cursor = BillCursor(period: period, id: fields[1])
         }
@@ -138,22 +138,19 @@ enum BillRoutes {
         let (uid, today, masked) = try context(request, services)
         guard let provider = request.query["provider"], BillValidation.isProviderCode(provider),
               let subscriberNo = request.query["subscriberNo"], (1...32).contains(subscriberNo.count) else {
-            throw APIError.badRequest("invalid_query", "provider (an upper-case code) and subscriberNo are required.")
+            throw APIError.badRequest(.invalidQuery, "provider (an upper-case code) and subscriberNo are required.")
         }
         guard services.domain.tariffs.knows(provider: provider) else {
-            throw APIError(status: 404, code: "unknown_provider", title: "Not Found",
-                           detail: "No tariff is configured for this provider.")
+            throw APIError(.unknownProvider, detail: "No tariff is configured for this provider.")
         }
         let latest = try services.domain.bills.latestBills(userID: uid, provider: provider, subscriberNo: subscriberNo,
                                                            limit: 3)
         guard !latest.isEmpty else {
-            throw APIError(status: 404, code: "no_bills", title: "Not Found",
-                           detail: "There are no bills for this subscription.")
+            throw APIError(.noBills, detail: "There are no bills for this subscription.")
         }
         guard let e = BillRules.estimate(latestBills: latest.map(\.content), provider: provider,
                                          catalog: services.domain.tariffs, today: today) else {
-            throw APIError(status: 404, code: "no_tariff_in_effect", title: "Not Found",
-                           detail: "No tariff of this provider is in effect this month.")
+            throw APIError(.noTariffInEffect, detail: "No tariff of this provider is in effect this month.")
         }
         return .json(200, DomainPresenter.estimate(
             e, provider: provider, subscriberNo: masked ? BillRules.maskSubscriberNo(subscriberNo) : subscriberNo,
@@ -167,7 +164,7 @@ enum BillRoutes {
         if let raw = request.query["withinDays"] {
             guard raw.utf8.count <= 2, raw.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(raw),
                   (1...60).contains(n) else {
-                throw APIError.badRequest("invalid_query", "withinDays must be an integer from 1 to 60.")
+                throw APIError.badRequest(.invalidQuery, "withinDays must be an integer from 1 to 60.")
             }
             within = n
         }

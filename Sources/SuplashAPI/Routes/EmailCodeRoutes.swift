@@ -18,13 +18,12 @@ enum EmailCodeRoutes {
     /// The caller's user id; an admin key has no mailbox.
     static func userID(_ request: APIRequest, _ services: Services) throws -> String {
         guard case .user(let id, _) = try services.authenticator.authenticate(request) else {
-            throw APIError.badRequest("user_token_required", "This route needs a user's access token, not an admin key.")
+            throw APIError.badRequest(.userTokenRequired, "This route needs a user's access token, not an admin key.")
         }
         return id
     }
 
-    static let invalidCode = APIError(status: 422, code: "invalid_code", title: "Unprocessable Content",
-                                      detail: "The code is wrong, expired or used up; request a new one.")
+    static let invalidCode = APIError(.invalidCode, detail: "The code is wrong, expired or used up; request a new one.")
 
     /// `POST /v1/auth/email/verify {code}` (Bearer) → 204.
     static func verify(_ request: APIRequest, _ services: Services) throws -> HTTPResponse {
@@ -37,18 +36,14 @@ enum EmailCodeRoutes {
         case .redeemed:
             return .empty(204)
         case .wrong(let left):
-            throw APIError(status: 422, code: "invalid_code", title: "Unprocessable Content",
-                           detail: left > 0 ? "The code is wrong; \(left) attempts left."
+            throw APIError(.invalidCode, detail: left > 0 ? "The code is wrong; \(left) attempts left."
                                             : "The code is wrong and now void; request a new one.")
         case .expired:
-            throw APIError(status: 422, code: "code_expired", title: "Unprocessable Content",
-                           detail: "The code has expired; request a new one.")
+            throw APIError(.codeExpired, detail: "The code has expired; request a new one.")
         case .attemptsExhausted:
-            throw APIError(status: 422, code: "code_attempts_exhausted", title: "Unprocessable Content",
-                           detail: "Too many wrong codes; request a new one.")
+            throw APIError(.codeAttemptsExhausted, detail: "Too many wrong codes; request a new one.")
         case .noCode:
-            throw APIError(status: 422, code: "invalid_code", title: "Unprocessable Content",
-                           detail: "No code is pending; request a new one.")
+            throw APIError(.invalidCode, detail: "No code is pending; request a new one.")
         }
     }
 
@@ -58,7 +53,7 @@ enum EmailCodeRoutes {
         let id = try userID(request, services)
         guard let user = try services.users.user(id: id) else { throw APIError.invalidToken() }
         if user.profile.emailVerified {
-            throw APIError.conflict("email_already_verified", "The email address is already verified.")
+            throw APIError.conflict(.emailAlreadyVerified, "The email address is already verified.")
         }
         switch try codes(services).issue(for: user.profile, purpose: .verifyEmail, now: request.now) {
         case .issued, .noSuchUser:
@@ -70,8 +65,7 @@ enum EmailCodeRoutes {
 
     static func tooSoon(_ ms: Int64) -> APIError {
         let seconds = max(1, (ms + 999) / 1000)
-        return APIError(status: 429, code: "code_resend_too_soon", title: "Too Many Requests",
-                        detail: "A code was sent less than a minute ago; retry after the time in Retry-After.",
+        return APIError(.codeResendTooSoon, detail: "A code was sent less than a minute ago; retry after the time in Retry-After.",
                         headers: [("Retry-After", String(seconds))])
     }
 

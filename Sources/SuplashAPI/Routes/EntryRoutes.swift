@@ -86,7 +86,7 @@ enum EntryRoutes {
         if let token = request.query["pageToken"] {
             let fields = try services.pageTokens.decode(token, scope: uid, filters: filters, fields: 2)
             guard let loggedAt = Int64(fields[0]) else {
-                throw APIError.badRequest("invalid_page_token", "The page token is invalid or belongs to another query.")
+                throw APIError.badRequest(.invalidPageToken, "The page token is invalid or belongs to another query.")
             }
             cursor = EntryCursor(loggedAt: loggedAt, id: fields[1])
         }

@@ -17,7 +17,7 @@ enum HydrationRoutes {
     static func queryDate(_ request: APIRequest, _ name: String) throws(APIError) -> LocalDate? {
         guard let raw = request.query[name] else { return nil }
         guard let d = LocalDate(parsing: raw) else {
-            throw APIError.badRequest("invalid_query", "\(name) must be a calendar date YYYY-MM-DD.")
+            throw APIError.badRequest(.invalidQuery, "\(name) must be a calendar date YYYY-MM-DD.")
         }
         return d
     }
@@ -64,18 +64,18 @@ enum HydrationRoutes {
     static func stats(_ request: APIRequest, _ services: Services) throws -> HTTPResponse {
         let (_, uid) = try Access.authorize(request, services: services)
         guard let from = try queryDate(request, "from"), let to = try queryDate(request, "to") else {
-            throw APIError.badRequest("invalid_query", "from and to are required local dates YYYY-MM-DD.")
+            throw APIError.badRequest(.invalidQuery, "from and to are required local dates YYYY-MM-DD.")
         }
         let rawInterval = request.query["interval"] ?? "day"
-        guard let interval = StatsInterval(rawValue: rawInterval) else {
-            throw APIError.badRequest("invalid_query", "interval must be day, week or month.")
+        guard let interval = StatsInterval.allCases.first(where: { $0.rawValue.hasSameCodePoints(as: rawInterval) }) else {
+            throw APIError.badRequest(.invalidQuery, "interval must be day, week or month.")
         }
         do {
             _ = try StatsRules.bucketStarts(from: from, to: to, interval: interval)
         } catch .reversedRange {
-            throw APIError.badRequest("invalid_range", "to must not be before from.")
+            throw APIError.badRequest(.invalidRange, "to must not be before from.")
         } catch {
-            throw APIError.badRequest("invalid_range", "At most \(StatsRules.maxBuckets) buckets per call.")
+            throw APIError.badRequest(.invalidRange, "At most \(StatsRules.maxBuckets) buckets per call.")
         }
         let (profile, _) = try services.domain.profileAndClock(uid, services)
         let figures = try services.domain.hydration.dayFigures(userID: uid, from: from, to: to)
@@ -95,7 +95,7 @@ enum HydrationRoutes {
     static func putDay(_ request: APIRequest, _ services: Services) throws -> HTTPResponse {
         let (_, uid) = try Access.authorize(request, services: services)
         guard let date = LocalDate(parsing: request.parameter("date")) else {
-            throw APIError.badRequest("invalid_date", "The date must be a calendar date YYYY-MM-DD.")
+            throw APIError.badRequest(.invalidDate, "The date must be a calendar date YYYY-MM-DD.")
         }
         let deviceID = try request.deviceID()
         let content = try DayValidation.put(try request.jsonBody())

@@ -25,12 +25,12 @@ enum Access {
     static func userID(_ raw: String, principal: Principal, services: Services) throws -> String {
         switch principal {
         case .user(let id, _):
-            if raw == "me" { return id }
+            if raw.hasSameCodePoints(as: "me") { return id }
             guard let uid = UUIDText.normalized(raw), uid == id else { throw APIError.permissionDenied }
             return uid
         case .admin:
-            if raw == "me" {
-                throw APIError.badRequest("me_requires_user", "An admin key has no own user; name the uid.")
+            if raw.hasSameCodePoints(as: "me") {
+                throw APIError.badRequest(.meRequiresUser, "An admin key has no own user; name the uid.")
             }
             guard let uid = UUIDText.normalized(raw), try services.users.user(id: uid) != nil else {
                 throw APIError.notFound
@@ -52,7 +52,7 @@ enum ListQuery {
         guard let raw = request.query["pageSize"] else { return defaultSize }
         guard raw.utf8.count <= 4, raw.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(raw),
               (1...100).contains(n) else {
-            throw APIError.badRequest("invalid_page_size", "pageSize must be an integer from 1 to 100.")
+            throw APIError.badRequest(.invalidPageSize, "pageSize must be an integer from 1 to 100.")
         }
         return n
     }
@@ -60,7 +60,7 @@ enum ListQuery {
     static func instant(_ request: APIRequest, _ name: String) throws(APIError) -> Int64? {
         guard let raw = request.query[name] else { return nil }
         guard let t = RFC3339.parse(raw) else {
-            throw APIError.badRequest("invalid_query", "\(name) must be an RFC 3339 timestamp.")
+            throw APIError.badRequest(.invalidQuery, "\(name) must be an RFC 3339 timestamp.")
         }
         return t
     }

@@ -22,8 +22,7 @@ enum SyncRoutes {
         switch try services.authenticator.authenticate(request) {
         case .user(let id, _): return id
         case .admin:
-            throw APIError(status: 403, code: "user_required", title: "Forbidden",
-                           detail: "Sync needs a user's access token, not an admin key.")
+            throw APIError(.userRequired, detail: "Sync needs a user's access token, not an admin key.")
         }
     }
 
@@ -43,7 +42,7 @@ enum SyncRoutes {
         guard let raw = request.query[name] else { return value }
         guard raw.utf8.count <= 6, raw.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(raw),
               range.contains(n) else {
-            throw APIError.badRequest("invalid_query", "\(name) must be an integer from \(range.lowerBound) to \(range.upperBound).")
+            throw APIError.badRequest(.invalidQuery, "\(name) must be an integer from \(range.lowerBound) to \(range.upperBound).")
         }
         return n
     }
@@ -100,35 +99,28 @@ enum SyncRoutes {
     // MARK: - POST /v1/sync
 
     static let maxMutations = 500
+    /// Every collection a mutation may name (`achievements` only to be refused as read-only).
+    static let collectionNames = ["water_entries", "bills", "days", "profile", "achievements"]
+    /// Stands for a collection name the server does not have (not a valid name itself).
+    static let unknownCollection = "\u{0}unknown"
     /// `clientUpdatedAt` may lead the server clock by at most 5 minutes (ms).
     static let maxClockSkewMillis: Int64 = 5 * 60 * 1000
 
+    /// The `error` problem of a rejected mutation: status and title from `ProblemRegistry`
+    /// (a code it lacks falls back to 422 `Rejected`), with a fixed detail per code.
     static func rejection(_ code: String, errors: [FieldError] = []) -> JSONValue {
-        let error: APIError
-        switch code {
-        case "validation_failed": error = .validation(errors)
-        case "clock_skew":
-            error = APIError(status: 422, code: code, title: "Clock Skew",
-                             detail: "clientUpdatedAt is more than 5 minutes ahead of the server clock.")
-        case "read_only_collection":
-            error = APIError(status: 422, code: code, title: "Read-only Collection",
-                             detail: "This collection is computed by the server.")
-        case "unknown_collection":
-            error = APIError(status: 422, code: code, title: "Unknown Collection",
-                             detail: "Writable collections: water_entries, bills, days, profile.")
-        case "health_kit_uuid_exists":
-            error = .conflict(code, "Another entry holds this healthKitUUID.")
-        case "bill_exists":
-            error = .conflict(code, "Another live bill has the same provider, subscriberNo and period.")
-        case "permission_denied":
-            error = APIError(status: 403, code: code, title: "Forbidden", detail: "The profile id must be the caller's id.")
-        case "operation_not_allowed":
-            error = APIError(status: 422, code: code, title: "Operation Not Allowed",
-                             detail: "The profile cannot be deleted through sync; use DELETE /v1/users/{uid}.")
-        default:
-            error = APIError(status: 422, code: code, title: "Rejected", detail: "The mutation was rejected.")
+        let detail = switch code {
+        case "validation_failed": "One or more fields are invalid; see errors."
+        case "clock_skew": "clientUpdatedAt is more than 5 minutes ahead of the server clock."
+        case "read_only_collection": "This collection is computed by the server."
+        case "unknown_collection": "Writable collections: water_entries, bills, days, profile."
+        case "health_kit_uuid_exists": "Another entry holds this healthKitUUID."
+        case "bill_exists": "Another live bill has the same provider, subscriberNo and period."
+        case "permission_denied": "The profile id must be the caller's id."
+        case "operation_not_allowed": "The profile cannot be deleted through sync; use DELETE /v1/users/{uid}."
+        default: "The mutation was rejected."
         }
-        return error.problem
+        return APIError(status: 422, code: code, title: "Rejected", detail: detail, fieldErrors: errors).problem
     }
 
     /// Reads the structure of one mutation and validates its data with the REST rules.
@@ -140,8 +132,12 @@ enum SyncRoutes {
         }
         var r = FieldReader(members: members)
         r.rejectOthers(writable: ["collection", "id", "op", "data", "clientUpdatedAt"], readOnly: [])
-        let collection = r.string("collection", maxLength: 64, required: true).value
-        let rawID = members.first(where: { $0.0 == "id" })?.1.stringValue ?? ""
+        // Collection names are compared code point by code point (spec §1): the known name's
+        // own spelling is used from here on, and any other text is an unknown collection.
+        let collection = r.string("collection", maxLength: 64, required: true).value.map { raw in
+            Self.collectionNames.firstWithSameCodePoints(as: raw) ?? Self.unknownCollection
+        }
+        let rawID = members.first(where: { $0.0.hasSameCodePoints(as: "id") })?.1.stringValue ?? ""
         // Days are named by their local date (spec §4 `days/{date}`); every other document by a UUID.
         let id = collection == "days"
             ? r.formatted("id", required: true, formatMessage: "must be a date YYYY-MM-DD",
@@ -223,7 +219,7 @@ enum SyncRoutes {
         let sync = try syncServices(services)
         let uid = try userID(request, services)
         guard let deviceID = try request.deviceID() else {
-            throw APIError.badRequest("device_id_required", "POST /v1/sync needs an X-Device-ID header (a UUID).")
+            throw APIError.badRequest(.deviceIDRequired, "POST /v1/sync needs an X-Device-ID header (a UUID).")
         }
         guard case .object(let members) = try request.jsonBody() else {
             throw APIError.validation([FieldError("", .invalidType, "the body must be a JSON object")])

@@ -18,8 +18,8 @@ public struct APIRequest: Sendable {
     public let parameters: [String: String]
     /// The matched route template, e.g. `/v1/users/{uid}` (logged instead of the path).
     public let route: String
-    /// Query parameters; a name given twice → 400 at parse time.
-    public let query: [String: String]
+    /// Query parameters, looked up by code points; a name given twice → 400 at parse time.
+    public let query: QueryParameters
     /// Server clock at arrival, ms since the epoch.
     public let now: Int64
 
@@ -43,7 +43,7 @@ public struct APIRequest: Sendable {
     public func deviceID() throws(APIError) -> String? {
         guard let raw = header("X-Device-ID") else { return nil }
         guard let id = UUIDText.normalized(raw) else {
-            throw APIError.badRequest("invalid_device_id", "X-Device-ID must be a UUID.")
+            throw APIError.badRequest(.invalidDeviceID, "X-Device-ID must be a UUID.")
         }
         return id
     }
@@ -66,20 +66,22 @@ public struct APIRequest: Sendable {
 
     /// Percent-decodes `application/x-www-form-urlencoded`-free query strings: `+` is kept
     /// as a literal plus (RFC 3986), so `from=2026-01-15T10:30:00+03:00` works from curl.
-    static func parseQuery(_ raw: String?) throws(APIError) -> [String: String] {
-        guard let raw, !raw.isEmpty else { return [:] }
-        var out: [String: String] = [:]
+    /// Names are compared code point by code point (spec §1): `%E2%84%AA` (KELVIN SIGN) is
+    /// not `K`, so such a name is another parameter, never a repeat of an ASCII one.
+    static func parseQuery(_ raw: String?) throws(APIError) -> QueryParameters {
+        guard let raw, !raw.isEmpty else { return QueryParameters([:]) }
+        var out: [CodePointKey: String] = [:]
         for pair in raw.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = percentDecode(parts[0]), let value = percentDecode(parts.count > 1 ? parts[1] : "") else {
-                throw APIError.badRequest("invalid_query", "The query string is not valid percent-encoding.")
+                throw APIError.badRequest(.invalidQuery, "The query string is not valid percent-encoding.")
             }
-            guard out[name] == nil else {
-                throw APIError.badRequest("invalid_query", "A query parameter is given more than once.")
+            guard out[CodePointKey(name)] == nil else {
+                throw APIError.badRequest(.invalidQuery, "A query parameter is given more than once.")
             }
-            out[name] = value
+            out[CodePointKey(name)] = value
         }
-        return out
+        return QueryParameters(out)
     }
 
     static func percentDecode(_ s: Substring) -> String? {
@@ -105,6 +107,20 @@ public struct APIRequest: Sendable {
         default: nil
         }
     }
+}
+
+/// The parsed query of a request: percent-decoded values by name, where names are equal
+/// only with the same code points (spec §1; `String` keys would use Unicode equivalence).
+public struct QueryParameters: Sendable {
+    private let values: [CodePointKey: String]
+
+    init(_ values: [CodePointKey: String]) { self.values = values }
+
+    /// The value of parameter `name`, or nil when it is absent.
+    public subscript(name: String) -> String? { values[CodePointKey(name)] }
+
+    /// True when there are no parameters.
+    public var isEmpty: Bool { values.isEmpty }
 }
 
 extension Substring {

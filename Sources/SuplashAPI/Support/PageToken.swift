@@ -22,7 +22,7 @@ public struct PageTokenCodec: Sendable {
     /// Decodes a token made by `encode` with the same scope and filters.
     /// - Throws: 400 `invalid_page_token` for anything else.
     public func decode(_ token: String, scope: String, filters: String, fields: Int) throws(APIError) -> [String] {
-        let invalid = APIError.badRequest("invalid_page_token", "The page token is invalid or belongs to another query.")
+        let invalid = APIError.badRequest(.invalidPageToken, "The page token is invalid or belongs to another query.")
         guard token.utf8.count <= 1024, let bytes = Base64URL.decode(token), bytes.count > 16 else { throw invalid }
         let payload = Array(bytes.dropLast(16))
         let mac = Array(bytes.suffix(16))

@@ -12,8 +12,7 @@ enum RequestDecoding {
         let coding = Substring(raw).trimmingASCIISpaces().lowercased()
         if coding == "identity" { return request }
         guard coding == "gzip" else {
-            throw APIError(status: 415, code: "unsupported_content_encoding", title: "Unsupported Media Type",
-                           detail: "Request bodies may be sent with Content-Encoding gzip only.")
+            throw APIError(.unsupportedContentEncoding, detail: "Request bodies may be sent with Content-Encoding gzip only.")
         }
         var out = request
         out.body = try inflate(request.body, limit: limit)
@@ -21,12 +20,11 @@ enum RequestDecoding {
         return out
     }
 
-    static let tooLarge = APIError(status: 413, code: "payload_too_large", title: "Content Too Large",
-                                   detail: "The inflated body exceeds this route's body limit.")
+    static let tooLarge = APIError(.payloadTooLarge, detail: "The inflated body exceeds this route's body limit.")
 
     /// Inflates a gzip stream (RFC 1952), refusing output past `limit` bytes.
     static func inflate(_ input: [UInt8], limit: Int) throws(APIError) -> [UInt8] {
-        let malformed = APIError.badRequest("malformed_gzip", "The body is not a valid gzip stream.")
+        let malformed = APIError.badRequest(.malformedGzip, "The body is not a valid gzip stream.")
         if input.isEmpty { return [] }
         var stream = z_stream()
         guard inflateInit2_(&stream, 15 + 16, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {

@@ -56,7 +56,7 @@ public final class IdempotencyGuard: @unchecked Sendable {
     /// - Throws: 400 `invalid_idempotency_key`.
     static func validate(_ key: String) throws(APIError) -> String {
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw APIError.badRequest("invalid_idempotency_key", "Idempotency-Key must be 1 to 255 visible ASCII characters.")
+            throw APIError.badRequest(.invalidIdempotencyKey, "Idempotency-Key must be 1 to 255 visible ASCII characters.")
         }
         return key
     }
@@ -94,14 +94,13 @@ public final class IdempotencyGuard: @unchecked Sendable {
     }
 
     private static var inUse: APIError {
-        APIError.conflict("idempotency_key_in_use", "A request with this Idempotency-Key is still running.")
+        APIError.conflict(.idempotencyKeyInUse, "A request with this Idempotency-Key is still running.")
     }
 
     /// The stored response, or 422 when `record` was stored for another request.
     private static func replay(_ record: IdempotencyRecord, fingerprint: [UInt8]) throws(APIError) -> HTTPResponse {
         guard constantTimeEquals(record.fingerprint, fingerprint) else {
-            throw APIError(status: 422, code: "idempotency_key_mismatch", title: "Unprocessable Content",
-                           detail: "This Idempotency-Key was used for another request.")
+            throw APIError(.idempotencyKeyMismatch, detail: "This Idempotency-Key was used for another request.")
         }
         var response = HTTPResponse(status: record.status, body: record.body)
         for pair in record.headers where pair.count == 2 { response.headers.add(name: pair[0], value: pair[1]) }

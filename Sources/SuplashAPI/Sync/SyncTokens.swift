@@ -22,7 +22,7 @@ public struct SyncTokenCodec: Sendable {
     /// The database id and position of a token made by `encode`.
     /// - Throws: 400 `invalid_sync_token` for anything else.
     public func decode(_ token: String) throws(APIError) -> (databaseID: String, position: Int64) {
-        let invalid = APIError.badRequest("invalid_sync_token", "The sync token is not one this server issued.")
+        let invalid = APIError.badRequest(.invalidSyncToken, "The sync token is not one this server issued.")
         guard token.utf8.count <= 256, let bytes = Base64URL.decode(token), bytes.count == 2 + 32 + 8 + 16 else {
             throw invalid
         }
@@ -39,6 +39,6 @@ public struct SyncTokenCodec: Sendable {
 
     /// 410 `sync_token_expired` (spec §5): re-read a full snapshot.
     public static let expired = APIError(
-        status: 410, code: "sync_token_expired", title: "Gone",
+        .syncTokenExpired,
         detail: "The sync token is from another database or older than the tombstone retention; pull a full snapshot.")
 }

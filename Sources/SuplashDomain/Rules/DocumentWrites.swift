@@ -58,6 +58,15 @@ public enum DocumentWrites {
         return next
     }
 
+    /// True when `next` (a patched profile as `revised` returns it) holds the same writable
+    /// fields as `current`: a write that would change nothing but `updatedAt` and `version`.
+    public static func sameWritableFields(_ next: UserProfile, _ current: UserProfile) -> Bool {
+        var same = next
+        same.updatedAt = current.updatedAt
+        same.version = current.version
+        return same == current
+    }
+
     /// `PUT …/days/{date}` (a whole replacement) against the stored day's `createdAt` (ms)
     /// and version (nil: no day row): the new day document — `createdAt` kept, `updatedAt`
     /// = now (ms), version + 1 — and whether it is new (201) or replaced (200).

@@ -28,14 +28,27 @@ public enum PushStep<Document: Sendable>: Sendable {
     /// with the mutation's stamp, at a new change position. An unknown id gets a new
     /// tombstone row, so an older upsert arriving later loses against it.
     case tombstone(version: Int64)
+    /// Write nothing: the mutation is identical to the stored document — the same stamp
+    /// (`clientUpdatedAt` and device) and the same content, as a retried push is (spec §5).
+    /// Answer `applied` with the stored `version`, `updatedAt` (ms) and `document` (nil for
+    /// a tombstone) at the stored change position: no new version, no feed change, no
+    /// derived work (daily totals, goals, achievements).
+    case unchanged(version: Int64, updatedAt: Int64, document: Document?)
 }
 
 /// The last-write-wins decisions of `POST /v1/sync` (spec §5), one function per
 /// collection, shared by every store adapter. Pure: the adapter loads the stored document
 /// (with its stamp), calls the function, performs the storage-only checks it names
 /// (HealthKit and bill uniqueness), saves what it returns and builds the answer with
-/// `applied(...)`.
+/// `applied(...)`. A mutation identical to the stored document (`isReplay`) is `.unchanged`:
+/// the adapter writes nothing and answers with the stored change position.
 public enum SyncPush {
+    /// True when a mutation stamped `incoming` repeats the stored write: the same
+    /// `clientUpdatedAt` and the same device (spec §5; the caller also compares the content).
+    public static func isReplay(_ incoming: WriteStamp, of stored: WriteStamp) -> Bool {
+        incoming.at == stored.at && incoming.device.hasSameCodePoints(as: stored.device)
+    }
+
     // MARK: - water_entries
 
     /// The step of a `water_entries` mutation with id `m.id` against the stored entry
@@ -50,6 +63,16 @@ public enum SyncPush {
             return .answer(.superseded(current: stored.deleted ? nil : .waterEntry(stored.document)))
         }
         let current = stored?.document
+        if let stored, isReplay(stamp, of: stored.stamp) {
+            switch m.write {
+            case .upsertEntry(let content) where !stored.deleted && stored.document.content == content:
+                return .unchanged(version: stored.document.version, updatedAt: stored.document.updatedAt,
+                                  document: stored.document)
+            case .delete where stored.deleted:
+                return .unchanged(version: stored.document.version, updatedAt: stored.document.updatedAt, document: nil)
+            default: break
+            }
+        }
         switch m.write {
         case .upsertEntry(let content):
             return .upsert(WaterEntry(id: m.id, userID: userID, content: content, createdAt: current?.createdAt ?? now,
@@ -66,7 +89,7 @@ public enum SyncPush {
     public static func entryDeltas(_ step: PushStep<WaterEntry>, stored: Stamped<WaterEntry>?) -> [EntryDelta] {
         var deltas: [EntryDelta] = []
         switch step {
-        case .answer: return []
+        case .answer, .unchanged: return []
         case .upsert(let entry): deltas.append(EntryDelta(entry.content, sign: 1))
         case .tombstone: break
         }
@@ -84,6 +107,16 @@ public enum SyncPush {
                             now: Int64) -> PushStep<Bill> {
         if let stored, !LastWriteWins.wins(stamp, over: stored.stamp) {
             return .answer(.superseded(current: stored.deleted ? nil : .bill(stored.document)))
+        }
+        if let stored, isReplay(stamp, of: stored.stamp) {
+            switch m.write {
+            case .upsertBill(let content) where !stored.deleted && stored.document.content == content:
+                return .unchanged(version: stored.document.version, updatedAt: stored.document.updatedAt,
+                                  document: stored.document)
+            case .delete where stored.deleted:
+                return .unchanged(version: stored.document.version, updatedAt: stored.document.updatedAt, document: nil)
+            default: break
+            }
         }
         let version = (stored?.document.version ?? 0) + 1
         switch m.write {
@@ -124,6 +157,10 @@ public enum SyncPush {
         if let stored, !LastWriteWins.wins(stamp, over: stored.stamp) {
             return .answer(.superseded(current: .day(stored.document)))
         }
+        if let stored, isReplay(stamp, of: stored.stamp), stored.document.content == content {
+            return .unchanged(version: stored.document.version, updatedAt: stored.document.updatedAt,
+                              document: stored.document)
+        }
         return .upsert(DayContext(date: date, content: content, createdAt: stored?.document.createdAt ?? now,
                                   updatedAt: now, version: (stored?.document.version ?? 0) + 1))
     }
@@ -154,7 +191,11 @@ public enum SyncPush {
             return .answer(.superseded(current: .profile(current)))
         }
         do {
-            return .upsert(DocumentWrites.revised(current, patched: try apply(patch, current), now: now))
+            let next = DocumentWrites.revised(current, patched: try apply(patch, current), now: now)
+            if isReplay(stamp, of: stored.stamp), DocumentWrites.sameWritableFields(next, current) {
+                return .unchanged(version: current.version, updatedAt: current.updatedAt, document: current)
+            }
+            return .upsert(next)
         } catch let failure as ValidationFailure {
             return .answer(.rejected(SyncRejection(code: "validation_failed", errors: failure.errors)))
         }
@@ -165,7 +206,9 @@ public enum SyncPush {
     /// The `applied` outcome of a saved step at change `position`: the change of the
     /// `collection` document `id` (for `days` the date, for `profile` the user id), with
     /// the document for an upsert and none for a tombstone. `.answer` steps answer as they
-    /// are. `now`: the server time the step was decided at, ms.
+    /// are. For `.unchanged`, `position` is the stored document's change position and the
+    /// change carries the stored version and `updatedAt`. `now`: the server time the step
+    /// was decided at, ms.
     public static func applied<Document>(_ step: PushStep<Document>, collection: String, id: String, position: Int64,
                                          now: Int64, wrap: (Document) -> SyncDocument) -> SyncMutationOutcome {
         switch step {
@@ -178,6 +221,9 @@ public enum SyncPush {
         case .tombstone(let version):
             return .applied(SyncChange(collection: collection, id: id, version: version, updatedAt: now,
                                        deleted: true, position: position, document: nil))
+        case .unchanged(let version, let updatedAt, let document):
+            return .applied(SyncChange(collection: collection, id: id, version: version, updatedAt: updatedAt,
+                                       deleted: document == nil, position: position, document: document.map(wrap)))
         }
     }
 }

@@ -7,6 +7,12 @@ public enum Credentials {
     /// case mapping (not locale-specific) — and returns it, or nil when it is not an
     /// acceptable address: ≤ 254 characters, exactly one `@`, a non-empty local part,
     /// a domain containing a dot (not at either end), no spaces or control characters.
+    ///
+    /// Unicode normalisation on purpose: the result is NFC, so the precomposed (NFC) and
+    /// decomposed (NFD) spellings of one address are the same bytes — one account, also in
+    /// the database's unique index on `users.email`, which compares bytes. Every writer of
+    /// `users.email` (signup, Apple sign-in) stores this form; field names and enum values,
+    /// by contrast, are never normalised (spec §1, docs/decisions.md).
     public static func normalizedEmail(_ raw: String) -> String? {
         // NFC first, so the same address typed with a precomposed or a combining accent is one
         // identity byte for byte (identity by id, never by text — but lookups are by bytes).

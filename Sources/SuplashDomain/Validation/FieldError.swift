@@ -1,5 +1,5 @@
 /// Per-field validation codes (spec §2, the `errors[].code` of a 422 `validation_failed`).
-public enum FieldErrorCode: String, Sendable, Hashable {
+public enum FieldErrorCode: String, Sendable, Hashable, CaseIterable {
     case required
     case invalidType = "invalid_type"
     case invalidFormat = "invalid_format"

@@ -43,10 +43,12 @@ public struct FieldReader {
     }
 
     /// Flags every member not in `writable`: names in `readOnly` get `read_only_field`,
-    /// the rest `unknown_field` (a typo must not be silently dropped, spec §1).
+    /// the rest `unknown_field` (a typo must not be silently dropped, spec §1). Names are
+    /// compared by code points, never by Unicode equivalence: `"weight\u{212A}g"` (KELVIN
+    /// SIGN) is an unknown field, not `weightKg` (spec §1).
     public mutating func rejectOthers(writable: Set<String>, readOnly: Set<String>) {
-        for (name, _) in members where !writable.contains(name) {
-            if readOnly.contains(name) {
+        for (name, _) in members where !writable.containsCodePoints(name) {
+            if readOnly.containsCodePoints(name) {
                 fail(name, .readOnlyField, "read-only field")
             } else {
                 fail(name, .unknownField, "unknown field")
@@ -54,8 +56,9 @@ public struct FieldReader {
         }
     }
 
+    /// The member named `name`, compared by code points (spec §1).
     func raw(_ name: String) -> JSONValue? {
-        members.first(where: { $0.0 == name })?.1
+        members.first(where: { $0.0.hasSameCodePoints(as: name) })?.1
     }
 
     /// An integer in `range`; integral JSON numbers only (`250`, `250.0`; not `2.5`, `true`, `"250"`).
@@ -162,10 +165,11 @@ public struct FieldReader {
         }
     }
 
-    /// One of `allowed` (exact, case-sensitive).
+    /// One of `allowed` (exact, case-sensitive, code point by code point: no Unicode
+    /// equivalence, spec §1); the value is the matching element of `allowed`.
     public mutating func oneOf(_ name: String, _ allowed: [String], required: Bool = false) -> Value<String> {
         formatted(name, required: required, formatMessage: "must be one of: " + allowed.joined(separator: ", ")) {
-            allowed.contains($0) ? $0 : nil
+            allowed.firstWithSameCodePoints(as: $0)
         }
     }
 
