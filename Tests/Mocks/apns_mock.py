@@ -199,6 +199,7 @@ class H2Protocol(asyncio.Protocol):
         self.streams = {}  # stream id -> {"headers": dict, "body": bytearray}
         self.held = {}  # barrier prefix -> list of (stream id, entry)
         self.last_iat = None
+        self.current_iat = None
         self.transport = None
 
     def connection_made(self, transport):
@@ -264,7 +265,9 @@ class H2Protocol(asyncio.Protocol):
                  "topic": h.get("apns-topic"), "priority": h.get("apns-priority"),
                  "expiration": h.get("apns-expiration"), "collapseId": h.get("apns-collapse-id"),
                  "payloadBytes": len(body), "activeStreams": len(self.streams) + 1}
+        self.current_iat = None
         status, reason, extra = self.decide(h, body, token, apns_id)
+        entry["iat"] = self.current_iat
         if status == "reset":
             entry.update(status=0, reason="ConnectionReset")
             self.mock.record(entry)
@@ -298,6 +301,7 @@ class H2Protocol(asyncio.Protocol):
         if not HEX_RE.match(token):
             return 400, "BadDeviceToken", None
         reason, iat = self.mock.check_jwt(h.get("authorization"))
+        self.current_iat = iat
         if reason is not None:
             return 403, reason, None
         if self.last_iat is not None and iat != self.last_iat:
