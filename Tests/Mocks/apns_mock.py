@@ -277,6 +277,7 @@ class H2Protocol(asyncio.Protocol):
             prefix = token[:7]
             held = self.held.setdefault(prefix, [])
             held.append((stream_id, apns_id, entry))
+            self.mock.record({"event": "held", "connection": self.number, "apnsId": h.get("apns-id")})
             needed = int(token[5:7], 16)
             if len(held) >= needed:
                 for sid, aid, e in held:
