@@ -144,6 +144,8 @@ final class Transfer {
         set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeout.curlMilliseconds)
         set(CURLOPT_TIMEOUT_MS, (request.timeout ?? configuration.requestTimeout).curlMilliseconds)
         if let caFile = configuration.caFile { set(CURLOPT_CAINFO, caFile) }
+        // Refuse a server without ALPN h2 during the handshake, before the request is sent.
+        ok = ok && suplash_curl_require_h2_alpn(easy) == CURLE_OK
 
         switch request.method {
         case "GET": set(CURLOPT_HTTPGET, 1)
@@ -222,6 +224,11 @@ final class Transfer {
     /// The outcome once libcurl reports the transfer done with `code`.
     func result(code: CURLcode) -> Result<HTTPClientResponse, HTTPClientError> {
         if bodyTooLarge { return .failure(.responseTooLarge) }
+        if code == CURLE_PEER_FAILED_VERIFICATION {
+            var verifyResult = 0
+            _ = suplash_curl_easy_getinfo_long(easy, CURLINFO_SSL_VERIFYRESULT, &verifyResult)
+            if verifyResult == suplash_alpn_refusal_code() { return .failure(.http2NotNegotiated(.http1_1)) }
+        }
         guard code == CURLE_OK else { return .failure(Transfer.error(for: code)) }
         var versionCode = 0
         _ = suplash_curl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &versionCode)

@@ -10,8 +10,11 @@ import Synchronization
 /// - One connection per origin: `CURLMOPT_MAX_HOST_CONNECTIONS` = 1,
 ///   `CURLMOPT_PIPELINING` = `CURLPIPE_MULTIPLEX` and `CURLOPT_PIPEWAIT` make concurrent
 ///   requests wait for, and share, the one HTTP/2 connection as streams (RFC 9113 §5).
-/// - HTTP/2 is required: ALPN offers `h2` (`CURL_HTTP_VERSION_2TLS`), only `https` URLs are
-///   accepted, and a transfer whose `CURLINFO_HTTP_VERSION` is older than HTTP/2 fails with
+/// - HTTP/2 is required: only `https` URLs are accepted, ALPN offers `h2`
+///   (`CURL_HTTP_VERSION_2TLS`), a connection whose server does not select `h2` is refused in
+///   the TLS handshake (a certificate-verification hook installed through
+///   `CURLOPT_SSL_CTX_FUNCTION`, so nothing is sent over HTTP/1.1), and a transfer whose
+///   `CURLINFO_HTTP_VERSION` is still older than HTTP/2 fails with
 ///   `HTTPClientError.http2NotNegotiated` instead of returning its response.
 /// - A lost connection fails the transfers in flight on it with `.connectionLost`; libcurl
 ///   opens a new connection for the next request. Retrying is the caller's decision.

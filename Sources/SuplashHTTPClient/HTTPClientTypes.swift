@@ -86,8 +86,10 @@ public enum HTTPClientError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The request was refused before anything was sent: not an absolute `https` URL, a method
     /// that is not a token, a header name or value with CR/LF/NUL, or libcurl refused an option.
     case invalidRequest
-    /// The server answered over an HTTP version older than HTTP/2 (ALPN did not select `h2`).
-    /// The response is discarded; the request may have reached the server.
+    /// The server did not negotiate HTTP/2. Normally caught in the TLS handshake (ALPN did not
+    /// select `h2`), before any request byte is sent; as a second check, a response that still
+    /// arrived over HTTP/1.x (`CURLINFO_HTTP_VERSION`, e.g. on a resumed TLS session) is
+    /// discarded — that request may have reached the server.
     case http2NotNegotiated(HTTPClientVersion)
     /// The host name did not resolve (`CURLE_COULDNT_RESOLVE_HOST`).
     case couldNotResolve

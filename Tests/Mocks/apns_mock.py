@@ -366,7 +366,10 @@ class H2Protocol(asyncio.Protocol):
 
 
 class H1Protocol(asyncio.Protocol):
-    """HTTP/1.1 over TLS: answers every request 200 with a tiny body, then closes."""
+    """HTTP/1.1 over TLS: records and answers every request 200 with a tiny body, then closes."""
+
+    def __init__(self, mock):
+        self.mock = mock
 
     def connection_made(self, transport):
         self.transport = transport
@@ -375,6 +378,7 @@ class H1Protocol(asyncio.Protocol):
     def data_received(self, data):
         self.buffer += data
         if b"\r\n\r\n" in self.buffer:
+            self.mock.record({"event": "http1-request"})
             self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
             self.transport.close()
 
@@ -405,7 +409,7 @@ async def main():
     production = await loop.create_server(lambda: H2Protocol(mock, "production"), "127.0.0.1", args.port,
                                           ssl=h2_context, backlog=128)
     sandbox = await loop.create_server(lambda: H2Protocol(mock, "sandbox"), "127.0.0.1", 0, ssl=h2_context)
-    http1 = await loop.create_server(H1Protocol, "127.0.0.1", 0, ssl=tls_context(args.dir, "http/1.1"))
+    http1 = await loop.create_server(lambda: H1Protocol(mock), "127.0.0.1", 0, ssl=tls_context(args.dir, "http/1.1"))
     info = {
         "productionPort": production.sockets[0].getsockname()[1],
         "sandboxPort": sandbox.sockets[0].getsockname()[1],

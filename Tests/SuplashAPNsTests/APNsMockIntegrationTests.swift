@@ -40,6 +40,12 @@ struct APNsMock {
         try ES256PrivateKey(pem: Array(try Data(contentsOf: URL(fileURLWithPath: keyFile))))
     }
 
+    /// How many records of `event` the mock has written.
+    func count(event: String) throws -> Int {
+        try String(contentsOfFile: requestLog, encoding: .utf8).split(separator: "\n")
+            .filter { $0.contains("\"event\":\"\(event)\"") }.count
+    }
+
     /// The mock's request records for these push ids, in the order it answered them
     /// (`event` = `request`; `held` marks a stream the mock keeps open).
     func records(for pushIDs: [UUID], event: String = "request") throws -> [JSONValue] {
@@ -117,13 +123,15 @@ final class APNsMockIntegrationTests: XCTestCase {
         XCTAssertEqual(records.first?["collapseId"]?.stringValue, "sync")
     }
 
-    func testServerWithoutHTTP2IsRefused() async throws {
+    func testServerWithoutHTTP2IsRefusedBeforeTheRequestIsSent() async throws {
+        let before = try mock.count(event: "http1-request")
         do throws(HTTPClientError) {
             _ = try await client.send(HTTPClientRequest(method: "POST", url: mock.http1URL + "/3/device/00", body: Array("{}".utf8)))
             XCTFail("answered over HTTP/1.1 and was accepted")
         } catch {
             XCTAssertEqual(error, .http2NotNegotiated(.http1_1))
         }
+        XCTAssertEqual(try mock.count(event: "http1-request"), before, "refused in the TLS handshake: nothing was sent")
     }
 
     func testUntrustedServerCertificateFailsTLS() async throws {
