@@ -83,6 +83,10 @@ let package = Package(
         .target(name: "SuplashHealthImport", dependencies: ["SuplashKit", "SuplashCrypto", "CLibXML2", "CArchive"]),
         .executableTarget(name: "suplash", dependencies: ["SuplashKit", "SuplashHealthImport"]),
 
+        // MARK: Benchmarks run by hand (Benchmarks/apns/README.md), not in CI
+        .executableTarget(name: "apns-bench", dependencies: ["SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON"],
+                          path: "Benchmarks/apns", exclude: ["README.md"]),
+
         // MARK: Tests mirror the targets
         .testTarget(name: "SuplashJSONTests", dependencies: ["SuplashJSON"]),
         .testTarget(name: "SuplashCryptoTests", dependencies: ["SuplashCrypto"]),

@@ -63,7 +63,16 @@ final class CurlEngine: @unchecked Sendable {
                 let left = (deadline - ContinuousClock.now).curlMilliseconds
                 timeoutMs = Int32(clamping: min(left, 1000))
             }
+            // Sleep only when the mailbox is empty; from here on submitters wake us.
+            let idle = shared.mailbox.withLock { box in
+                guard box.queued.isEmpty, box.cancellations.isEmpty, box.shutdownDeadline == deadline else { return false }
+                box.polling = true
+                box.wakeSent = false
+                return true
+            }
+            guard idle else { continue }
             _ = curl_multi_poll(multi, nil, 0, timeoutMs, nil)
+            shared.mailbox.withLock { $0.polling = false }
         }
 
         // Shutting down: fail what is left, close every connection, release the handle.
@@ -285,24 +294,30 @@ private func transferWriteBody(_ buffer: UnsafeMutablePointer<CChar>?, _ size: I
 }
 
 /// `CURLOPT_HEADERFUNCTION`: one call per header line, status lines included. A status line
-/// starts a new header block (so informational responses are forgotten).
+/// starts a new header block (so informational responses are forgotten). Parsed as bytes:
+/// name up to the colon, value with surrounding spaces, tabs and the CRLF removed.
 private func transferWriteHeader(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
                                  _ userdata: UnsafeMutableRawPointer?) -> Int {
     guard let userdata else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
     let length = size * count
     guard length > 0, let buffer else { return length }
-    let line = buffer.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
-        String(decoding: UnsafeBufferPointer(start: bytes, count: length), as: UTF8.self)
+    buffer.withMemoryRebound(to: UInt8.self, capacity: length) { start in
+        let line = UnsafeBufferPointer(start: start, count: length)
+        if length >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F { // "HTTP/"
+            transfer.headers.removeAll()
+            return
+        }
+        guard let colon = line.firstIndex(of: 0x3A), colon > 0 else { return }
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
+        var first = colon + 1
+        var last = length
+        while first < last, isSpace(line[first]) { first += 1 }
+        while last > first, isSpace(line[last - 1]) { last -= 1 }
+        let name = String(decoding: UnsafeBufferPointer(rebasing: line[0..<colon]), as: UTF8.self)
+        let value = String(decoding: UnsafeBufferPointer(rebasing: line[first..<last]), as: UTF8.self)
+        transfer.headers.append(HTTPClientHeader(name, value))
     }
-    if line.hasPrefix("HTTP/") {
-        transfer.headers.removeAll()
-        return length
-    }
-    guard let colon = line.firstIndex(of: ":") else { return length }
-    let name = String(line[..<colon])
-    let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-    transfer.headers.append(HTTPClientHeader(name, value))
     return length
 }
 

@@ -130,6 +130,18 @@ struct Mailbox: ~Copyable {
     var stopWaiters: [@Sendable () -> Void] = []
     /// The thread has released the multi handle.
     var stopped = false
+    /// The client thread is in (or about to enter) `curl_multi_poll`.
+    var polling = false
+    /// A `curl_multi_wakeup` was sent since the thread started polling (one is enough).
+    var wakeSent = false
+
+    /// Wakes the client thread if it sleeps and nobody woke it yet (a wake-up is a syscall;
+    /// under load most submissions find the thread awake and skip it).
+    mutating func wake(_ multi: MultiHandle) {
+        guard polling, !wakeSent, !stopped else { return }
+        wakeSent = true
+        curl_multi_wakeup(multi.pointer)
+    }
 }
 
 /// The state both sides share: the mailbox and the multi handle for wake-ups.
@@ -155,7 +167,7 @@ final class SharedState: Sendable {
             if box.shutdownDeadline != nil || box.stopped { return .shutDown }
             if cancelled { return .cancelled }
             box.queued.append(submission)
-            if !box.stopped { curl_multi_wakeup(multi.pointer) }
+            box.wake(multi)
             return nil
         }
         if let refusal { submission.completion(.failure(refusal)) }
@@ -170,7 +182,7 @@ final class SharedState: Sendable {
             }
             if box.inFlight.contains(id) {
                 box.cancellations.append(id)
-                if !box.stopped { curl_multi_wakeup(multi.pointer) }
+                box.wake(multi)
             }
             return nil
         }
@@ -188,7 +200,7 @@ final class SharedState: Sendable {
             }
             if box.stopped { return true }
             if let whenStopped { box.stopWaiters.append(whenStopped) }
-            curl_multi_wakeup(multi.pointer)
+            box.wake(multi)
             return false
         }
         if runNow { whenStopped?() }
