@@ -218,7 +218,7 @@ public final class APNsSender: Sendable {
             case .retryInOtherEnvironment:
                 triedOther = true
                 environment = environment.other
-                count(retry: true)
+                countRetry()
             case .dropToken(let reason):
                 logger.info("apns_token_invalid", .identifier("pushId", push.id.uuidString), .code("reason", reason.rawValue))
                 return finish(push, .tokenInvalid(reason), attempts: attempts)
@@ -228,7 +228,7 @@ public final class APNsSender: Sendable {
                     pause(.expiredProviderToken, pushID: push.id)
                     return finish(push, .paused(.expiredProviderToken), attempts: attempts)
                 }
-                count(retry: true)
+                countRetry()
             case .configurationError(let reason):
                 pause(reason, pushID: push.id)
                 return finish(push, .paused(reason), attempts: attempts)
@@ -243,7 +243,7 @@ public final class APNsSender: Sendable {
                                    .count("attempts", attempts))
                     return finish(push, .retryLater(reason, after: delay), attempts: attempts)
                 }
-                count(retry: true)
+                countRetry()
                 await sleep(delay)
             }
         }
@@ -260,7 +260,7 @@ public final class APNsSender: Sendable {
         return APNsDeliveryResult(pushID: push.id, outcome: outcome, attempts: attempts)
     }
 
-    private func count(retry: Bool) {
+    private func countRetry() {
         state.withLock { $0.counters.retried += 1 }
     }
 
