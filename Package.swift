@@ -84,7 +84,7 @@ let package = Package(
         .executableTarget(name: "suplash", dependencies: ["SuplashKit", "SuplashHealthImport"]),
 
         // MARK: Benchmarks run by hand (Benchmarks/apns/README.md), not in CI
-        .executableTarget(name: "apns-bench", dependencies: ["SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON"],
+        .executableTarget(name: "apns-bench", dependencies: ["SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON", "SuplashLogging"],
                           path: "Benchmarks/apns", exclude: ["README.md"]),
 
         // MARK: Tests mirror the targets

@@ -3,12 +3,14 @@
 //   scripts/with-apns-mock swift run -c release apns-bench 100000 200
 // Arguments: total pushes (default 10000), pushes in flight (default 100). Reads the mock's
 // mock.json from $SUPLASH_TEST_APNS_MOCK. APNS_BENCH_URL sends to another origin instead (e.g.
-// nghttpd with the mock's certificate, to see the client's own ceiling).
+// nghttpd with the mock's certificate, to see the client's own ceiling); APNS_BENCH_STALE_PERCENT
+// sends that share to stale tokens.
 import Foundation
 import SuplashAPNs
 import SuplashCrypto
 import SuplashHTTPClient
 import SuplashJSON
+import SuplashLogging
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data((message + "\n").utf8))
@@ -43,11 +45,16 @@ do {
                             configuration: APNsSenderConfiguration(productionURL: ProcessInfo.processInfo.environment["APNS_BENCH_URL"]
                                                                        ?? "https://127.0.0.1:\(port)",
                                                                    sandboxURL: "https://127.0.0.1:\(sandboxPort)",
-                                                                   maxConcurrentPushes: inFlight))
+                                                                   maxConcurrentPushes: inFlight),
+                            logger: Logger(minimumLevel: .warning))
     let payload = Array(#"{"aps":{"content-available":1},"position":"1234567"}"#.utf8)
+    // APNS_BENCH_STALE_PERCENT: that share of pushes goes to stale tokens (the mock answers 410).
+    let stalePercent = Int(ProcessInfo.processInfo.environment["APNS_BENCH_STALE_PERCENT"] ?? "0") ?? 0
+    let staleToken = "0410" + String(repeating: "ab", count: 30)
     func pushes(_ count: Int) -> [APNsPush] {
-        (0..<count).map { _ in
-            APNsPush(id: UUID(), deviceToken: String(repeating: "ab", count: 32), pushType: .background, bundleID: bundleID,
+        (0..<count).map { index in
+            APNsPush(id: UUID(), deviceToken: index % 100 < stalePercent ? staleToken : String(repeating: "ab", count: 32),
+                     pushType: .background, bundleID: bundleID,
                      environment: .production, payload: payload, expiration: 0, collapseID: "sync")
         }
     }

@@ -44,6 +44,10 @@ Scripted answers by device-token prefix (tokens are hex):
   0e5e7  resets the connection (TCP close, no answer) the first time for that token, then 200
   0ba11NN  held until NN (two hex digits) such streams are open on the connection at once,
            then all are answered 200 (proves concurrent streams on one connection)
+
+With --stale-floor F, every BadDeviceToken or Unregistered answer halves that connection's
+SETTINGS_MAX_CONCURRENT_STREAMS, down to F — a model of APNs lowering a connection's
+concurrency when it sees stale tokens (for benchmarks).
 """
 
 import argparse
@@ -289,7 +293,17 @@ class H2Protocol(asyncio.Protocol):
         entry.update(status=status, reason=reason)
         self.mock.record(entry)
         self.respond(stream_id, status, apns_id, reason, extra)
+        if reason in ("BadDeviceToken", "Unregistered") and self.mock.args.stale_floor > 0:
+            self.lower_streams()
         return None
+
+    def lower_streams(self):
+        """Like APNs after rejected pushes: halve this connection's stream limit (to a floor)."""
+        current = self.conn.local_settings.max_concurrent_streams
+        lowered = max(self.mock.args.stale_floor, current // 2)
+        if lowered < current:
+            self.conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: lowered})
+            self.mock.record({"event": "settings", "connection": self.number, "maxConcurrentStreams": lowered})
 
     def decide(self, h, body, token, apns_id):
         """(status, reason, extra) like APNs, in APNs's order of checks."""
@@ -399,6 +413,8 @@ async def main():
     parser.add_argument("--bundle-id", action="append", default=None)
     parser.add_argument("--max-streams", type=int, default=1000, help="SETTINGS_MAX_CONCURRENT_STREAMS")
     parser.add_argument("--port", type=int, default=0, help="production listener port (0: any free port)")
+    parser.add_argument("--stale-floor", type=int, default=0,
+                        help="halve a connection's stream limit after each BadDeviceToken/Unregistered, down to this (0: off)")
     args = parser.parse_args()
     args.bundle_id = args.bundle_id or ["app.suplash.Suplash"]
     os.makedirs(args.dir, exist_ok=True)
