@@ -26,6 +26,9 @@ let package = Package(
                        providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CArchive", path: "Sources/CArchive", pkgConfig: "libarchive",
                        providers: [.apt(["libarchive-dev"])]),
+        // libcurl built with nghttp2 (Debian's OpenSSL flavour) for outbound HTTP/2.
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // MARK: Leaf libraries
         .target(name: "SuplashLogging"),
@@ -34,6 +37,12 @@ let package = Package(
 
         // MARK: HTTP engine (knows nothing of water)
         .target(name: "SuplashHTTP", dependencies: ["CEpoll", "SuplashLogging"]),
+
+        // MARK: Outbound HTTP/2 client (libcurl multi on its own thread; knows nothing of water)
+        .target(name: "SuplashHTTPClient", dependencies: ["CCurl"]),
+
+        // MARK: Apple Push Notification service: provider tokens, requests, outcomes, sender
+        .target(name: "SuplashAPNs", dependencies: ["SuplashHTTPClient", "SuplashCrypto", "SuplashJSON", "SuplashLogging"]),
 
         // MARK: Storage engine (SQLite connection, writer + reader pool, migrations)
         .target(name: "SuplashStorage", dependencies: ["CSQLite", "SuplashCrypto", "SuplashLogging"]),
@@ -74,10 +83,20 @@ let package = Package(
         .target(name: "SuplashHealthImport", dependencies: ["SuplashKit", "SuplashCrypto", "CLibXML2", "CArchive"]),
         .executableTarget(name: "suplash", dependencies: ["SuplashKit", "SuplashHealthImport"]),
 
+        // MARK: Benchmarks run by hand (Benchmarks/apns/README.md), not in CI
+        .executableTarget(name: "apns-bench", dependencies: ["SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON", "SuplashLogging"],
+                          path: "Benchmarks/apns", exclude: ["README.md"]),
+
         // MARK: Tests mirror the targets
         .testTarget(name: "SuplashJSONTests", dependencies: ["SuplashJSON"]),
         .testTarget(name: "SuplashCryptoTests", dependencies: ["SuplashCrypto"]),
         .testTarget(name: "SuplashHTTPTests", dependencies: ["SuplashHTTP"]),
+        // Outbound client and APNs: unit tests, plus integration tests against the mock APNs
+        // server (Tests/Mocks/apns_mock.py), skipped unless SUPLASH_TEST_APNS_MOCK is set
+        // (scripts/with-apns-mock).
+        .testTarget(name: "SuplashAPNsTests", dependencies: [
+            "SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON",
+        ]),
         .testTarget(name: "SuplashStorageTests", dependencies: ["SuplashStorage"]),
         .testTarget(name: "SuplashDomainTests", dependencies: ["SuplashDomain", "SuplashJSON"]),
         .testTarget(name: "SuplashAPITests", dependencies: [
