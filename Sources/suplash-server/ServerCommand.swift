@@ -41,7 +41,7 @@ struct Environment {
                 throw StartupRefusal(description: "\(path) is missing or empty: there is no database to read. Check "
                                      + "--data-dir (server.dataDir) and storage.sqlitePath", exitCode: ExitCode.noInput)
             }
-            let forceQuickCheck = try StartupChecks.preflightSQLite(
+            let plan = try StartupChecks.preflightSQLite(
                 dataDir: dataDir, databasePath: path, options: options,
                 secretConfigured: !configuration.string("auth.jwtSecret").isEmpty, logger: logger)
             let database: SQLiteDatabase
@@ -54,7 +54,8 @@ struct Environment {
                 throw StartupChecks.openFailed(path, error)
             }
             do {
-                try StartupChecks.checkSQLiteIntegrity(database, forceQuickCheck: forceQuickCheck, logger: logger)
+                try StartupChecks.checkSQLiteIntegrity(database, forceQuickCheck: plan.forceQuickCheck, logger: logger)
+                try StartupChecks.checkSQLiteHoldsData(database, plan: plan)
             } catch {
                 database.close()
                 throw error

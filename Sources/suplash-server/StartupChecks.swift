@@ -109,17 +109,31 @@ enum StartupChecks {
     /// Before a SQLite database is opened: the directories are writable; a database file is a
     /// SQLite file of the length its header records; a missing or empty database beside
     /// state is refused unless `--init-empty` (which moves the leftovers aside).
-    /// - Returns: true when the integrity check must be the full `quick_check` (the file is
-    ///   shorter than its header records, and a WAL may hold the rest).
+    /// What the checks after opening must do.
+    struct SQLitePlan {
+        /// Run the full `quick_check` whatever the size (the file is shorter than its header
+        /// records, or empty with a WAL: the WAL may hold the rest).
+        var forceQuickCheck = false
+        /// The data dir holds state: the opened database must hold the Suplash schema
+        /// (else it is an empty stand-in for a lost one). Lists the state for the message.
+        var stateSeen: [String] = []
+    }
+
+    /// - Returns: what the checks after opening must do.
     /// - Throws: `StartupRefusal`.
     static func preflightSQLite(dataDir: String, databasePath path: String, options: StartupOptions,
-                                secretConfigured: Bool, logger: Logger) throws -> Bool {
+                                secretConfigured: Bool, logger: Logger) throws -> SQLitePlan {
         try checkWritable(dataDir, role: "data dir")
         let databaseDir = (path as NSString).deletingLastPathComponent
         if !databaseDir.isEmpty, databaseDir != dataDir { try checkWritable(databaseDir, role: "database directory") }
         var info = stat()
         let exists = stat(path, &info) == 0
-        if exists, info.st_size > 0 {
+        var state = stateFiles(dataDir: dataDir, databasePath: path)
+        if secretConfigured { state.removeAll { $0 == dataDir + "/jwt-secret" } }
+        let walPresent = (fileSize(path + "-wal") ?? 0) > 0
+        // A database that was never checkpointed is an empty main file and a WAL holding
+        // everything (kill -9 soon after the first start): open it and let the checks decide.
+        if exists, info.st_size > 0 || walPresent {
             if options.initEmpty {
                 throw StartupRefusal(description: "--init-empty starts a data dir whose database is missing or empty, but "
                                      + "\(path) holds a database: start without --init-empty (to start over, move the "
@@ -130,17 +144,16 @@ enum StartupChecks {
                                      + "(\(String(cString: strerror(errno)))): fix its owner or mode (0600)",
                                      exitCode: ExitCode.notWritable)
             }
-            let walPresent = (fileSize(path + "-wal") ?? 0) > 0
+            guard info.st_size > 0 else { return SQLitePlan(forceQuickCheck: true, stateSeen: state) }
             do {
-                return try SQLiteStartupCheck.checkHeader(path: path, walPresent: walPresent)
+                let short = try SQLiteStartupCheck.checkHeader(path: path, walPresent: walPresent)
+                return SQLitePlan(forceQuickCheck: short, stateSeen: state)
             } catch let problem as SQLiteStartupCheck.Problem {
                 throw damaged(path, problem)
             }
         }
-        var state = stateFiles(dataDir: dataDir, databasePath: path)
-        if secretConfigured { state.removeAll { $0 == dataDir + "/jwt-secret" } }
         if exists { state.insert(path, at: 0) }
-        guard !state.isEmpty else { return false }   // a new data dir: the first start
+        guard !state.isEmpty else { return SQLitePlan() }   // a new data dir: the first start
         let what = exists ? "\(path) is empty (0 bytes)" : "\(path) is missing"
         guard options.initEmpty else {
             throw StartupRefusal(description: "\(what) but the data dir holds a server's state (\(names(state))): the "
@@ -161,7 +174,22 @@ enum StartupChecks {
             moved += 1
         }
         logger.warning("init_empty", .count("movedAside", moved))
-        return false
+        return SQLitePlan()
+    }
+
+    /// After the integrity check: beside state, the database must hold the Suplash schema.
+    /// - Throws: `StartupRefusal` (65).
+    static func checkSQLiteHoldsData(_ database: SQLiteDatabase, plan: SQLitePlan) throws {
+        guard !plan.stateSeen.isEmpty else { return }
+        let migrated = try database.read { c in
+            try c.scalarInt64("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'") == 1
+                && (try c.scalarInt64("SELECT count(*) FROM schema_migrations") ?? 0) > 0
+        }
+        guard !migrated else { return }
+        throw StartupRefusal(description: "\(database.path) holds no Suplash data but the data dir holds a server's "
+                             + "state (\(names(plan.stateSeen))): the database was lost or replaced. To recover, "
+                             + "\(restoreHint). To start over with an empty database on purpose, move it aside and "
+                             + "start once with --init-empty", exitCode: ExitCode.dataError)
     }
 
     /// The refusal for a damaged database file.
