@@ -355,11 +355,14 @@ public actor SuplashClient {
             let response = try await authorized(APIRequest(
                 method: "GET", path: "/v1/sync", query: query,
                 timeout: wait > 0 ? configuration.requestTimeout + Double(wait) : nil))
-            if response.status == 410, expiries < 2 {
+            // A token the server no longer recognises at all (its token secret was replaced,
+            // `--new-jwt-secret`) means the same as a changed history.
+            let unknownToken = response.status == 400 && response.problemCode == "invalid_sync_token" && token != nil
+            if response.status == 410 || unknownToken, expiries < 2 {
                 expiries += 1
                 report.restartedFromSnapshot = true
                 let wasHealing = try store.meta("snapshot_in_progress") == "heal"
-                let healing = response.problemCode == "sync_history_changed" || wasHealing
+                let healing = response.problemCode == "sync_history_changed" || unknownToken || wasHealing
                 report.healedServer = report.healedServer || healing
                 try store.beginSnapshot(healing: healing)
                 wait = 0

@@ -15,13 +15,15 @@ import Foundation
 ///   index-content cross-check) on files up to `quickCheckMaxBytes`; on larger ones a walk
 ///   from the root to the first and the last leaf of every table and index, which reads the
 ///   schema, every root page and both edges of every tree — a torn or truncated file shows
-///   there — in milliseconds. `quick_check` measured 0.7–0.9 s on a 229 MiB database of
-///   1,000,000 water entries (warm page cache), about 3.5 ms per MiB, so the bound keeps a
-///   start-up under about a second; run `sqlite3 FILE 'PRAGMA quick_check'` offline (or
-///   `suplash-server check`) for a full check of a larger file.
+///   there — in milliseconds. `quick_check` of a 229 MiB database of 1,000,000 water entries
+///   took 0.7–0.9 s with the file in the page cache (about 3.5 ms per MiB) but 18 s (and once
+///   265 s) after the cache was dropped on the shared CI disk: it reads every page. The 64 MiB
+///   bound keeps a cold start-up check to a few seconds on such a disk and well under a
+///   second warm; run `sqlite3 FILE 'PRAGMA quick_check'` offline for a full check of a larger
+///   file (docs/operations.md "Start-up checks").
 public enum SQLiteStartupCheck {
-    /// Files up to this size get a full `PRAGMA quick_check` at start-up (256 MiB).
-    public static let quickCheckMaxBytes: Int64 = 256 << 20
+    /// Files up to this size get a full `PRAGMA quick_check` at start-up (64 MiB).
+    public static let quickCheckMaxBytes: Int64 = 64 << 20
 
     /// What is wrong with a database file.
     public enum Problem: Error, Sendable, Equatable, CustomStringConvertible {
