@@ -87,15 +87,17 @@ public enum SQLiteStartupCheck {
         throw Problem.truncated(expectedBytes: expected, actualBytes: actual)
     }
 
-    /// Checks the open database: `quick_check` when the file is at most `quickCheckMaxBytes`
-    /// (or `forceQuickCheck`), else the edge walk (see the type's documentation).
+    /// Checks the open database: `quick_check` when the file is at most `maxQuickCheckBytes`
+    /// (default `quickCheckMaxBytes`) or `forceQuickCheck`, else the edge walk (see the
+    /// type's documentation).
     /// - Throws: `Problem.corrupt` with the first finding; `StorageError` when the check
     ///   itself cannot run (for example `.corrupt` raised while reading the schema, mapped
     ///   to `Problem.corrupt` too).
-    public static func checkIntegrity(_ database: SQLiteDatabase, forceQuickCheck: Bool = false) throws -> Report {
+    public static func checkIntegrity(_ database: SQLiteDatabase, forceQuickCheck: Bool = false,
+                                      maxQuickCheckBytes: Int64 = quickCheckMaxBytes) throws -> Report {
         let started = DispatchTime.now().uptimeNanoseconds
         let bytes = fileSize(database.path) ?? 0
-        let full = forceQuickCheck || bytes <= quickCheckMaxBytes
+        let full = forceQuickCheck || bytes <= maxQuickCheckBytes
         do {
             try database.read { c in
                 if full {
