@@ -93,8 +93,10 @@ public enum SQLiteStartupCheck {
     /// - Throws: `Problem.corrupt` with the first finding; `StorageError` when the check
     ///   itself cannot run (for example `.corrupt` raised while reading the schema, mapped
     ///   to `Problem.corrupt` too).
-    public static func checkIntegrity(_ database: SQLiteDatabase, forceQuickCheck: Bool = false,
-                                      maxQuickCheckBytes: Int64 = quickCheckMaxBytes) throws -> Report {
+    public static func checkIntegrity(
+        _ database: SQLiteDatabase, forceQuickCheck: Bool = false,
+        maxQuickCheckBytes: Int64 = quickCheckMaxBytes
+    ) throws -> Report {
         let started = DispatchTime.now().uptimeNanoseconds
         let bytes = fileSize(database.path) ?? 0
         let full = forceQuickCheck || bytes <= maxQuickCheckBytes
@@ -122,7 +124,8 @@ public enum SQLiteStartupCheck {
         let objects = try c.query("SELECT type, name, tbl_name FROM sqlite_schema WHERE type IN ('table', 'index') AND rootpage > 0")
         for object in objects {
             guard let type = try object.optionalString(0), let name = try object.optionalString(1),
-                  let table = try object.optionalString(2) else { continue }
+                let table = try object.optionalString(2)
+            else { continue }
             let quotedTable = quote(table)
             if type == "table" {
                 _ = try c.query("SELECT * FROM \(quotedTable) LIMIT 1")

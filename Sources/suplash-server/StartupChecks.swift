@@ -84,25 +84,30 @@ enum StartupChecks {
     /// - Throws: `StartupRefusal` (77 not writable, 74 full or I/O).
     static func checkWritable(_ directory: String, role: String) throws {
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         } catch {
-            throw StartupRefusal(description: "cannot create the \(role) \(directory): make its parent writable for the "
-                                 + "server's user, or point server.dataDir (--data-dir) elsewhere", exitCode: ExitCode.notWritable)
+            throw StartupRefusal(
+                description: "cannot create the \(role) \(directory): make its parent writable for the "
+                    + "server's user, or point server.dataDir (--data-dir) elsewhere", exitCode: ExitCode.notWritable)
         }
         guard let code = SQLiteStartupCheck.probeWritable(directory: directory) else { return }
         let reason = String(cString: strerror(code))
         switch code {
         case ENOSPC, EDQUOT:
-            throw StartupRefusal(description: "the \(role) \(directory) is on a full file system (\(reason)): free space "
-                                 + "there, then start again", exitCode: ExitCode.ioError)
+            throw StartupRefusal(
+                description: "the \(role) \(directory) is on a full file system (\(reason)): free space "
+                    + "there, then start again", exitCode: ExitCode.ioError)
         case EROFS, EACCES, EPERM:
-            throw StartupRefusal(description: "the \(role) \(directory) is not writable (\(reason)): the server writes its "
-                                 + "database, journal files and token secret there. Make it writable for the server's user "
-                                 + "(chown/chmod) or mount it read-write", exitCode: ExitCode.notWritable)
+            throw StartupRefusal(
+                description: "the \(role) \(directory) is not writable (\(reason)): the server writes its "
+                    + "database, journal files and token secret there. Make it writable for the server's user "
+                    + "(chown/chmod) or mount it read-write", exitCode: ExitCode.notWritable)
         default:
-            throw StartupRefusal(description: "cannot write to the \(role) \(directory) (\(reason)): check the disk and "
-                                 + "the file system, then start again", exitCode: ExitCode.ioError)
+            throw StartupRefusal(
+                description: "cannot write to the \(role) \(directory) (\(reason)): check the disk and "
+                    + "the file system, then start again", exitCode: ExitCode.ioError)
         }
     }
 
@@ -121,8 +126,10 @@ enum StartupChecks {
 
     /// - Returns: what the checks after opening must do.
     /// - Throws: `StartupRefusal`.
-    static func preflightSQLite(dataDir: String, databasePath path: String, options: StartupOptions,
-                                secretConfigured: Bool, logger: Logger) throws -> SQLitePlan {
+    static func preflightSQLite(
+        dataDir: String, databasePath path: String, options: StartupOptions,
+        secretConfigured: Bool, logger: Logger
+    ) throws -> SQLitePlan {
         try checkWritable(dataDir, role: "data dir")
         let databaseDir = (path as NSString).deletingLastPathComponent
         if !databaseDir.isEmpty, databaseDir != dataDir { try checkWritable(databaseDir, role: "database directory") }
@@ -135,14 +142,16 @@ enum StartupChecks {
         // everything (kill -9 soon after the first start): open it and let the checks decide.
         if exists, info.st_size > 0 || walPresent {
             if options.initEmpty {
-                throw StartupRefusal(description: "--init-empty starts a data dir whose database is missing or empty, but "
-                                     + "\(path) holds a database: start without --init-empty (to start over, move the "
-                                     + "data dir aside first)", exitCode: ExitCode.usage)
+                throw StartupRefusal(
+                    description: "--init-empty starts a data dir whose database is missing or empty, but "
+                        + "\(path) holds a database: start without --init-empty (to start over, move the "
+                        + "data dir aside first)", exitCode: ExitCode.usage)
             }
             if access(path, R_OK | W_OK) != 0 {
-                throw StartupRefusal(description: "\(path) is not readable and writable by the server's user "
-                                     + "(\(String(cString: strerror(errno)))): fix its owner or mode (0600)",
-                                     exitCode: ExitCode.notWritable)
+                throw StartupRefusal(
+                    description: "\(path) is not readable and writable by the server's user "
+                        + "(\(String(cString: strerror(errno)))): fix its owner or mode (0600)",
+                    exitCode: ExitCode.notWritable)
             }
             guard info.st_size > 0 else { return SQLitePlan(forceQuickCheck: true, stateSeen: state) }
             do {
@@ -153,14 +162,15 @@ enum StartupChecks {
             }
         }
         if exists { state.insert(path, at: 0) }
-        guard !state.isEmpty else { return SQLitePlan() }   // a new data dir: the first start
+        guard !state.isEmpty else { return SQLitePlan() }  // a new data dir: the first start
         let what = exists ? "\(path) is empty (0 bytes)" : "\(path) is missing"
         guard options.initEmpty else {
-            throw StartupRefusal(description: "\(what) but the data dir holds a server's state (\(names(state))): the "
-                                 + "database was lost, and starting would serve an empty database to existing accounts. "
-                                 + "To recover, \(restoreHint). To start over with an empty database on purpose, start "
-                                 + "once with --init-empty (the leftovers are moved aside and a new token secret is made: "
-                                 + "everyone signs up or in again)", exitCode: ExitCode.dataError)
+            throw StartupRefusal(
+                description: "\(what) but the data dir holds a server's state (\(names(state))): the "
+                    + "database was lost, and starting would serve an empty database to existing accounts. "
+                    + "To recover, \(restoreHint). To start over with an empty database on purpose, start "
+                    + "once with --init-empty (the leftovers are moved aside and a new token secret is made: "
+                    + "everyone signs up or in again)", exitCode: ExitCode.dataError)
         }
         // --init-empty: keep the leftovers for inspection, out of the way.
         let stamp = Int(Date().timeIntervalSince1970)
@@ -168,8 +178,9 @@ enum StartupChecks {
         for file in [path, path + "-wal", path + "-shm", path + "-journal", dataDir + "/jwt-secret"]
         where FileManager.default.fileExists(atPath: file) && !(secretConfigured && file.hasSuffix("/jwt-secret")) {
             guard rename(file, "\(file).orphaned-\(stamp)") == 0 else {
-                throw StartupRefusal(description: "--init-empty cannot move \(file) aside (\(String(cString: strerror(errno)))): "
-                                     + "move it yourself, then start again", exitCode: ExitCode.ioError)
+                throw StartupRefusal(
+                    description: "--init-empty cannot move \(file) aside (\(String(cString: strerror(errno)))): "
+                        + "move it yourself, then start again", exitCode: ExitCode.ioError)
             }
             moved += 1
         }
@@ -186,21 +197,24 @@ enum StartupChecks {
                 && (try c.scalarInt64("SELECT count(*) FROM schema_migrations") ?? 0) > 0
         }
         guard !migrated else { return }
-        throw StartupRefusal(description: "\(database.path) holds no Suplash data but the data dir holds a server's "
-                             + "state (\(names(plan.stateSeen))): the database was lost or replaced. To recover, "
-                             + "\(restoreHint). To start over with an empty database on purpose, move it aside and "
-                             + "start once with --init-empty", exitCode: ExitCode.dataError)
+        throw StartupRefusal(
+            description: "\(database.path) holds no Suplash data but the data dir holds a server's "
+                + "state (\(names(plan.stateSeen))): the database was lost or replaced. To recover, "
+                + "\(restoreHint). To start over with an empty database on purpose, move it aside and "
+                + "start once with --init-empty", exitCode: ExitCode.dataError)
     }
 
     /// The refusal for a damaged database file.
     static func damaged(_ path: String, _ problem: SQLiteStartupCheck.Problem) -> StartupRefusal {
         if case .unreadable = problem {
-            return StartupRefusal(description: "\(path) \(problem): fix its owner or mode (0600), or \(restoreHint)",
-                                  exitCode: ExitCode.notWritable)
+            return StartupRefusal(
+                description: "\(path) \(problem): fix its owner or mode (0600), or \(restoreHint)",
+                exitCode: ExitCode.notWritable)
         }
-        return StartupRefusal(description: "\(path) \(problem). Stop, move \(path) and its -wal and -shm files aside "
-                              + "(keep them for inspection), then \(restoreHint). A newer backup loses less; devices "
-                              + "push back what they hold (docs/sync.md)", exitCode: ExitCode.dataError)
+        return StartupRefusal(
+            description: "\(path) \(problem). Stop, move \(path) and its -wal and -shm files aside "
+                + "(keep them for inspection), then \(restoreHint). A newer backup loses less; devices "
+                + "push back what they hold (docs/sync.md)", exitCode: ExitCode.dataError)
     }
 
     /// The refusal for a SQLite database that cannot be opened (`StorageError` kinds).
@@ -209,18 +223,22 @@ enum StartupChecks {
         case .corrupt:
             return damaged(path, .corrupt(check: "open", finding: error.description))
         case .readOnly:
-            return StartupRefusal(description: "\(path) can only be opened read-only (\(error)): make it and its "
-                                  + "directory writable for the server's user, or mount the file system read-write",
-                                  exitCode: ExitCode.notWritable)
+            return StartupRefusal(
+                description: "\(path) can only be opened read-only (\(error)): make it and its "
+                    + "directory writable for the server's user, or mount the file system read-write",
+                exitCode: ExitCode.notWritable)
         case .busy:
-            return StartupRefusal(description: "\(path) is locked by another process (\(error)): stop the other "
-                                  + "process, then start again", exitCode: ExitCode.temporary)
+            return StartupRefusal(
+                description: "\(path) is locked by another process (\(error)): stop the other "
+                    + "process, then start again", exitCode: ExitCode.temporary)
         case .full:
-            return StartupRefusal(description: "\(path): the disk is full (\(error)): free space, then start again",
-                                  exitCode: ExitCode.ioError)
+            return StartupRefusal(
+                description: "\(path): the disk is full (\(error)): free space, then start again",
+                exitCode: ExitCode.ioError)
         default:
-            return StartupRefusal(description: "cannot open \(path) (\(error)): check the file, its directory and "
-                                  + "the disk; if it is damaged, \(restoreHint)", exitCode: ExitCode.ioError)
+            return StartupRefusal(
+                description: "cannot open \(path) (\(error)): check the file, its directory and "
+                    + "the disk; if it is damaged, \(restoreHint)", exitCode: ExitCode.ioError)
         }
     }
 
@@ -229,8 +247,9 @@ enum StartupChecks {
     static func checkSQLiteIntegrity(_ database: SQLiteDatabase, forceQuickCheck: Bool, logger: Logger) throws {
         do {
             let report = try SQLiteStartupCheck.checkIntegrity(database, forceQuickCheck: forceQuickCheck)
-            logger.info("startup_integrity_check", .number("quickCheck", report.method == "quick_check" ? 1 : 0),
-                        .number("bytes", Int(report.bytes)), .number("ms", report.milliseconds))
+            logger.info(
+                "startup_integrity_check", .number("quickCheck", report.method == "quick_check" ? 1 : 0),
+                .number("bytes", Int(report.bytes)), .number("ms", report.milliseconds))
         } catch let problem as SQLiteStartupCheck.Problem {
             throw damaged(database.path, problem)
         }
@@ -250,32 +269,36 @@ enum StartupChecks {
                 return recovery || flag
             }
         } catch {
-            throw StartupRefusal(description: "cannot query PostgreSQL (storage.postgresUrl): check that the database "
-                                 + "is up and reachable, then start again", exitCode: ExitCode.temporary)
+            throw StartupRefusal(
+                description: "cannot query PostgreSQL (storage.postgresUrl): check that the database "
+                    + "is up and reachable, then start again", exitCode: ExitCode.temporary)
         }
         if readOnly {
-            throw StartupRefusal(description: "the PostgreSQL database (storage.postgresUrl) is read-only (a standby, or "
-                                 + "default_transaction_read_only is on): point storage.postgresUrl at the primary",
-                                 exitCode: ExitCode.notWritable)
+            throw StartupRefusal(
+                description: "the PostgreSQL database (storage.postgresUrl) is read-only (a standby, or "
+                    + "default_transaction_read_only is on): point storage.postgresUrl at the primary",
+                exitCode: ExitCode.notWritable)
         }
         let applied = (try? PostgresMigrator.applied(database)) ?? []
         var state = stateFiles(dataDir: dataDir, databasePath: nil)
         let sqliteFile = dataDir + "/suplash.sqlite"
         if (fileSize(sqliteFile) ?? 0) > 0 { state.append(sqliteFile) }
         guard applied.isEmpty, !state.isEmpty, !options.initEmpty else { return }
-        throw StartupRefusal(description: "the PostgreSQL database (storage.postgresUrl) has no Suplash schema but the "
-                             + "data dir \(dataDir) holds a server's state (\(names(state))): the database may have been "
-                             + "dropped or replaced. To recover, \(restoreHint); when moving from SQLite, run "
-                             + "`suplash-server migrate-data` first. To start over with an empty database on purpose, "
-                             + "start once with --init-empty", exitCode: ExitCode.dataError)
+        throw StartupRefusal(
+            description: "the PostgreSQL database (storage.postgresUrl) has no Suplash schema but the "
+                + "data dir \(dataDir) holds a server's state (\(names(state))): the database may have been "
+                + "dropped or replaced. To recover, \(restoreHint); when moving from SQLite, run "
+                + "`suplash-server migrate-data` first. To start over with an empty database on purpose, "
+                + "start once with --init-empty", exitCode: ExitCode.dataError)
     }
 
     /// The refusal for a token secret that is gone while the database holds accounts.
     static func secretMissing(_ where: String, accounts: String) -> StartupRefusal {
-        StartupRefusal(description: "\(`where`) is missing but \(accounts) holds accounts: every access, refresh, page "
-                       + "and sync token was signed with it, and a new secret would sign everyone out. Restore it "
-                       + "from the backup of this data dir (or set auth.jwtSecret to the old secret). To continue "
-                       + "with a new secret on purpose, start once with --new-jwt-secret", exitCode: ExitCode.dataError)
+        StartupRefusal(
+            description: "\(`where`) is missing but \(accounts) holds accounts: every access, refresh, page "
+                + "and sync token was signed with it, and a new secret would sign everyone out. Restore it "
+                + "from the backup of this data dir (or set auth.jwtSecret to the old secret). To continue "
+                + "with a new secret on purpose, start once with --new-jwt-secret", exitCode: ExitCode.dataError)
     }
 }
 

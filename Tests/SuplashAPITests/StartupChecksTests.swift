@@ -18,7 +18,8 @@ final class StartupChecksTests: XCTestCase {
         env["SUPLASH_AUTH_ARGON2_ITERATIONS"] = "1"
         env.merge(environment) { $1 }
         p.environment = env
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
@@ -42,15 +43,18 @@ final class StartupChecksTests: XCTestCase {
     func usedDataDir() throws -> String {
         let server = try TestServer()
         let user = try server.signUp()
-        let r = try server.request("POST", "/v1/water_logs/me/entries",
-                                   json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date()))], token: user.token)
+        let r = try server.request(
+            "POST", "/v1/water_logs/me/entries",
+            json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date()))], token: user.token)
         XCTAssertEqual(r.status, 201)
         XCTAssertEqual(server.stop(), 0)
         return server.dataDir
     }
 
-    func assertRefused(_ result: (Int32, String)?, code: Int32, mentions: [String], file: StaticString = #filePath,
-                       line: UInt = #line) {
+    func assertRefused(
+        _ result: (Int32, String)?, code: Int32, mentions: [String], file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
         guard let (status, stderr) = result else { return XCTFail("the server started", file: file, line: line) }
         XCTAssertEqual(status, code, stderr, file: file, line: line)
         for text in mentions { XCTAssertTrue(stderr.contains(text), "\(text) not in: \(stderr)", file: file, line: line) }
@@ -123,9 +127,10 @@ final class StartupChecksTests: XCTestCase {
         let user = try server.signUp()
         let note = String(repeating: "x", count: 200)
         for _ in 0..<60 {
-            _ = try server.request("POST", "/v1/water_logs/me/entries",
-                                   json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date())), "note": .string(note)],
-                                   token: user.token)
+            _ = try server.request(
+                "POST", "/v1/water_logs/me/entries",
+                json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date())), "note": .string(note)],
+                token: user.token)
         }
         kill(server.process.processIdentifier, SIGKILL)
         server.process.waitUntilExit()
@@ -180,7 +185,8 @@ final class StartupChecksTests: XCTestCase {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: tool)
         p.arguments = arguments
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()

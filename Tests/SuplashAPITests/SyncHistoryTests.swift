@@ -78,8 +78,9 @@ final class SyncHistoryTests: XCTestCase {
         let ahead = try restored.request("GET", "/v1/sync?since=\(late)", token: user.token)
         XCTAssertEqual(ahead.status, 410)
         XCTAssertEqual(ahead.json?["code"]?.stringValue, "sync_history_changed")
-        XCTAssertEqual(try restored.request("GET", "/v1/sync?since=\(early)", token: user.token).status, 200,
-                       "a token the restored history holds stays valid")
+        XCTAssertEqual(
+            try restored.request("GET", "/v1/sync?since=\(early)", token: user.token).status, 200,
+            "a token the restored history holds stays valid")
         XCTAssertEqual(restored.stop(), 0)
 
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
@@ -92,7 +93,8 @@ final class SyncHistoryTests: XCTestCase {
             XCTAssertEqual(r.json?["code"]?.stringValue, "sync_history_changed")
         }
         let (snapshot, _) = try fromBackup.pullAll(token: user.token)
-        XCTAssertEqual(snapshot.filter { $0["collection"]?.stringValue == "water_entries" }.count, 2,
-                       "the backup holds both entries")
+        XCTAssertEqual(
+            snapshot.filter { $0["collection"]?.stringValue == "water_entries" }.count, 2,
+            "the backup holds both entries")
     }
 }

@@ -1,9 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-@testable import SuplashKit
 import XCTest
+
+@testable import SuplashKit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Devices heal a server restored from an older backup (spec §5, 410
 /// `sync_history_changed`): they keep their local data, read the snapshot and push back
@@ -82,9 +84,10 @@ final class RestoreHealingTests: XCTestCase {
         let token = try await phone.currentAccessToken()
         let (status, list, _) = try await server.request("GET", "/v1/water_logs/me/entries?pageSize=100", token: token)
         XCTAssertEqual(status, 200)
-        let onServer = Set(((list?["entries"] as? [[String: Any]]) ?? []).map {
-            "\(JSONRead.string($0["id"]) ?? "") \(JSONRead.int($0["amountMl"]) ?? 0)"
-        })
+        let onServer = Set(
+            ((list?["entries"] as? [[String: Any]]) ?? []).map {
+                "\(JSONRead.string($0["id"]) ?? "") \(JSONRead.int($0["amountMl"]) ?? 0)"
+            })
         XCTAssertEqual(onServer, expected)
     }
 }

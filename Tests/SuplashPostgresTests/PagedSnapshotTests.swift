@@ -41,9 +41,10 @@ final class PagedSnapshotTests: XCTestCase {
         for i in [1, 3, 6] {
             try store.deleteEntry(userID: uid, id: "e\(i)", deviceID: "d", now: t0 + 100, precondition: { _ in true })
         }
-        let bill = BillContent(provider: "ISKI", subscriberNo: "S-1", period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
-                               consumptionMilliM3: 1_000, amountMinor: 500,
-                               dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
+        let bill = BillContent(
+            provider: "ISKI", subscriberNo: "S-1", period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
+            consumptionMilliM3: 1_000, amountMinor: 500,
+            dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
         _ = try store.createBill(userID: uid, id: "b1", content: bill, deviceID: "d", now: t0 + 200)
         try store.deleteBill(userID: uid, id: "b1", deviceID: "d", now: t0 + 201, precondition: { _ in true })
         _ = try store.createEntry(userID: uid, id: "e8", content: content(200), deviceID: "d", now: t0 + 300)
@@ -70,8 +71,9 @@ final class PagedSnapshotTests: XCTestCase {
         var applied: [String: Bool] = [:]
         for change in entries { applied[change.id] = !change.deleted }
         XCTAssertEqual(applied.filter(\.value).keys.sorted(), ["e2", "e4", "e5", "e7", "e8"])
-        XCTAssertEqual(entries.filter(\.deleted).map(\.id), ["e0"],
-                       "only the delete made after the snapshot began shows as a tombstone")
+        XCTAssertEqual(
+            entries.filter(\.deleted).map(\.id), ["e0"],
+            "only the delete made after the snapshot began shows as a tombstone")
         XCTAssertFalse(listed.contains { $0.collection == "bills" }, "a bill deleted before the snapshot is not listed")
         XCTAssertGreaterThan(pages, 5, "the snapshot was paged")
 

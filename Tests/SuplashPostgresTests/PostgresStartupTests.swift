@@ -42,7 +42,8 @@ final class PostgresStartupTests: XCTestCase {
         env["SUPLASH_STORAGE_POSTGRES_URL"] = try PostgresTestSupport.url()
         env["SUPLASH_STORAGE_POSTGRES_POOL_SIZE"] = "2"
         p.environment = env
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
@@ -68,8 +69,9 @@ final class PostgresStartupTests: XCTestCase {
         XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/jwt-secret", contents: Data("x".utf8)))
         guard let (status, stderr) = try serve(dir) else { return XCTFail("started on a dropped database") }
         XCTAssertEqual(status, 65, stderr)
-        XCTAssertTrue(stderr.contains("no Suplash schema") && stderr.contains("migrate-data") && stderr.contains("--init-empty"),
-                      stderr)
+        XCTAssertTrue(
+            stderr.contains("no Suplash schema") && stderr.contains("migrate-data") && stderr.contains("--init-empty"),
+            stderr)
         XCTAssertNil(try serve(try dataDir()), "a new data dir on an empty database is a first start")
     }
 

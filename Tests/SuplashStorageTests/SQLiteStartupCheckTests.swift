@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import SuplashStorage
 
 /// The start-up checks of a database file: the header check and both forms of the bounded
@@ -11,7 +12,8 @@ final class SQLiteStartupCheckTests: XCTestCase {
         let path = directory.file("check.sqlite")
         let db = try SQLiteDatabase(path: path, readers: 1)
         try db.write { ctx in
-            try ctx.connection.execute("""
+            try ctx.connection.execute(
+                """
                 CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID;
                 CREATE TABLE notes (id INTEGER PRIMARY KEY, user TEXT NOT NULL, body TEXT NOT NULL, gone INTEGER NOT NULL);
                 CREATE INDEX notes_user ON notes (user, id DESC);
@@ -21,8 +23,9 @@ final class SQLiteStartupCheckTests: XCTestCase {
         }
         try db.write { ctx in
             for i in 0..<2000 {
-                try ctx.connection.run("INSERT INTO notes (user, body, gone) VALUES (?, ?, ?)",
-                                       [.text("u\(i % 7)"), .text(String(repeating: "n", count: 200)), .integer(Int64(i % 2))])
+                try ctx.connection.run(
+                    "INSERT INTO notes (user, body, gone) VALUES (?, ?, ?)",
+                    [.text("u\(i % 7)"), .text(String(repeating: "n", count: 200)), .integer(Int64(i % 2))])
             }
         }
         _ = try db.checkpoint()
@@ -40,8 +43,9 @@ final class SQLiteStartupCheckTests: XCTestCase {
         XCTAssertThrowsError(try SQLiteStartupCheck.checkHeader(path: path, walPresent: false)) { error in
             XCTAssertEqual(error as? SQLiteStartupCheck.Problem, .truncated(expectedBytes: size, actualBytes: size - 4096))
         }
-        XCTAssertTrue(try SQLiteStartupCheck.checkHeader(path: path, walPresent: true),
-                      "with a WAL the missing pages may be there: the caller forces quick_check")
+        XCTAssertTrue(
+            try SQLiteStartupCheck.checkHeader(path: path, walPresent: true),
+            "with a WAL the missing pages may be there: the caller forces quick_check")
         try directory.write("text.sqlite", String(repeating: "not a database ", count: 20))
         XCTAssertThrowsError(try SQLiteStartupCheck.checkHeader(path: directory.file("text.sqlite"), walPresent: false)) {
             XCTAssertEqual($0 as? SQLiteStartupCheck.Problem, .notADatabase)
