@@ -365,9 +365,11 @@ final class LocalStore {
                       (SELECT 1 FROM outbox o WHERE o.collection = documents.collection AND o.doc_id = documents.id)
                     """)
                 try db.query("UPDATE documents SET stale = 0")
+                try setMeta("snapshot_in_progress", nil)
+            }
+            if !hasMore {
                 // Tombstones older than the server's default tombstone retention are of no more use.
                 try db.query("DELETE FROM tombstones WHERE stamp_ms < ?", [.int(Timestamp.millis(Date()) - 90 * 86_400_000)])
-                try setMeta("snapshot_in_progress", nil)
             }
             try setMeta("sync_token", nextToken)
             return queued
