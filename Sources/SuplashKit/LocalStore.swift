@@ -26,6 +26,8 @@ struct PulledChange: Sendable {
     var deleted: Bool
     var data: String?
     var loggedAtMillis: Int64?
+    /// The change's `updatedAt` (ms): the stamp of this version (healing compares it).
+    var updatedAtMillis: Int64?
 }
 
 /// The server's verdict on one pushed mutation.
@@ -36,9 +38,14 @@ enum PushVerdict: Sendable {
     case rejected(code: String, detail: String)
 }
 
-/// The SQLite file behind a ``SuplashClient``: documents (each with the local view `data`
-/// and the last server-confirmed `server_data`), the sync token, the outbox, and rejected
-/// mutations. Every method is one transaction.
+/// The SQLite file behind a ``SuplashClient``: documents (each with the local view `data`,
+/// the last server-confirmed `server_data` and `stamp_ms`, the time of the write the local
+/// view comes from), tombstones of deletes this device made or saw, the sync token, the
+/// outbox, and rejected mutations. Every method is one transaction.
+///
+/// Stamps and tombstones let a device heal a server restored from a backup (410
+/// `sync_history_changed`, spec §5): the snapshot it then reads is compared with the local
+/// documents, and what the snapshot lacks or holds older is pushed back.
 final class LocalStore {
     let db: SQLiteConnection
 
@@ -64,7 +71,14 @@ final class LocalStore {
             CREATE TABLE IF NOT EXISTS rejected(
                 seq INTEGER PRIMARY KEY, collection TEXT NOT NULL, doc_id TEXT NOT NULL, op TEXT NOT NULL,
                 data TEXT, code TEXT NOT NULL, detail TEXT NOT NULL, rejected_at TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS tombstones(
+                collection TEXT NOT NULL, id TEXT NOT NULL, stamp_ms INTEGER NOT NULL, PRIMARY KEY(collection, id));
             """)
+        // Stores made before stamps existed gain the column (NULL: unknown, never pushed back
+        // as newer than a snapshot's version).
+        if (try db.query("SELECT 1 FROM pragma_table_info('documents') WHERE name = 'stamp_ms'")).isEmpty {
+            try db.execute("ALTER TABLE documents ADD COLUMN stamp_ms INTEGER")
+        }
         try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
     }
 
@@ -86,7 +100,10 @@ final class LocalStore {
     /// Forgets everything but the device id (another user signed in on this install).
     func wipe() throws {
         try db.transaction {
-            try db.execute("DELETE FROM documents; DELETE FROM outbox; DELETE FROM rejected; DELETE FROM meta WHERE key <> 'device_id'")
+            try db.execute("""
+                DELETE FROM documents; DELETE FROM outbox; DELETE FROM rejected; DELETE FROM tombstones;
+                DELETE FROM meta WHERE key <> 'device_id'
+                """)
         }
     }
 
@@ -102,12 +119,35 @@ final class LocalStore {
                 VALUES(?, ?, ?, ?, ?, ?, ?)
                 """, [.text(collection), .text(id), .text(op), data.map(SQLValue.text) ?? .null, .text(clientUpdatedAt),
                       .text(deviceID), .text(newUUID())])
+            let stamp = Timestamp.parse(clientUpdatedAt).map(SQLValue.int) ?? .null
             try db.query("""
-                INSERT INTO documents(collection, id, data, logged_at_ms) VALUES(?, ?, ?, ?)
-                ON CONFLICT(collection, id) DO UPDATE SET data = excluded.data, logged_at_ms = excluded.logged_at_ms
+                INSERT INTO documents(collection, id, data, logged_at_ms, stamp_ms) VALUES(?, ?, ?, ?, ?)
+                ON CONFLICT(collection, id) DO UPDATE SET data = excluded.data, logged_at_ms = excluded.logged_at_ms,
+                  stamp_ms = excluded.stamp_ms
                 """, [.text(collection), .text(id), view.map(SQLValue.text) ?? .null,
-                      loggedAtMillis.map(SQLValue.int) ?? .null])
+                      loggedAtMillis.map(SQLValue.int) ?? .null, stamp])
+            try recordTombstone(collection, id, deleted: op == "delete", stamp: stamp)
         }
+    }
+
+    /// Remembers (or forgets, for a live version) that `id` was deleted at `stamp`.
+    private func recordTombstone(_ collection: String, _ id: String, deleted: Bool, stamp: SQLValue) throws {
+        if deleted, stamp != .null {
+            try db.query("""
+                INSERT INTO tombstones(collection, id, stamp_ms) VALUES(?, ?, ?)
+                ON CONFLICT(collection, id) DO UPDATE SET stamp_ms = max(stamp_ms, excluded.stamp_ms)
+                """, [.text(collection), .text(id), stamp])
+        } else if !deleted {
+            try db.query("DELETE FROM tombstones WHERE collection = ? AND id = ?", [.text(collection), .text(id)])
+        }
+    }
+
+    /// The `updatedAt` (ms) of a document in its server form, if it has one.
+    private static func updatedAt(_ json: String?) -> SQLValue {
+        guard let json, let object = JSONRead.object(json), let at = JSONRead.string(object["updatedAt"]).flatMap(Timestamp.parse) else {
+            return .null
+        }
+        return .int(at)
     }
 
     func pendingCount() throws -> Int {
@@ -174,8 +214,12 @@ final class LocalStore {
                     try db.query("UPDATE documents SET server_data = ? WHERE collection = ? AND id = ?",
                                  [current.map(SQLValue.text) ?? .null] + key)
                     if !laterWrites {
-                        try db.query("UPDATE documents SET data = ?, logged_at_ms = ? WHERE collection = ? AND id = ?",
-                                     [current.map(SQLValue.text) ?? .null, loggedAt.map(SQLValue.int) ?? .null] + key)
+                        // The winner's stamp: its updatedAt; a winning delete is at least as late as ours.
+                        let stamp = current == nil ? (Timestamp.parse(row.clientUpdatedAt).map(SQLValue.int) ?? .null)
+                            : Self.updatedAt(current)
+                        try db.query("UPDATE documents SET data = ?, logged_at_ms = ?, stamp_ms = ? WHERE collection = ? AND id = ?",
+                                     [current.map(SQLValue.text) ?? .null, loggedAt.map(SQLValue.int) ?? .null, stamp] + key)
+                        try recordTombstone(row.collection, row.documentID, deleted: current == nil, stamp: stamp)
                     }
                 case .rejected(let code, let detail):
                     report.rejected += 1
@@ -186,7 +230,11 @@ final class LocalStore {
                               row.data.map(SQLValue.text) ?? .null, .text(code), .text(detail), .text(now)])
                     if !laterWrites {
                         // Back to what the server last confirmed (nothing, for a refused new entry).
-                        try db.query("UPDATE documents SET data = server_data WHERE collection = ? AND id = ?", key)
+                        let confirmed = try db.query("SELECT server_data FROM documents WHERE collection = ? AND id = ?", key)
+                            .first?.first?.string
+                        try db.query("UPDATE documents SET data = server_data, stamp_ms = ? WHERE collection = ? AND id = ?",
+                                     [Self.updatedAt(confirmed)] + key)
+                        if row.op == "delete", confirmed != nil { try recordTombstone(row.collection, row.documentID, deleted: false, stamp: .null) }
                         if let confirmed = try db.query("SELECT server_data FROM documents WHERE collection = ? AND id = ?", key)
                             .first?.first?.string, let object = JSONRead.object(confirmed),
                            let at = JSONRead.string(object["loggedAt"]).flatMap(Timestamp.parse) {
@@ -203,39 +251,114 @@ final class LocalStore {
     // MARK: pull
 
     /// Starts a full snapshot: every document is marked stale until the snapshot shows it.
-    func beginSnapshot() throws {
+    /// With `healing` (410 `sync_history_changed`: the server's history was replaced, e.g.
+    /// by a restore) the local data is kept and compared with the snapshot instead
+    /// (`applyPage`).
+    func beginSnapshot(healing: Bool = false) throws {
         try db.transaction {
             try db.query("UPDATE documents SET stale = 1")
             try setMeta("sync_token", nil)
-            try setMeta("snapshot_in_progress", "1")
+            try setMeta("snapshot_in_progress", healing ? "heal" : "1")
         }
+    }
+
+    /// The collection this library writes and so can push back when healing a server.
+    static let healedCollection = "water_entries"
+
+    /// Queues an upsert (or delete) of a local document to give a restored server back what
+    /// it lost, stamped with the local version's own time: the server's last write wins
+    /// decides against anything written there meanwhile.
+    private func queueHeal(collection: String, id: String, view: String?, stamp: Int64, deviceID: String) throws {
+        var data: SQLValue = .null
+        if let view {
+            guard let entry = WaterEntry(json: view) else { return }
+            data = .text(entry.writableJSON(includeID: false).text)
+        }
+        try db.query("""
+            INSERT INTO outbox(collection, doc_id, op, data, client_updated_at, device_id, idempotency_key)
+            VALUES(?, ?, ?, ?, ?, ?, ?)
+            """, [.text(collection), .text(id), .text(view == nil ? "delete" : "upsert"), data,
+                  .text(Timestamp.format(millis: stamp)), .text(deviceID), .text(newUUID())])
     }
 
     /// Applies one page of changes and stores its token, in one transaction. A document
     /// with writes still in the outbox keeps its local view (only `server_data` moves).
     /// The last page of a snapshot removes what the snapshot did not show — except
     /// documents with unsent writes.
-    func applyPage(_ changes: [PulledChange], nextToken: String, hasMore: Bool) throws {
+    ///
+    /// While healing (`beginSnapshot(healing: true)`), for water entries without unsent
+    /// writes: a local version (or local delete) stamped later than the snapshot's version
+    /// is kept and queued for push; on the last page, local entries the snapshot did not
+    /// show are kept and queued too. Other collections follow the snapshot.
+    /// - Returns: how many push-backs were queued.
+    @discardableResult
+    func applyPage(_ changes: [PulledChange], nextToken: String, hasMore: Bool) throws -> Int {
         try db.transaction {
+            let healing = try meta("snapshot_in_progress") == "heal"
+            let deviceID = try meta("device_id") ?? ""
+            var queued = 0
             for change in changes {
                 let key: [SQLValue] = [.text(change.collection), .text(change.id)]
                 let pending = try hasPending(change.collection, change.id)
                 let data = change.deleted ? SQLValue.null : (change.data.map(SQLValue.text) ?? .null)
+                if healing, !pending, !change.deleted, change.collection == Self.healedCollection,
+                   let snapshotAt = change.updatedAtMillis {
+                    let local = try db.query("SELECT data, stamp_ms FROM documents WHERE collection = ? AND id = ?", key).first
+                    let tombstone = try db.query("SELECT stamp_ms FROM tombstones WHERE collection = ? AND id = ?", key)
+                        .first?.first?.int
+                    if let row = local, let view = row[0].string, let stamp = row[1].int, stamp > snapshotAt,
+                       WaterEntry(json: view) != change.data.flatMap(WaterEntry.init(json:)) {
+                        try db.query("UPDATE documents SET server_data = ?, stale = 0 WHERE collection = ? AND id = ?",
+                                     [data] + key)
+                        try queueHeal(collection: change.collection, id: change.id, view: view, stamp: stamp, deviceID: deviceID)
+                        queued += 1
+                        continue
+                    }
+                    if local?[0].string == nil, let stamp = tombstone, stamp > snapshotAt {
+                        try db.query("""
+                            INSERT INTO documents(collection, id, data, server_data, stamp_ms, stale) VALUES(?, ?, NULL, ?, ?, 0)
+                            ON CONFLICT(collection, id) DO UPDATE SET data = NULL, server_data = excluded.server_data,
+                              stamp_ms = excluded.stamp_ms, stale = 0
+                            """, key + [data, .int(stamp)])
+                        try queueHeal(collection: change.collection, id: change.id, view: nil, stamp: stamp, deviceID: deviceID)
+                        queued += 1
+                        continue
+                    }
+                }
                 if pending {
                     try db.query("""
                         INSERT INTO documents(collection, id, data, server_data, stale) VALUES(?, ?, NULL, ?, 0)
                         ON CONFLICT(collection, id) DO UPDATE SET server_data = excluded.server_data, stale = 0
                         """, key + [data])
                 } else {
+                    let stamp = change.updatedAtMillis.map(SQLValue.int) ?? .null
                     try db.query("""
-                        INSERT INTO documents(collection, id, data, server_data, logged_at_ms, stale) VALUES(?, ?, ?, ?, ?, 0)
+                        INSERT INTO documents(collection, id, data, server_data, logged_at_ms, stamp_ms, stale)
+                        VALUES(?, ?, ?, ?, ?, ?, 0)
                         ON CONFLICT(collection, id) DO UPDATE SET data = excluded.data, server_data = excluded.server_data,
-                          logged_at_ms = excluded.logged_at_ms, stale = 0
-                        """, key + [data, data, change.loggedAtMillis.map(SQLValue.int) ?? .null])
+                          logged_at_ms = excluded.logged_at_ms, stamp_ms = excluded.stamp_ms, stale = 0
+                        """, key + [data, data, change.loggedAtMillis.map(SQLValue.int) ?? .null, stamp])
+                    try recordTombstone(change.collection, change.id, deleted: change.deleted, stamp: stamp)
                 }
                 try db.query("DELETE FROM documents WHERE collection = ? AND id = ? AND data IS NULL AND server_data IS NULL", key)
             }
             if !hasMore, try meta("snapshot_in_progress") != nil {
+                if healing {
+                    // Entries the restored server lacks: keep them and give them back.
+                    let lost = try db.query("""
+                        SELECT id, data, stamp_ms FROM documents d WHERE stale = 1 AND collection = ? AND data IS NOT NULL
+                          AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.collection = d.collection AND o.doc_id = d.id)
+                        """, [.text(Self.healedCollection)])
+                    let now = Timestamp.millis(Date())
+                    for row in lost {
+                        guard let id = row[0].string, let view = row[1].string else { continue }
+                        try queueHeal(collection: Self.healedCollection, id: id, view: view,
+                                      stamp: min(row[2].int ?? now, now), deviceID: deviceID)
+                        try db.query("UPDATE documents SET stale = 0 WHERE collection = ? AND id = ?",
+                                     [.text(Self.healedCollection), .text(id)])
+                        queued += 1
+                    }
+                }
                 try db.query("UPDATE documents SET server_data = NULL WHERE stale = 1")
                 try db.query("""
                     DELETE FROM documents WHERE stale = 1 AND NOT EXISTS
@@ -244,7 +367,12 @@ final class LocalStore {
                 try db.query("UPDATE documents SET stale = 0")
                 try setMeta("snapshot_in_progress", nil)
             }
+            if !hasMore {
+                // Tombstones older than the server's default tombstone retention are of no more use.
+                try db.query("DELETE FROM tombstones WHERE stamp_ms < ?", [.int(Timestamp.millis(Date()) - 90 * 86_400_000)])
+            }
             try setMeta("sync_token", nextToken)
+            return queued
         }
     }
 

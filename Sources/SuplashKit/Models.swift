@@ -94,6 +94,12 @@ public struct SyncReport: Sendable, Hashable {
     public var pulled = 0
     /// True when the sync token had expired (410) and a full snapshot was read.
     public var restartedFromSnapshot = false
+    /// True when the server's history had changed (410 `sync_history_changed`: restored from
+    /// a backup): the local data was kept and compared with the server's snapshot.
+    public var healedServer = false
+    /// Local entries and deletes queued for push because the healed server lacked them or
+    /// held older versions (last write wins decides on the server).
+    public var pushedBack = 0
 
     public init() {}
 }

@@ -258,12 +258,23 @@ public actor SuplashClient {
 
     // MARK: - Sync
 
-    /// Pushes the outbox, then pulls every change since the last sync.
+    /// Pushes the outbox, then pulls every change since the last sync. When the pull found
+    /// the server's history replaced (410 `sync_history_changed`: restored from a backup),
+    /// what it queued to give back is pushed at once and pulled again.
     public func sync() async throws -> SyncReport {
         var report = try await push()
         let pulled = try await pull()
         report.pulled = pulled.pulled
         report.restartedFromSnapshot = pulled.restartedFromSnapshot
+        report.healedServer = pulled.healedServer
+        report.pushedBack = pulled.pushedBack
+        if pulled.pushedBack > 0 {
+            let again = try await push()
+            report.applied += again.applied
+            report.superseded += again.superseded
+            report.rejected += again.rejected
+            report.pulled += try await pull().pulled
+        }
         return report
     }
 
@@ -317,6 +328,12 @@ public actor SuplashClient {
     /// Pulls changes since the stored token (a full snapshot the first time, or after 410
     /// `sync_token_expired` — unsent outbox writes survive it). With `waitSeconds` (1–60) it
     /// long-polls: the server answers as soon as something changes.
+    ///
+    /// On 410 `sync_history_changed` (the server was restored from a backup, or is another
+    /// database) the local data is kept: the full snapshot is compared with it, and every
+    /// local water entry (or delete) the snapshot lacks or holds in an older version is
+    /// queued in the outbox with its own time, for the server's last write wins to decide
+    /// (spec §5). ``sync()`` pushes those at once; `SyncReport.pushedBack` counts them.
     public func pull(waitSeconds: Int = 0) async throws -> SyncReport {
         while let running = pullTask { _ = try? await running.value }
         let task = Task { try await self.pullAll(waitSeconds: waitSeconds) }
@@ -338,10 +355,16 @@ public actor SuplashClient {
             let response = try await authorized(APIRequest(
                 method: "GET", path: "/v1/sync", query: query,
                 timeout: wait > 0 ? configuration.requestTimeout + Double(wait) : nil))
-            if response.status == 410, expiries < 2 {
+            // A token the server no longer recognises at all (its token secret was replaced,
+            // `--new-jwt-secret`) means the same as a changed history.
+            let unknownToken = response.status == 400 && response.problemCode == "invalid_sync_token" && token != nil
+            if response.status == 410 || unknownToken, expiries < 2 {
                 expiries += 1
                 report.restartedFromSnapshot = true
-                try store.beginSnapshot()
+                let wasHealing = try store.meta("snapshot_in_progress") == "heal"
+                let healing = response.problemCode == "sync_history_changed" || unknownToken || wasHealing
+                report.healedServer = report.healedServer || healing
+                try store.beginSnapshot(healing: healing)
                 wait = 0
                 continue
             }
@@ -356,10 +379,11 @@ public actor SuplashClient {
                 let data = change["data"] as? [String: Any]
                 return PulledChange(collection: collection, id: id.lowercased(), deleted: JSONRead.bool(change["deleted"]) ?? false,
                                     data: data.flatMap(JSONRead.text),
-                                    loggedAtMillis: JSONRead.string(data?["loggedAt"]).flatMap(Timestamp.parse))
+                                    loggedAtMillis: JSONRead.string(data?["loggedAt"]).flatMap(Timestamp.parse),
+                                    updatedAtMillis: JSONRead.string(change["updatedAt"]).flatMap(Timestamp.parse))
             }
             let hasMore = JSONRead.bool(json["hasMore"]) ?? false
-            try store.applyPage(pulled, nextToken: next, hasMore: hasMore)
+            report.pushedBack += try store.applyPage(pulled, nextToken: next, hasMore: hasMore)
             report.pulled += pulled.count
             wait = 0
             if !hasMore { return report }

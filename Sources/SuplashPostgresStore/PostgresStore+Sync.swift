@@ -7,8 +7,8 @@ import SuplashStoreRows
 /// The sync feed and push on PostgreSQL — the storage side of `SQLiteStore+Sync.swift`'s
 /// twin: last-write-wins decisions are the domain's `SyncPush`. One collection of the change feed: its name, the query of a user's rows after
 /// a position (served by a `(user_id, change_position)` index), and the row decoder.
-/// Query parameters: `$1` user id, `$2` position (exclusive), `$3` limit, `$4` 1 to include
-/// tombstones. Rows carry a `change_position` column and are ordered by it.
+/// Query parameters: `$1` user id, `$2` position (exclusive), `$3` limit, `$4` the position
+/// above which tombstones are listed (`SyncRepository.changes`). Rows carry a `change_position` column and are ordered by it.
 struct PostgresFeedSource: Sendable {
     let collection: String
     let sql: String
@@ -20,7 +20,7 @@ extension PostgresStore: SyncRepository {
         collection: "profile",
         sql: """
             SELECT \(StoreRows.userColumns), change_position FROM users
-            WHERE id = $1 AND change_position > $2 AND $3 > 0 AND $4 >= 0
+            WHERE id = $1 AND change_position > $2 AND $3 > 0 AND $4::bigint >= 0
             """,
         decode: { StoreRows.profileChange($0) })
 
@@ -28,7 +28,7 @@ extension PostgresStore: SyncRepository {
         collection: "water_entries",
         sql: """
             SELECT \(StoreRows.entryColumns), change_position FROM water_entries
-            WHERE user_id = $1 AND change_position > $2 AND (deleted = 0 OR $4 = 1)
+            WHERE user_id = $1 AND change_position > $2 AND (deleted = 0 OR change_position > $4)
             ORDER BY change_position
             LIMIT $3
             """,
@@ -44,23 +44,23 @@ extension PostgresStore: SyncRepository {
 
     /// Every statement of one feed page: the sources (`feedSources` order), then the head
     /// position, the purge horizon, the database id and the profile.
-    static func pageStatements(userID: String, after: Int64, limit: Int, includeTombstones: Bool) -> [PostgresStatement] {
+    static func pageStatements(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) -> [PostgresStatement] {
         let args: [SQLValue] = [.text(userID), .integer(after), .integer(Int64(limit + 1)),
-                                .integer(includeTombstones ? 1 : 0)]
+                                .integer(max(0, tombstonesAfter))]
         return feedSources.map { PostgresStatement($0.sql, args) } + [
             PostgresStatement(headSQL), PostgresStatement(horizonSQL), PostgresStatement(databaseIDSQL),
             profileStatement(userID),
         ]
     }
 
-    public func changes(userID: String, after: Int64, limit: Int, includeTombstones: Bool) throws -> SyncPage {
+    public func changes(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) throws -> SyncPage {
         // One snapshot for every source, the head and the horizon (as SQLite's read
         // transaction): with commit order = position order, a snapshot holds exactly the
         // positions up to its head, so a client that resumes after the last position it got
         // misses nothing. BEGIN, every read and COMMIT travel in one round trip: the snapshot
         // is taken by the first read, and the others, later in the same transaction, share it.
         let results = try snapshotPipeline(PostgresStore.pageStatements(userID: userID, after: after, limit: limit,
-                                                                        includeTombstones: includeTombstones))
+                                                                        tombstonesAfter: tombstonesAfter))
         let sources = PostgresStore.feedSources
         var all: [SyncChange] = []
         for (source, rows) in zip(sources, results) { all += rows.map(source.decode) }

@@ -13,7 +13,7 @@ extension PostgresStore {
         collection: "bills",
         sql: """
             SELECT \(StoreRows.billColumns), change_position FROM bills
-            WHERE user_id = $1 AND change_position > $2 AND (deleted = 0 OR $4 = 1)
+            WHERE user_id = $1 AND change_position > $2 AND (deleted = 0 OR change_position > $4)
             ORDER BY change_position
             LIMIT $3
             """,
@@ -23,7 +23,7 @@ extension PostgresStore {
         collection: "days",
         sql: """
             SELECT \(StoreRows.dayColumns), change_position FROM days
-            WHERE user_id = $1 AND change_position > $2 AND $4 >= 0
+            WHERE user_id = $1 AND change_position > $2 AND $4::bigint >= 0
             ORDER BY change_position
             LIMIT $3
             """,
@@ -33,7 +33,7 @@ extension PostgresStore {
         collection: "achievements",
         sql: """
             SELECT \(StoreRows.achievementsColumns), change_position FROM achievements
-            WHERE user_id = $1 AND change_position > $2 AND $4 >= 0
+            WHERE user_id = $1 AND change_position > $2 AND $4::bigint >= 0
             ORDER BY change_position
             LIMIT $3
             """,

@@ -7,8 +7,8 @@ import SuplashStoreRows
 /// position (served by a `(user, change_position)` index), and the row decoder.
 ///
 /// A collection joins the feed by adding one source to `SQLiteStore.feedSources`.
-/// Query parameters: `?1` user id, `?2` position (exclusive), `?3` limit, `?4` 1 to include
-/// tombstones. Rows must carry a `change_position` column and be ordered by it.
+/// Query parameters: `?1` user id, `?2` position (exclusive), `?3` limit, `?4` the position
+/// above which tombstones are listed (`SyncRepository.changes`). Rows must carry a `change_position` column and be ordered by it.
 struct FeedSource: Sendable {
     let collection: String
     let sql: String
@@ -28,7 +28,7 @@ extension SQLiteStore: SyncRepository {
         collection: "water_entries",
         sql: """
             SELECT \(StoreRows.entryColumns), change_position FROM water_entries
-            WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR ?4 = 1)
+            WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR change_position > ?4)
             ORDER BY change_position
             LIMIT ?3
             """,
@@ -37,14 +37,14 @@ extension SQLiteStore: SyncRepository {
     /// Every collection of the feed (spec §5).
     static let feedSources: [FeedSource] = [profileFeed, waterEntriesFeed, billsFeed, daysFeed, achievementsFeed]
 
-    public func changes(userID: String, after: Int64, limit: Int, includeTombstones: Bool) throws -> SyncPage {
+    public func changes(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) throws -> SyncPage {
         try read { c in
             try c.execute("BEGIN")
             defer { try? c.execute("COMMIT") }
             var all: [SyncChange] = []
             for source in SQLiteStore.feedSources {
                 let rows = try c.query(source.sql, [.text(userID), .integer(after), .integer(Int64(limit + 1)),
-                                                    .integer(includeTombstones ? 1 : 0)])
+                                                    .integer(max(0, tombstonesAfter))])
                 all += rows.map(source.decode)
             }
             all.sort { $0.position < $1.position }

@@ -12,7 +12,7 @@ extension SQLiteStore {
         collection: "bills",
         sql: """
             SELECT \(StoreRows.billColumns), change_position FROM bills
-            WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR ?4 = 1)
+            WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR change_position > ?4)
             ORDER BY change_position
             LIMIT ?3
             """,

@@ -163,11 +163,13 @@ public final class SQLiteDatabase: Sendable {
     /// file at `destination`, from a reader connection: writes continue meanwhile.
     ///
     /// The copy is written to `destination + ".partial"`, switched to `journal_mode=DELETE`
-    /// (one self-contained file), fsync'd, then renamed to `destination`.
+    /// (one self-contained file), handed to `prepareCopy` (if given) on its own connection,
+    /// fsync'd, then renamed to `destination`.
     /// - Returns: the size of the backup file in bytes.
     /// - Throws: `StorageError` — `.misuse` if `destination` already exists, otherwise
-    ///   the error of the failing SQLite call (`.ioError`, `.full`, `.busy`, …).
-    public func backup(to destination: String) throws -> Int64 {
+    ///   the error of the failing SQLite call (`.ioError`, `.full`, `.busy`, …) or what
+    ///   `prepareCopy` throws.
+    public func backup(to destination: String, prepareCopy: ((SQLiteConnection) throws -> Void)? = nil) throws -> Int64 {
         if fileSize(destination) != nil {
             throw StorageError.misuse("backup destination already exists")
         }
@@ -193,6 +195,7 @@ public final class SQLiteDatabase: Sendable {
             let copy = try SQLiteConnection(path: partial, rawReadWrite: ())
             defer { copy.close() }
             _ = try copy.scalar("PRAGMA journal_mode=DELETE")
+            try prepareCopy?(copy)
             copy.close()
             try fsyncFile(partial)
             guard rename(partial, destination) == 0 else {

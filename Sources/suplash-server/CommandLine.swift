@@ -13,7 +13,7 @@ struct ParsedCommandLine {
     /// Flags that take a value; every other `--x` is an error.
     static let valueFlags: Set<String> = ["host", "port", "data-dir", "config", "name", "to", "from"]
     /// Flags without a value.
-    static let switchFlags: Set<String> = ["force", "markdown"]
+    static let switchFlags: Set<String> = ["force", "markdown", "init-empty", "new-jwt-secret"]
 
     init(_ arguments: [String]) throws {
         var args = arguments[...]
@@ -53,11 +53,14 @@ struct ParsedCommandLine {
         usage: suplash-server <command> [options]
 
         commands:
-          serve [--host H] [--port P] [--data-dir DIR] [--config FILE]
-                                    apply pending migrations, then serve HTTP; prints
-                                    "listening on http://H:P" when ready (port 0 = any free port)
-          migrate [--data-dir DIR] [--config FILE]
-                                    apply pending migrations and exit
+          serve [--host H] [--port P] [--data-dir DIR] [--config FILE] [--init-empty] [--new-jwt-secret]
+                                    check the data dir and the database, apply pending migrations,
+                                    then serve HTTP; prints "listening on http://H:P" when ready
+                                    (port 0 = any free port). Refuses damaged or missing data:
+                                    --init-empty starts over with an empty database on purpose,
+                                    --new-jwt-secret replaces a lost token secret (signs everyone out)
+          migrate [--data-dir DIR] [--config FILE] [--init-empty]
+                                    the same checks, apply pending migrations and exit
           admin-key create --name NAME [--data-dir DIR]
                                     create an admin API key; prints only the key
           admin-key list [--data-dir DIR]
@@ -79,5 +82,10 @@ struct ParsedCommandLine {
 
         Configuration: config/suplash.json, overridden by SUPLASH_<SECTION>_<KEY> variables,
         overridden by the flags above. See docs/configuration.md.
+
+        Exit codes: 0 ok, 1 configuration or other failure, 64 usage, 65 damaged or missing
+        data (refused), 66 no database to read, 73 output file exists or its directory is
+        missing, 74 I/O error or disk full, 75 temporarily unavailable (busy, PostgreSQL down),
+        77 not writable. See docs/operations.md.
         """
 }

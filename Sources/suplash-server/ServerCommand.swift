@@ -19,11 +19,17 @@ struct Environment {
     let backend: StorageBackend
     let migrations: [Migration]
     let logger: Logger
+    /// What the start-up flags allow (the token secret rules).
+    var options = StartupOptions()
 
-    static func make(_ configuration: Configuration, logger: Logger, migrate: Bool) throws -> Environment {
+    /// - Parameters:
+    ///   - options: what `--init-empty` / `--new-jwt-secret` allow (spec §7 start-up checks).
+    ///   - requireDatabase: refuse when there is no database yet (`backup`: nothing to copy).
+    /// - Throws: `StartupRefusal` when the data dir or the database fails a start-up check
+    ///   (`StartupChecks`), `Configuration.LoadError`, `MigrationError`, or the store's error.
+    static func make(_ configuration: Configuration, logger: Logger, migrate: Bool,
+                     options: StartupOptions = StartupOptions(), requireDatabase: Bool = false) throws -> Environment {
         let dataDir = configuration.string("server.dataDir")
-        try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
         let backend: StorageBackend
         let migrations: [Migration]
         switch configuration.string("storage.driver") {
@@ -31,10 +37,30 @@ struct Environment {
             var path = configuration.string("storage.sqlitePath")
             if path.isEmpty { path = dataDir + "/suplash.sqlite" }
             migrations = try Migrator.load(directory: try locateMigrations(configuration.string("storage.migrationsDir")))
-            backend = .sqlite(try SQLiteDatabase(path: path, readers: try configuration.int("storage.readers"),
-                                                 busyTimeoutMs: try configuration.int("storage.busyTimeoutMs"),
-                                                 writerCacheKiB: try configuration.int("storage.writerCacheKib"),
-                                                 readerCacheKiB: try configuration.int("storage.readerCacheKib")))
+            if requireDatabase, (fileSize(path) ?? 0) == 0 {
+                throw StartupRefusal(description: "\(path) is missing or empty: there is no database to read. Check "
+                                     + "--data-dir (server.dataDir) and storage.sqlitePath", exitCode: ExitCode.noInput)
+            }
+            let plan = try StartupChecks.preflightSQLite(
+                dataDir: dataDir, databasePath: path, options: options,
+                secretConfigured: !configuration.string("auth.jwtSecret").isEmpty, logger: logger)
+            let database: SQLiteDatabase
+            do {
+                database = try SQLiteDatabase(path: path, readers: try configuration.int("storage.readers"),
+                                              busyTimeoutMs: try configuration.int("storage.busyTimeoutMs"),
+                                              writerCacheKiB: try configuration.int("storage.writerCacheKib"),
+                                              readerCacheKiB: try configuration.int("storage.readerCacheKib"))
+            } catch let error as StorageError {
+                throw StartupChecks.openFailed(path, error)
+            }
+            do {
+                try StartupChecks.checkSQLiteIntegrity(database, forceQuickCheck: plan.forceQuickCheck, logger: logger)
+                try StartupChecks.checkSQLiteHoldsData(database, plan: plan)
+            } catch {
+                database.close()
+                throw error
+            }
+            backend = .sqlite(database)
         case "postgres":
             let url = configuration.string("storage.postgresUrl")
             guard !url.isEmpty else {
@@ -47,7 +73,17 @@ struct Environment {
                 backend = .postgres(try PostgresDatabase(url: url, poolSize: max(1, try configuration.int("storage.postgresPoolSize"))))
             } catch let error as PostgresError {
                 // The server's text may echo the URL (with a password): report the kind only.
-                throw Configuration.LoadError(description: "cannot connect to PostgreSQL (storage.postgresUrl): \(error.kind.rawValue)")
+                throw StartupRefusal(description: "cannot connect to PostgreSQL (storage.postgresUrl): "
+                                     + "\(error.kind.rawValue). Check that the database is up, reachable and accepts "
+                                     + "this user, then start again", exitCode: ExitCode.temporary)
+            }
+            if case .postgres(let database) = backend {
+                do {
+                    try StartupChecks.preflightPostgres(database, dataDir: dataDir, options: options)
+                } catch {
+                    database.close()
+                    throw error
+                }
             }
         default:
             throw Configuration.LoadError(description: "storage.driver must be sqlite or postgres")
@@ -57,7 +93,7 @@ struct Environment {
             if applied > 0 { logger.info("migrations_applied", .count("applied", applied)) }
         }
         return Environment(configuration: configuration, dataDir: dataDir, backend: backend, migrations: migrations,
-                           logger: logger)
+                           logger: logger, options: options)
     }
 
     /// The SQLite migrations folder: the configured one, else `Migrations/sqlite` under the
@@ -87,9 +123,24 @@ struct Environment {
     /// agree: `auth.jwtSecret` when configured, else the one stored in the database
     /// (`server_secrets`), which the first instance seeds with its data dir's `jwt-secret`
     /// if it has one (tokens issued before a move from SQLite stay valid), else random bytes.
+    ///
+    /// Refused (`StartupRefusal`) when no secret is stored, none is in the data dir and the
+    /// database holds accounts — their tokens were signed with a secret that is gone —
+    /// unless `--new-jwt-secret`.
     func sharedJWTSecret(_ store: PostgresStore) throws -> [UInt8] {
         if !configuration.string("auth.jwtSecret").isEmpty { return try jwtSecret() }
-        let candidate = Self.readSecretFile(dataDir + "/jwt-secret") ?? SecureRandom.bytes(32)
+        let file = Self.readSecretFile(dataDir + "/jwt-secret")
+        if file == nil, !options.newJWTSecret, case .postgres(let database) = backend {
+            let (stored, accounts) = try database.read { c in
+                (try c.query("SELECT 1 FROM server_secrets WHERE name = 'jwt'").isEmpty == false,
+                 try c.query("SELECT 1 FROM users LIMIT 1").isEmpty == false)
+            }
+            if !stored, accounts {
+                throw StartupChecks.secretMissing("the token secret (table server_secrets, row jwt)",
+                                                  accounts: "the PostgreSQL database")
+            }
+        }
+        let candidate = file ?? SecureRandom.bytes(32)
         return try store.sharedSecret(name: "jwt", candidate: candidate, now: Int64(Date().timeIntervalSince1970 * 1000))
     }
 
@@ -105,6 +156,10 @@ struct Environment {
 
     /// The JWT signing secret: `auth.jwtSecret` (base64url or text ≥ 32 bytes), else the
     /// `jwt-secret` file in the data dir, generated on first start with mode 0600.
+    ///
+    /// Refused (`StartupRefusal`, 65) when the file holds something else than a secret, or
+    /// when it is missing while the database holds accounts — unless `--new-jwt-secret`
+    /// (a bad file is then moved aside first).
     func jwtSecret() throws -> [UInt8] {
         let configured = configuration.string("auth.jwtSecret")
         if !configured.isEmpty {
@@ -115,27 +170,40 @@ struct Environment {
             return bytes
         }
         let path = dataDir + "/jwt-secret"
-        if let data = FileManager.default.contents(atPath: path),
-           let text = String(data: data, encoding: .utf8),
-           let bytes = Base64URL.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count >= 32 {
-            return bytes
+        if let size = fileSize(path) {
+            if let bytes = Self.readSecretFile(path) { return bytes }
+            guard options.newJWTSecret else {
+                throw StartupRefusal(description: "\(path) holds \(size) bytes, not a base64url secret of at least 32 "
+                                     + "bytes: restore it from the backup of this data dir (or set auth.jwtSecret to the "
+                                     + "old secret). To sign everyone out and continue with a new secret, start once with "
+                                     + "--new-jwt-secret (the bad file is moved aside)", exitCode: ExitCode.dataError)
+            }
+            let aside = "\(path).orphaned-\(Int(Date().timeIntervalSince1970))"
+            guard rename(path, aside) == 0 else {
+                throw StartupRefusal(description: "cannot move \(path) aside (\(String(cString: strerror(errno)))): "
+                                     + "move it yourself, then start again", exitCode: ExitCode.ioError)
+            }
+        } else if !options.newJWTSecret, try backend.holdsAccounts() {
+            throw StartupChecks.secretMissing(path, accounts: backend.name)
         }
         let secret = SecureRandom.bytes(32)
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
+            let code = errno
             // Another process created it first: use theirs.
-            if let data = FileManager.default.contents(atPath: path),
-               let text = String(data: data, encoding: .utf8),
-               let bytes = Base64URL.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count >= 32 {
-                return bytes
-            }
-            throw Configuration.LoadError(description: "cannot create \(path)")
+            if code == EEXIST, let bytes = Self.readSecretFile(path) { return bytes }
+            throw StartupRefusal(description: "cannot create \(path) (\(String(cString: strerror(code)))): make the data "
+                                 + "dir writable for the server's user, or set auth.jwtSecret", exitCode: ExitCode.notWritable)
         }
         let text = Array((Base64URL.encode(secret) + "\n").utf8)
         let written = text.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        fsync(fd)
+        let synced = fsync(fd) == 0
         Glibc.close(fd)
-        guard written == text.count else { throw Configuration.LoadError(description: "cannot write \(path)") }
+        guard written == text.count, synced else {
+            unlink(path)
+            throw StartupRefusal(description: "cannot write \(path) (the disk may be full): free space, then start again",
+                                 exitCode: ExitCode.ioError)
+        }
         return secret
     }
 }
@@ -143,7 +211,8 @@ struct Environment {
 /// `suplash-server serve` (and `routes`, which wires the same application and prints its
 /// route table instead of serving).
 enum ServeCommand {
-    static func run(_ configuration: Configuration, logger: Logger, routesOnly: Bool = false) throws -> Int32 {
+    static func run(_ configuration: Configuration, logger: Logger, routesOnly: Bool = false,
+                    options: StartupOptions = StartupOptions()) throws -> Int32 {
         // Signals are taken synchronously by this thread (sigwait), so block them before any
         // other thread starts; writes to closed sockets must not kill the process.
         var signals = sigset_t()
@@ -166,7 +235,7 @@ enum ServeCommand {
         let limits = ResourceLimits.raiseOpenFileLimit()
         logger.info("open_file_limit", .number("soft", limits.soft), .number("hard", limits.hard))
 
-        let env = try Environment.make(configuration, logger: logger, migrate: true)
+        let env = try Environment.make(configuration, logger: logger, migrate: true, options: options)
         let (store, subscribe, postgresStore) = env.backend.makeStore()
         let secret = try postgresStore.map { try env.sharedJWTSecret($0) } ?? env.jwtSecret()
         let tokens = TokenService(secret: secret,

@@ -59,6 +59,33 @@ enum StorageBackend {
         }
     }
 
+    /// The store's database, named for messages: the SQLite file, or "the PostgreSQL database".
+    var name: String {
+        switch self {
+        case .sqlite(let database): database.path
+        case .postgres: "the PostgreSQL database"
+        }
+    }
+
+    /// True when the database holds at least one account (after migrations).
+    /// - Throws: the store's error.
+    func holdsAccounts() throws -> Bool {
+        switch self {
+        case .sqlite(let database):
+            try database.read { c in
+                guard try c.scalarInt64("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'users'") == 1 else {
+                    return false
+                }
+                return try c.scalarInt64("SELECT EXISTS (SELECT 1 FROM users)") == 1
+            }
+        case .postgres(let database):
+            try database.read { c in
+                try c.query("SELECT to_regclass('users') IS NOT NULL").first?[0] == .integer(1)
+                    && !(try c.query("SELECT 1 FROM users LIMIT 1")).isEmpty
+            }
+        }
+    }
+
     /// Closes the database (its connections).
     func close() {
         switch self {

@@ -33,17 +33,23 @@ func main() -> Int32 {
         }
         return 0
     }
+    var databasePath: String?
     do {
         let configuration = try Configuration.load(file: parsed.options["config"],
                                                    environment: ProcessInfo.processInfo.environment,
                                                    flags: parsed.configurationFlags)
         let level = LogLevel(rawValue: configuration.string("log.level")) ?? .info
         let logger = Logger(minimumLevel: level)
+        if configuration.string("storage.driver") == "sqlite" {
+            let configured = configuration.string("storage.sqlitePath")
+            databasePath = configured.isEmpty ? configuration.string("server.dataDir") + "/suplash.sqlite" : configured
+        }
+        let options = StartupOptions(parsed)
         switch parsed.command {
         case "serve":
-            return try ServeCommand.run(configuration, logger: logger)
+            return try ServeCommand.run(configuration, logger: logger, options: options)
         case "migrate":
-            let env = try Environment.make(configuration, logger: logger, migrate: true)
+            let env = try Environment.make(configuration, logger: logger, migrate: true, options: options)
             let applied = try env.backend.applied()
             env.backend.close()
             print("schema at version \(applied.last?.version ?? 0) (\(applied.count) migrations applied)")
@@ -58,9 +64,10 @@ func main() -> Int32 {
             guard let destination = parsed.options["to"] else {
                 throw ParsedCommandLine.UsageError(description: "backup needs --to FILE")
             }
-            let env = try Environment.make(configuration, logger: logger, migrate: false)
+            try BackupCommand.checkDestination(destination)
+            let env = try Environment.make(configuration, logger: logger, migrate: false, requireDatabase: true)
             defer { env.backend.close() }
-            let bytes = try env.backend.makeStore().store.backup(to: destination)
+            let bytes = try BackupCommand.run(env.backend, to: destination)
             print("\(destination)\t\(bytes) bytes")
             return 0
         case "migrate-data":
@@ -72,17 +79,9 @@ func main() -> Int32 {
             return 64
         }
     } catch {
-        // Errors of our own CLI/config/migrations carry messages naming keys, files and
-        // versions only; anything else is reported by type.
-        let text: String
-        switch error {
-        case let e as Configuration.LoadError: text = e.description
-        case let e as MigrationError: text = e.description
-        case let e as ParsedCommandLine.UsageError: text = e.description
-        default: text = "failed: \(String(reflecting: type(of: error)))"
-        }
+        let (text, code) = CLIError.describe(error, database: databasePath)
         FileHandle.standardError.write(Data("suplash-server: \(text)\n".utf8))
-        return 1
+        return code
     }
 }
 

@@ -88,9 +88,12 @@ struct SuplashCLI {
             let report = try await client.sync()
             let pending = try await client.pendingCount()
             output.result(["applied": report.applied, "superseded": report.superseded, "rejected": report.rejected,
-                           "pulled": report.pulled, "pending": pending, "snapshot": report.restartedFromSnapshot],
+                           "pulled": report.pulled, "pending": pending, "snapshot": report.restartedFromSnapshot,
+                           "healedServer": report.healedServer, "pushedBack": report.pushedBack],
                           human: "Pushed \(report.applied) (\(report.superseded) superseded, \(report.rejected) rejected), "
-                              + "pulled \(report.pulled) changes\(report.restartedFromSnapshot ? " (full snapshot)" : "").")
+                              + "pulled \(report.pulled) changes\(report.restartedFromSnapshot ? " (full snapshot)" : "")"
+                              + (report.healedServer ? "; the server's history had changed: gave back \(report.pushedBack) "
+                                 + "local changes it lacked" : "") + ".")
         case "bills":
             try arguments.finish()
             try await Commands.bills(context, output)

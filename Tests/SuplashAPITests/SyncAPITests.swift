@@ -154,7 +154,7 @@ final class SyncLifecycleTests: XCTestCase {
         let tokenA = try XCTUnwrap(try a.request("GET", "/v1/sync", token: ua.token).json?["nextToken"]?.stringValue)
         let wrongDB = try b.request("GET", "/v1/sync?since=\(tokenA)", token: ub.token)
         XCTAssertEqual(wrongDB.status, 410)
-        XCTAssertEqual(wrongDB.json?["code"]?.stringValue, "sync_token_expired")
+        XCTAssertEqual(wrongDB.json?["code"]?.stringValue, "sync_history_changed")
 
         // A delete, then the purge (retention 0 days, job every second): the old token expires.
         let created = try a.request("POST", "/v1/water_logs/me/entries", json: ["amountMl": 100, "loggedAt": .string(rfc3339(Date()))],
@@ -168,6 +168,8 @@ final class SyncLifecycleTests: XCTestCase {
             expired = try a.request("GET", "/v1/sync?since=\(before)", token: ua.token).status == 410
         }
         XCTAssertTrue(expired, "a token from before the purge horizon must be 410")
+        XCTAssertEqual(try a.request("GET", "/v1/sync?since=\(before)", token: ua.token).json?["code"]?.stringValue,
+                       "sync_token_expired")
         let fresh = try a.request("GET", "/v1/sync", token: ua.token)
         XCTAssertEqual(fresh.status, 200)
         let after = try XCTUnwrap(fresh.json?["nextToken"]?.stringValue)

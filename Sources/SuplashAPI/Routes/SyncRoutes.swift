@@ -31,10 +31,24 @@ enum SyncRoutes {
     /// A parsed pull: whose changes, after which position, how many.
     struct PullQuery: Sendable {
         var userID: String
-        /// The `since` token as sent, nil for a full snapshot.
+        /// The `since` token as sent, nil for a full snapshot's first page.
         var sinceToken: String?
         var after: Int64
         var limit: Int
+        /// The database's head when the full snapshot this pull pages began (from a `y2`
+        /// token); nil for an incremental pull and for a snapshot's first page.
+        var snapshotStart: Int64?
+
+        /// A full snapshot (any page): live documents only (spec §5).
+        var isSnapshot: Bool { sinceToken == nil || snapshotStart != nil }
+
+        /// Tombstones above this position are listed: all of them on an incremental pull,
+        /// none on a snapshot's first page, on its later pages those of deletes made after
+        /// it began (the client may hold the document from an earlier page).
+        var tombstonesAfter: Int64 {
+            if sinceToken == nil { return Int64.max }
+            return snapshotStart ?? 0
+        }
     }
 
     static func intParameter(_ request: APIRequest, _ name: String, in range: ClosedRange<Int>,
@@ -57,6 +71,7 @@ enum SyncRoutes {
         if let token = query.sinceToken {
             let decoded = try sync.tokens.decode(token)
             query.after = decoded.position
+            query.snapshotStart = decoded.snapshotStart
             sinceDatabase = decoded.databaseID
         }
         let (page, response) = try readPage(query, sinceDatabase: sinceDatabase, sync, now: request.now)
@@ -68,21 +83,29 @@ enum SyncRoutes {
         return nil
     }
 
-    /// Reads one page and builds its response.
-    /// - Throws: 410 `sync_token_expired` for a token of another database, from before the
-    ///   purge horizon, or ahead of the database.
-    ///   `now` (ms) is the instant the page's computed fields (bill status, current streak) refer to.
+    /// Reads one page and builds its response. A full snapshot's pages list live documents
+    /// only; its `nextToken` carries the snapshot's start (a `y2` token) until the last page.
+    /// `now` (ms) is the instant the page's computed fields (bill status, current streak) refer to.
+    /// - Throws: 410 `sync_history_changed` for a token of another database or ahead of this
+    ///   database's head (a restore from backup); 410 `sync_token_expired` for one from
+    ///   before the purge horizon.
     static func readPage(_ query: PullQuery, sinceDatabase: String?, _ sync: SyncServices,
                          now: Int64) throws -> (SyncPage, HTTPResponse) {
         let page = try sync.repository.changes(userID: query.userID, after: query.after, limit: query.limit,
-                                               includeTombstones: query.sinceToken != nil)
+                                               tombstonesAfter: query.tombstonesAfter)
         if let sinceDatabase {
-            guard sinceDatabase == page.databaseID, query.after >= page.purgeHorizon, query.after <= page.headPosition else {
+            guard sinceDatabase == page.databaseID, query.after <= page.headPosition,
+                  (query.snapshotStart ?? 0) <= page.headPosition else {
+                throw SyncTokenCodec.historyChanged
+            }
+            // A snapshot page skips tombstones up to its start, so only a purge past the start matters.
+            guard query.after >= page.purgeHorizon || page.purgeHorizon <= (query.snapshotStart ?? -1) else {
                 throw SyncTokenCodec.expired
             }
         }
         let position = page.hasMore ? (page.changes.last?.position ?? query.after) : max(page.headPosition, query.after)
-        let token = sync.tokens.encode(databaseID: page.databaseID, position: position)
+        let snapshotStart = query.isSnapshot && page.hasMore ? (query.snapshotStart ?? page.headPosition) : nil
+        let token = sync.tokens.encode(databaseID: page.databaseID, position: position, snapshotStart: snapshotStart)
         let presenter = SyncPresenter(profile: page.profile, now: now)
         return (page, pageResponse(page.changes.map(presenter.change), token: token, hasMore: page.hasMore))
     }

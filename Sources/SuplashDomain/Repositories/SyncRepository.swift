@@ -134,9 +134,13 @@ public enum SyncMutationOutcome: Sendable {
 /// tombstone purge.
 public protocol SyncRepository: Sendable {
     /// Up to `limit` changes of `userID` with a position above `after`, in position order,
-    /// from every feed source, read in one read transaction. Tombstones are left out when
-    /// `includeTombstones` is false (a full snapshot).
-    func changes(userID: String, after: Int64, limit: Int, includeTombstones: Bool) throws -> SyncPage
+    /// from every feed source, read in one read transaction. Tombstones (deleted water
+    /// entries and bills) are listed only when their position is above `tombstonesAfter`:
+    /// `0` lists every tombstone (an incremental pull), `Int64.max` none (the first page of a
+    /// full snapshot), the snapshot's start position on its later pages — a snapshot lists
+    /// live documents only, but a delete made while it is being paged is a change the client
+    /// must see (spec §5).
+    func changes(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) throws -> SyncPage
 
     /// The database's id (table `database_identity`), carried by sync tokens.
     func databaseID() throws -> String
@@ -241,4 +245,12 @@ public protocol WaterEntryBatchRepository: Sendable {
     /// dedupe as for a single create, duplicates inside the batch included.
     func createEntries(userID: String, items: [(id: String, content: WaterEntryContent)], deviceID: String?,
                        now: Int64) throws -> [BatchItemOutcome]
+}
+
+extension SyncRepository {
+    /// `changes(userID:after:limit:tombstonesAfter:)` with every tombstone
+    /// (`includeTombstones`, an incremental pull) or none (a full snapshot's first page).
+    public func changes(userID: String, after: Int64, limit: Int, includeTombstones: Bool) throws -> SyncPage {
+        try changes(userID: userID, after: after, limit: limit, tombstonesAfter: includeTombstones ? 0 : Int64.max)
+    }
 }
