@@ -65,7 +65,7 @@ public final class SQLiteDatabase: Sendable {
     /// Blocks only while every reader is checked out. `body` sees a consistent snapshot per
     /// statement; wrap several statements in `BEGIN`…`COMMIT` for one snapshot across them.
     /// Do not let the connection escape `body`, and do not call `close()` from inside it.
-    /// - Throws: what `body` throws; `StorageError` `.misuse` if the database is closed.
+    /// - Throws: what `body` throws; `StorageError` `.closed` if the database is closed.
     @discardableResult
     public func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         let connection = try readers.checkOut()
@@ -81,8 +81,12 @@ public final class SQLiteDatabase: Sendable {
     /// Blocks the calling thread (use it from worker threads, never from an event loop).
     /// - Throws: what `body` throws (its work is rolled back, its batch-mates still commit),
     ///   or the `StorageError` of `BEGIN`/`COMMIT` (e.g. `.busy` when another process holds
-    ///   the write lock past the busy timeout; then no job of the batch committed), or
-    ///   `.misuse` if the database is closed or when called on the writer thread (deadlock).
+    ///   the write lock past the busy timeout, `.full` when the disk is full; then no job of
+    ///   the batch committed), or `.closed` if the database is closed, `.misuse` when called on the
+    ///   writer thread (deadlock). When the batch does not commit, a body that threw after a
+    ///   batch-mate's (now rolled back) write is run again alone, so what it throws never
+    ///   rests on rows that were not committed; `body` must therefore have no effects outside
+    ///   the database (register those with `afterCommit`).
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) throws -> T {
         try blocking { completion in self.writeAsync(body, completion: completion) }
@@ -104,11 +108,20 @@ public final class SQLiteDatabase: Sendable {
     /// transactions (for example `BEGIN IMMEDIATE` … `COMMIT`); a transaction it leaves open
     /// is rolled back and the call fails with `.misuse`. Used by migrations and `checkpoint`.
     /// `afterCommit` callbacks run after `body` returns without throwing.
-    /// - Throws: what `body` throws; `.misuse` if closed or called on the writer thread.
+    /// - Throws: what `body` throws; `.closed` if closed, `.misuse` if called on the writer thread.
     @discardableResult
     public func writeExclusive<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) throws -> T {
         try blocking { completion in self.writer.submit(Self.job(exclusive: true, body, completion)) }
     }
+
+    #if DEBUG
+    /// Makes the next `count` group (or re-run) commits fail with `error` instead of
+    /// committing; each transaction is rolled back as after a real failed `COMMIT`.
+    /// Debug builds only: the storage tests' fault injection (a full disk at `COMMIT`).
+    func injectCommitFailures(_ error: StorageError, count: Int = 1) {
+        writer.injectCommitFailures(error, count: count)
+    }
+    #endif
 
     /// Cumulative writer statistics (commits, jobs, …); `jobs > commits` shows group commit.
     public var writerStatistics: WriterStatistics { writer.snapshot }
@@ -147,7 +160,7 @@ public final class SQLiteDatabase: Sendable {
     }
 
     /// Size on disk in bytes: `page_count × page_size` of the database plus the WAL file size.
-    /// - Throws: `StorageError` (`.misuse` once closed).
+    /// - Throws: `StorageError` (`.closed` once closed).
     public var databaseBytes: Int64 {
         get throws {
             let main = try read { connection in
