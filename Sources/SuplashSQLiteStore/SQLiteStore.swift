@@ -69,6 +69,10 @@ public final class SQLiteStore: Sendable {
         }
     }
 
+    /// The database's current change position (the WAL position file records it after each
+    /// group commit; `SQLiteDatabase.trackAcknowledgedPosition`).
+    public static let changePositionSQL = "SELECT position FROM change_sequence WHERE singleton = 1"
+
     /// Takes the next position of the change sequence inside the current transaction
     /// (position order = commit order, no gaps across committed transactions).
     ///

@@ -18,7 +18,7 @@ import Foundation
 public final class SQLiteDatabase: Sendable {
     /// The database file path.
     public let path: String
-    private let writer: Writer
+    let writer: Writer
     private let readers: ReaderPool
 
     /// Opens (creating if needed) the database at `path`, starts the writer thread and opens

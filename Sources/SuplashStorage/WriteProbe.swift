@@ -20,7 +20,8 @@ extension SQLiteDatabase {
     ///    and device errors (`EIO` → `.ioError`): what a commit appending to the WAL needs.
     ///    A write into already allocated WAL space would succeed on a full disk, so only a
     ///    fresh allocation proves room to grow.
-    /// 2. SQLite: on the writer thread between batches, `BEGIN IMMEDIATE` takes the write
+    /// 2. SQLite: on the writer thread between batches, the WAL position file (if any) is
+    ///    fsync'd when it changed, then `BEGIN IMMEDIATE` takes the write
     ///    lock (`.busy` if another process holds it past the busy timeout; `.readOnly` when
     ///    SQLite opened the file read-only), reads the header (`.corrupt` for a damaged one)
     ///    and rolls back: nothing is written to the WAL, no fsync.
@@ -29,7 +30,10 @@ extension SQLiteDatabase {
     ///   `.busy`, `.corrupt`, `.closed`).
     public func probeWritability() throws {
         try Self.probeFileSystem(writeProbePath, bytes: Self.writeProbeBytes)
+        let writer = self.writer
         try writeExclusive { context in
+            // The WAL position file reaches the disk at this pace too (see `AcknowledgedPositionFile`).
+            try writer.positionFile?.sync()
             let connection = context.connection
             try connection.runTransactionControl(.beginImmediate)
             defer { try? connection.runTransactionControl(.rollback) }

@@ -52,6 +52,9 @@ final class Writer: @unchecked Sendable {
 
     private let connection: SQLiteConnection
     private let maxBatchSize: Int
+    /// The side file of the last acknowledged change position, once start-up installed it
+    /// (`SQLiteDatabase.trackAcknowledgedPosition`). Touched only on the writer thread.
+    var positionFile: AcknowledgedPositionFile?
 
     init(connection: SQLiteConnection, maxBatchSize: Int) {
         self.connection = connection
@@ -129,6 +132,8 @@ final class Writer: @unchecked Sendable {
                 runGroup(batch)
             }
         }
+        try? positionFile?.sync()
+        positionFile = nil
         connection.close()
 
         condition.lock()
@@ -343,17 +348,21 @@ final class Writer: @unchecked Sendable {
         return StorageError(code: code, message: message)
     }
 
-    /// Runs `COMMIT` (or fails with an injected error in tests); nil on success.
+    /// Runs `COMMIT` (or fails with an injected error in tests); nil on success. With the
+    /// WAL position file installed, the change position is read inside the transaction and
+    /// recorded only once `COMMIT` returned (the WAL is fsync'd): the file is never ahead.
     private func commit() -> (any Error)? {
         #if DEBUG
         if let injected = takeInjectedCommitFailure() { return injected }
         #endif
+        let position = positionFile.flatMap { SQLiteDatabase.currentPosition(connection, $0.positionSQL) }
         do {
             try connection.runTransactionControl(.commit)
-            return nil
         } catch {
             return error
         }
+        if let position { positionFile?.acknowledge(position) }
+        return nil
     }
 
     #if DEBUG

@@ -297,3 +297,75 @@ final class ReadinessProbeTests: XCTestCase {
         XCTAssertFalse(server.serverLog.contains("\"level\":\"error\""))
     }
 }
+
+/// The WAL position file end to end: a server killed under writes, then one flipped byte in
+/// its WAL; the next start refuses and says why (docs/operations.md "The WAL position file").
+final class WALPositionStartUpTests: XCTestCase {
+    /// Runs `serve` on `dataDir`; returns (status, stderr) if it exits by itself, or nil if it
+    /// started serving (then it is stopped). The 60 s guard only keeps a wrong server from hanging the suite.
+    private func serveOnce(_ dataDir: String) throws -> (Int32, String)? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestServer.executable)
+        process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir]
+        process.currentDirectoryURL = URL(fileURLWithPath: TestServer.packageRoot)
+        let errPath = dataDir + "/serve-once.stderr"
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let listening = out.fileHandleForReading.availableData
+        if !listening.isEmpty {   // "listening on …": it started
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+            return nil
+        }
+        process.waitUntilExit()
+        return (process.terminationStatus, (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+    }
+
+    func testAFlippedByteInTheWALAfterAKillRefusesStartUpAndExplains() throws {
+        let server = try TestServer()
+        let user = try server.signUp()
+        for i in 0..<30 {
+            let r = try server.request("POST", "/v1/water_logs/me/entries",
+                                       json: ["amountMl": .int(100 + i), "loggedAt": .string("2026-11-30T08:00:00Z"),
+                                              "source": .string("api")], token: user.token)
+            XCTAssertEqual(r.status, 201, r.text)
+        }
+        kill(server.process.processIdentifier, SIGKILL)
+        server.process.waitUntilExit()
+        let dataDir = server.dataDir
+        let wal = dataDir + "/suplash.sqlite-wal"
+        let size = try XCTUnwrap((try FileManager.default.attributesOfItem(atPath: wal))[.size] as? NSNumber).intValue
+        let frames = (size - 32) / (24 + 4096)
+        XCTAssertGreaterThan(frames, 4)
+        let offset = 32 + (frames / 2) * (24 + 4096) + 24 + 2000
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: wal))
+        try handle.seek(toOffset: UInt64(offset))
+        let byte = try XCTUnwrap(handle.readData(ofLength: 1).first)
+        try handle.seek(toOffset: UInt64(offset))
+        handle.write(Data([byte ^ 0x10]))
+        try handle.close()
+
+        guard let (status, stderr) = try serveOnce(dataDir) else {
+            return XCTFail("the server started on a database that lost acknowledged commits")
+        }
+        XCTAssertNotEqual(status, 0)
+        XCTAssertTrue(stderr.contains("the database is behind the last acknowledged write"), stderr)
+        XCTAssertTrue(stderr.contains("suplash.sqlite-position"), stderr)
+
+        // The explicit way on: delete the side file (after restoring a backup, or accepting the loss).
+        try FileManager.default.removeItem(atPath: dataDir + "/suplash.sqlite-position")
+        XCTAssertNil(try serveOnce(dataDir), "starts once the operator removed the side file")
+    }
+
+    func testACleanRestartStartsAndTheSideFileIsOwnerOnly() throws {
+        let server = try TestServer()
+        _ = try server.signUp()
+        XCTAssertEqual(server.stop(), 0)
+        XCTAssertNil(try serveOnce(server.dataDir))
+        let attributes = try FileManager.default.attributesOfItem(atPath: server.dataDir + "/suplash.sqlite-position")
+        XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o600)
+    }
+}
