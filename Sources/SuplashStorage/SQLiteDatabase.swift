@@ -24,6 +24,10 @@ public final class SQLiteDatabase: Sendable {
     /// Opens (creating if needed) the database at `path`, starts the writer thread and opens
     /// the reader pool.
     ///
+    /// The database file is owner-only (mode 0600): created so when missing, narrowed to it
+    /// when group or others could read it; SQLite gives its `-wal` and `-shm` files the
+    /// main file's mode (narrowed here too when left by an earlier run).
+    ///
     /// - Parameters:
     ///   - path: database file path; `-wal` and `-shm` files live beside it.
     ///   - readers: number of read-only connections (≥ 1); `read` blocks only while all are busy.
@@ -36,6 +40,7 @@ public final class SQLiteDatabase: Sendable {
     public init(path: String, readers: Int = 4, busyTimeoutMs: Int = 5000, maxBatchSize: Int = 256,
                 writerCacheKiB: Int? = nil, readerCacheKiB: Int? = nil) throws {
         guard readers >= 1 else { throw StorageError.misuse("at least one reader connection is required") }
+        try Self.makeOwnerOnly(path)
         let writerConnection = try SQLiteConnection(path: path, role: .writer, busyTimeoutMs: busyTimeoutMs,
                                                     cacheKiB: writerCacheKiB)
         var readerConnections: [SQLiteConnection] = []
@@ -175,8 +180,9 @@ public final class SQLiteDatabase: Sendable {
     /// Online backup (https://sqlite.org/backup.html) of a consistent snapshot into a new
     /// file at `destination`, from a reader connection: writes continue meanwhile.
     ///
-    /// The copy is written to `destination + ".partial"`, switched to `journal_mode=DELETE`
-    /// (one self-contained file), fsync'd, then renamed to `destination`.
+    /// The copy is written to `destination + ".partial"` (created with mode 0600: it holds
+    /// emails and password hashes), switched to `journal_mode=DELETE` (one self-contained
+    /// file), fsync'd, then renamed to `destination`.
     /// - Returns: the size of the backup file in bytes.
     /// - Throws: `StorageError` — `.misuse` if `destination` already exists, otherwise
     ///   the error of the failing SQLite call (`.ioError`, `.full`, `.busy`, …).
@@ -186,6 +192,11 @@ public final class SQLiteDatabase: Sendable {
         }
         let partial = destination + ".partial"
         unlink(partial)
+        // Owner-only from the start: the copy holds emails and password hashes. SQLite keeps
+        // the mode of a file that exists.
+        let created = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard created >= 0 else { throw Self.errnoError(errno, "create the backup file") }
+        Glibc.close(created)
         do {
             try read { source in
                 let target = try SQLiteConnection(path: partial, rawReadWrite: ())
@@ -207,6 +218,7 @@ public final class SQLiteDatabase: Sendable {
             defer { copy.close() }
             _ = try copy.scalar("PRAGMA journal_mode=DELETE")
             copy.close()
+            _ = chmod(partial, 0o600)
             try fsyncFile(partial)
             guard rename(partial, destination) == 0 else {
                 throw StorageError(code: SQLITE_IOERR, kind: .ioError, message: "rename failed, errno \(errno)")
@@ -250,6 +262,24 @@ public final class SQLiteDatabase: Sendable {
                 return WriterOutcome(succeeded: false) { _ in completion(.failure(error)) }
             }
         }, fail: { error in completion(.failure(error)) })
+    }
+
+    /// Creates `path` empty with mode 0600 when missing (SQLite treats an empty file as a new
+    /// database), and narrows `path`, `-wal` and `-shm` to 0600 when they grant group or
+    /// others any access. Files the process does not own are left alone.
+    /// - Throws: `StorageError` when `path` cannot be created.
+    static func makeOwnerOnly(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            Glibc.close(fd)
+        } else if errno != EEXIST {
+            throw errnoError(errno, "create the database file")
+        }
+        for file in [path, path + "-wal", path + "-shm"] {
+            var info = stat()
+            guard stat(file, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o077 != 0 else { continue }
+            _ = chmod(file, info.st_mode & 0o700)
+        }
     }
 
     /// Submits through `submit` and blocks until the completion arrives.

@@ -369,3 +369,31 @@ final class WALPositionStartUpTests: XCTestCase {
         XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o600)
     }
 }
+
+/// The data dir's files and admin backups are owner-only (0600).
+final class DataDirFileModeTests: XCTestCase {
+    private func mode(_ path: String) -> Int? {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue
+    }
+
+    func testServerFilesAndAnAdminBackupAreOwnerOnly() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        _ = try server.signUp()
+        let (status, key, err) = try TestServer.runCLI(["admin-key", "create", "--name", "modes", "--data-dir", server.dataDir])
+        XCTAssertEqual(status, 0, err)
+        let backup = try server.request("POST", "/v1/admin/backup",
+                                        token: key.trimmingCharacters(in: .whitespacesAndNewlines))
+        XCTAssertEqual(backup.status, 201, backup.text)
+        let backupPath = try XCTUnwrap(backup.json?["path"]?.stringValue)
+        for file in ["suplash.sqlite", "suplash.sqlite-wal", "suplash.sqlite-shm", "suplash.sqlite-position",
+                     "suplash.sqlite-probe", "jwt-secret"] {
+            XCTAssertEqual(mode(server.dataDir + "/" + file), 0o600, file)
+        }
+        XCTAssertEqual(mode(backupPath), 0o600, backupPath)
+        let cliBackup = server.dataDir + "/cli-backup.sqlite"
+        let (cliStatus, _, cliErr) = try TestServer.runCLI(["backup", "--to", cliBackup, "--data-dir", server.dataDir])
+        XCTAssertEqual(cliStatus, 0, cliErr)
+        XCTAssertEqual(mode(cliBackup), 0o600)
+    }
+}
