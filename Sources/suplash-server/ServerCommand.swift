@@ -167,7 +167,7 @@ enum ServeCommand {
         logger.info("open_file_limit", .number("soft", limits.soft), .number("hard", limits.hard))
 
         let env = try Environment.make(configuration, logger: logger, migrate: true)
-        try WALPositionCheck.run(env.backend, logger: logger)
+        if !routesOnly { try WALPositionCheck.run(env.backend, logger: logger) }
         let storageHealth = StorageHealth()
         let (store, subscribe, postgresStore) = env.backend.makeStore(health: storageHealth)
         let secret = try postgresStore.map { try env.sharedJWTSecret($0) } ?? env.jwtSecret()
