@@ -397,3 +397,50 @@ final class DataDirFileModeTests: XCTestCase {
         XCTAssertEqual(mode(cliBackup), 0o600)
     }
 }
+
+/// A real full database (SQLite's `max_page_count`, the fault drill's stand-in for a full
+/// disk): writes answer the `full` kind — 503 `unavailable` with `Retry-After` — and resume
+/// once there is room, without a restart.
+final class FullDatabaseStoreTests: XCTestCase {
+    func testWritesOnAFullDatabaseReportFullAndResumeWhenThereIsRoom() throws {
+        let dir = TestServer.makeDataDir()
+        let db = try SQLiteDatabase(path: dir + "/full.sqlite", readers: 1)
+        defer { db.close() }
+        try Migrator.migrate(db, try Migrator.load(directory: TestServer.packageRoot + "/Migrations/sqlite"))
+        let store = SQLiteStore(database: db)
+        let now: Int64 = 1_790_000_000_000
+        let userID = "01930000-0000-7000-8000-0000000000f1"
+        _ = try store.createUser(UserProfile(id: userID, email: "full@example.test", displayName: nil, now: now),
+                                 passwordHash: "x", session: NewSession(id: "s", userID: userID, refreshTokenHash: [1],
+                                                                        createdAt: now, refreshExpiresAt: now + 1))
+        try db.writeExclusive { context in
+            let pages = try context.connection.scalarInt64("PRAGMA page_count") ?? 0
+            _ = try context.connection.scalar("PRAGMA max_page_count = \(pages + 2)")
+        }
+        var created = 0
+        var failure: (any Error)?
+        while failure == nil && created < 10_000 {
+            do {
+                _ = try store.createEntry(userID: userID, id: UUID().uuidString.lowercased(),
+                                          content: WaterEntryContent(amountMl: 250, loggedAt: now, source: .api,
+                                                                     note: String(repeating: "n", count: 400)),
+                                          deviceID: nil, now: now)
+                created += 1
+            } catch {
+                failure = error
+            }
+        }
+        let error = try XCTUnwrap(failure, "the database never filled up")
+        XCTAssertEqual(error as? RepositoryError, .storage(.full))
+        let problem = APIError(error)
+        XCTAssertEqual(problem.code, "unavailable")
+        XCTAssertTrue(problem.headers.contains { $0.0 == "Retry-After" })
+        XCTAssertGreaterThan(store.health.totalsByKind.first { $0.0 == .full }?.1 ?? 0, 0)
+        XCTAssertNil(store.health.problem, "a full disk seen by a query alone does not fail /readyz (the probe decides)")
+
+        try db.writeExclusive { _ = try $0.connection.scalar("PRAGMA max_page_count = 1073741823") }
+        _ = try store.createEntry(userID: userID, id: UUID().uuidString.lowercased(),
+                                  content: WaterEntryContent(amountMl: 250, loggedAt: now, source: .api),
+                                  deviceID: nil, now: now)
+    }
+}
