@@ -74,9 +74,11 @@ public final class StorageMonitor: @unchecked Sendable {
         health.flush()
     }
 
-    /// Stops probing (shutdown).
+    /// Stops probing (shutdown) and waits for a probe in progress, so none runs while the
+    /// database closes.
     public func stop() {
         timer.cancel()
+        queue.sync {}
     }
 
     /// The `kind` label of a failure in metrics and docs (snake case).
