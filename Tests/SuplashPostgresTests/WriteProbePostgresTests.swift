@@ -36,4 +36,18 @@ final class WriteProbePostgresTests: XCTestCase {
         store.health.probeSucceeded()
         XCTAssertNil(store.health.problem)
     }
+
+    /// A `pg_dump` backup holds emails and password hashes: owner-only (0600).
+    func testABackupIsOwnerOnly() throws {
+        let db = try PostgresTestSupport.migratedDatabase(poolSize: 2)
+        defer { db.close() }
+        let store = PostgresStore(database: db)
+        let path = NSTemporaryDirectory() + "suplash-pg-backup-mode-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        XCTAssertGreaterThan(try store.backup(to: path), 0)
+        let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
+        XCTAssertEqual(mode, 0o600)
+    }
 }
