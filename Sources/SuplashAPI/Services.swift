@@ -33,6 +33,9 @@ public struct Services: Sendable {
     public var appleIdentities: (any AppleIdentityRepository)? = nil
     /// The OpenAPI 3.1 document served at `GET /openapi.json` (`docs/openapi.json`, read at start).
     public var openAPIDocument: [UInt8]
+    /// Storage health fed by the stores' classified failures and the write probe; `/readyz`
+    /// answers 503 with its problem. nil = not monitored (tests).
+    public var storageHealth: StorageHealth? = nil
 
     public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
                 tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,

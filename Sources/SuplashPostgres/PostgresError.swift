@@ -17,6 +17,22 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case deadlockDetected
         /// Class 08 or a lost connection (libpq reported `CONNECTION_BAD`).
         case connectionFailure
+        /// 57P01 `admin_shutdown`, 57P02 `crash_shutdown`, 57P03 `cannot_connect_now`,
+        /// 57P04 `database_dropped`, 57P05 `idle_session_timeout`: the server is shutting
+        /// down, restarting or starting, or ended the session.
+        case serverShutdown
+        /// 53100 `disk_full`.
+        case diskFull
+        /// Other class 53 (insufficient resources): 53200 `out_of_memory`, 53300
+        /// `too_many_connections`, 53400 `configuration_limit_exceeded`.
+        case insufficientResources
+        /// 25006 `read_only_sql_transaction`: a write on a standby or with
+        /// `default_transaction_read_only`.
+        case readOnlyTransaction
+        /// XX001 `data_corrupted`, XX002 `index_corrupted`.
+        case dataCorrupted
+        /// Class 58 (system error): 58030 `io_error`, 58P01 `undefined_file`, ….
+        case systemError
         /// 57014 `query_canceled` (statement timeout) or 55P03 `lock_not_available`.
         case timeout
         /// 42xxx: syntax error or undefined object — a programming error.
@@ -66,9 +82,15 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case "40001": return .serializationFailure
         case "40P01": return .deadlockDetected
         case "57014", "55P03": return .timeout
+        case "53100": return .diskFull
+        case "25006": return .readOnlyTransaction
+        case "XX001", "XX002": return .dataCorrupted
         default:
             if sqlState.hasPrefix("23") { return .constraintViolation }
-            if sqlState.hasPrefix("08") || sqlState.hasPrefix("57P") { return .connectionFailure }
+            if sqlState.hasPrefix("08") { return .connectionFailure }
+            if sqlState.hasPrefix("57P") { return .serverShutdown }
+            if sqlState.hasPrefix("53") { return .insufficientResources }
+            if sqlState.hasPrefix("58") { return .systemError }
             if sqlState.hasPrefix("42") { return .syntax }
             return .other
         }

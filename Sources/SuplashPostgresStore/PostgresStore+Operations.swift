@@ -27,9 +27,14 @@ extension PostgresStore: OperationsRepository {
     /// The URL is passed as `pg_dump --dbname`, so keep passwords out of it (use a Unix
     /// socket with peer authentication, or `~/.pgpass`). For point-in-time recovery use
     /// base backups with WAL archiving instead.
+    /// The file is created with mode 0600 before `pg_dump` writes it.
     /// - Throws: `RepositoryError.unavailable` when `path` exists, `pg_dump` is missing or fails.
     public func backup(to path: String) throws -> Int64 {
-        guard !FileManager.default.fileExists(atPath: path) else { throw RepositoryError.unavailable }
+        // Created here, owner-only (the dump holds emails and password hashes); pg_dump
+        // writes into it and keeps the mode. An existing file is never overwritten.
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw RepositoryError.unavailable }
+        close(fd)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["pg_dump", "--format=custom", "--no-owner", "--file=\(path)", "--dbname=\(database.url)"]
@@ -38,6 +43,7 @@ extension PostgresStore: OperationsRepository {
         do {
             try process.run()
         } catch {
+            try? FileManager.default.removeItem(atPath: path)
             throw RepositoryError.unavailable
         }
         process.waitUntilExit()

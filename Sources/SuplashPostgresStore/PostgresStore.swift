@@ -18,6 +18,8 @@ import SuplashStoreRows
 public final class PostgresStore: Sendable {
     /// The underlying database.
     public let database: PostgresDatabase
+    /// Classified storage failures and the write probe's result (`/readyz`, metrics, logs).
+    public let health: StorageHealth
     /// Reports the users each commit of this process touched (the long-poll registry subscribes).
     public let changeNotifier = ChangeNotifier()
     /// A random id of this store object (one per server process): the first word of its
@@ -26,8 +28,11 @@ public final class PostgresStore: Sendable {
     public let instanceID = UUID().uuidString.lowercased()
 
     /// Creates the store on a migrated database.
-    public init(database: PostgresDatabase) {
+    /// - Parameter health: where classified failures are counted (one per server; a fresh
+    ///   one by default).
+    public init(database: PostgresDatabase, health: StorageHealth = StorageHealth()) {
         self.database = database
+        self.health = health
     }
 
     /// Runs a read, mapping storage failures to `RepositoryError`.
@@ -35,7 +40,7 @@ public final class PostgresStore: Sendable {
         do {
             return try database.read(body)
         } catch let error as PostgresError {
-            throw Self.map(error)
+            throw map(error)
         }
     }
 
@@ -45,7 +50,7 @@ public final class PostgresStore: Sendable {
         do {
             return try database.transaction(isolation: .repeatableRead, readOnly: true) { try body($0.connection) }
         } catch let error as PostgresError {
-            throw Self.map(error)
+            throw map(error)
         }
     }
 
@@ -59,7 +64,7 @@ public final class PostgresStore: Sendable {
                 try $0.pipelineAndCommit(statements)
             }
         } catch let error as PostgresError {
-            throw Self.map(error)
+            throw map(error)
         }
     }
 
@@ -69,14 +74,38 @@ public final class PostgresStore: Sendable {
         do {
             return try database.transaction(isolation: .readCommitted, retryOnUniqueViolation: true, body)
         } catch let error as PostgresError {
-            throw Self.map(error)
+            throw map(error)
         }
     }
 
-    static func map(_ error: PostgresError) -> RepositoryError {
+    /// The repository error for a PostgreSQL error; a classified failure is also recorded
+    /// in `health` (counted, logged, and for corruption or a read-only database, `/readyz`).
+    func map(_ error: PostgresError) -> RepositoryError {
+        if let failure = Self.failure(error.kind) {
+            health.record(failure)
+            return .storage(failure)
+        }
         switch error.kind {
-        case .uniqueViolation: .conflict(code: "conflict")
-        default: .unavailable
+        case .uniqueViolation: return .conflict(code: "conflict")
+        default: return .unavailable
+        }
+    }
+
+    /// The operator's kind of a PostgreSQL error (from its SQLSTATE, see `PostgresError.Kind`),
+    /// or nil for errors that are not storage failures (constraints, syntax, decoding — bugs
+    /// or conflicts, answered as before). Serialization failures and deadlocks reach here
+    /// only after the transaction's retries: counted as `busy`.
+    public static func failure(_ kind: PostgresError.Kind) -> StorageFailure? {
+        switch kind {
+        case .diskFull: .full
+        case .dataCorrupted: .corrupt
+        case .readOnlyTransaction: .readOnly
+        case .timeout, .poolExhausted, .serializationFailure, .deadlockDetected, .insufficientResources: .busy
+        case .systemError: .io
+        case .serverShutdown: .shutdown
+        case .connectionFailure: .connection
+        case .uniqueViolation, .foreignKeyViolation, .constraintViolation, .syntax, .invalidParameter, .decoding,
+             .other: nil
         }
     }
 

@@ -7,7 +7,7 @@ extension SQLiteStore: OperationsRepository {
     /// cost every entry write.
     public func adminStats(dayStart: Int64, thirtyDaysAgo: Int64) throws -> AdminStats {
         let bytes: Int64
-        do { bytes = try database.databaseBytes } catch { throw RepositoryError.unavailable }
+        do { bytes = try database.databaseBytes } catch let error as StorageError { throw map(error) }
         return try read { c in
             let users = try c.scalarInt64("SELECT count(*) FROM users") ?? 0
             let today = try c.scalarInt64("SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= ?",

@@ -12,9 +12,14 @@ public final class SQLiteStore: Sendable {
     public let database: SQLiteDatabase
     /// Reports the users each commit touched (wired to the long-poll registry).
     public let changeNotifier = ChangeNotifier()
+    /// Classified storage failures and the write probe's result (`/readyz`, metrics, logs).
+    public let health: StorageHealth
 
-    public init(database: SQLiteDatabase) {
+    /// - Parameter health: where classified failures are counted (one per server; a fresh
+    ///   one by default).
+    public init(database: SQLiteDatabase, health: StorageHealth = StorageHealth()) {
         self.database = database
+        self.health = health
     }
 
     /// Runs a read on a pooled connection, mapping storage failures to `.unavailable`.
@@ -22,7 +27,7 @@ public final class SQLiteStore: Sendable {
         do {
             return try database.read(body)
         } catch let error as StorageError {
-            throw Self.map(error)
+            throw map(error)
         }
     }
 
@@ -31,16 +36,45 @@ public final class SQLiteStore: Sendable {
         do {
             return try database.write(body)
         } catch let error as StorageError {
-            throw Self.map(error)
+            throw map(error)
         }
     }
 
-    static func map(_ error: StorageError) -> RepositoryError {
+    /// The repository error for a storage error; a classified failure is also recorded in
+    /// `health` (counted, logged, and for corruption or a read-only database, `/readyz`).
+    func map(_ error: StorageError) -> RepositoryError {
+        if let failure = Self.failure(error.kind) {
+            health.record(failure)
+            return .storage(failure)
+        }
         switch error.kind {
-        case .constraintUnique, .constraintPrimaryKey: .conflict(code: "conflict")
-        default: .unavailable
+        case .constraintUnique, .constraintPrimaryKey: return .conflict(code: "conflict")
+        default: return .unavailable
         }
     }
+
+    /// The operator's kind of a storage error (from SQLite's extended result code, see
+    /// `StorageError.Kind`), or nil for errors that are not storage failures (constraints,
+    /// type mismatches, misuse — those are bugs or conflicts, answered as before).
+    public static func failure(_ kind: StorageError.Kind) -> StorageFailure? {
+        switch kind {
+        case .full: .full
+        case .corrupt: .corrupt
+        case .readOnly: .readOnly
+        case .busy: .busy
+        case .ioError: .io
+        case .closed: .shutdown
+        case .constraintUnique, .constraintPrimaryKey, .constraintForeignKey, .constraintCheck, .constraintNotNull,
+             .constraint, .typeMismatch, .misuse, .other: nil
+        }
+    }
+
+    /// The database's current change position (the WAL position file records it after each
+    /// group commit; `SQLiteDatabase.trackAcknowledgedPosition`).
+    public static let changePositionSQL = "SELECT position FROM change_sequence WHERE singleton = 1"
+
+    /// The database's id (`database_identity`), which sync tokens carry and a backup forks.
+    public static let databaseIdentitySQL = "SELECT database_id FROM database_identity WHERE singleton = 1"
 
     /// Takes the next position of the change sequence inside the current transaction
     /// (position order = commit order, no gaps across committed transactions).

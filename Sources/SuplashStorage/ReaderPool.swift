@@ -18,7 +18,7 @@ final class ReaderPool: @unchecked Sendable {
 
     var size: Int { total }
 
-    /// Blocks while every reader is in use. - Throws: `.misuse` once closed.
+    /// Blocks while every reader is in use. - Throws: `.closed` once closed.
     func checkOut() throws -> SQLiteConnection {
         condition.lock()
         defer { condition.unlock() }

@@ -469,6 +469,10 @@ public final class SQLiteConnection {
         if isClosed { throw StorageError.misuse("the connection is closed") }
     }
 
+    /// The connection's most recent extended result code (`sqlite3_extended_errcode`):
+    /// after SQLite ended a transaction on its own, the code of the failure that did it.
+    var lastExtendedResultCode: Int32 { isClosed ? SQLITE_MISUSE : sqlite3_extended_errcode(handle) }
+
     /// The error for a failed call that returned `rc`, with the connection's message.
     func lastError(_ rc: Int32) -> StorageError {
         let extended = sqlite3_extended_errcode(handle)

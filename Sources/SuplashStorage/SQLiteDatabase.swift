@@ -18,11 +18,15 @@ import Foundation
 public final class SQLiteDatabase: Sendable {
     /// The database file path.
     public let path: String
-    private let writer: Writer
+    let writer: Writer
     private let readers: ReaderPool
 
     /// Opens (creating if needed) the database at `path`, starts the writer thread and opens
     /// the reader pool.
+    ///
+    /// The database file is owner-only (mode 0600): created so when missing, narrowed to it
+    /// when group or others could read it; SQLite gives its `-wal` and `-shm` files the
+    /// main file's mode (narrowed here too when left by an earlier run).
     ///
     /// - Parameters:
     ///   - path: database file path; `-wal` and `-shm` files live beside it.
@@ -36,6 +40,7 @@ public final class SQLiteDatabase: Sendable {
     public init(path: String, readers: Int = 4, busyTimeoutMs: Int = 5000, maxBatchSize: Int = 256,
                 writerCacheKiB: Int? = nil, readerCacheKiB: Int? = nil) throws {
         guard readers >= 1 else { throw StorageError.misuse("at least one reader connection is required") }
+        try Self.makeOwnerOnly(path)
         let writerConnection = try SQLiteConnection(path: path, role: .writer, busyTimeoutMs: busyTimeoutMs,
                                                     cacheKiB: writerCacheKiB)
         var readerConnections: [SQLiteConnection] = []
@@ -65,7 +70,7 @@ public final class SQLiteDatabase: Sendable {
     /// Blocks only while every reader is checked out. `body` sees a consistent snapshot per
     /// statement; wrap several statements in `BEGIN`…`COMMIT` for one snapshot across them.
     /// Do not let the connection escape `body`, and do not call `close()` from inside it.
-    /// - Throws: what `body` throws; `StorageError` `.misuse` if the database is closed.
+    /// - Throws: what `body` throws; `StorageError` `.closed` if the database is closed.
     @discardableResult
     public func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         let connection = try readers.checkOut()
@@ -81,8 +86,12 @@ public final class SQLiteDatabase: Sendable {
     /// Blocks the calling thread (use it from worker threads, never from an event loop).
     /// - Throws: what `body` throws (its work is rolled back, its batch-mates still commit),
     ///   or the `StorageError` of `BEGIN`/`COMMIT` (e.g. `.busy` when another process holds
-    ///   the write lock past the busy timeout; then no job of the batch committed), or
-    ///   `.misuse` if the database is closed or when called on the writer thread (deadlock).
+    ///   the write lock past the busy timeout, `.full` when the disk is full; then no job of
+    ///   the batch committed), or `.closed` if the database is closed, `.misuse` when called on the
+    ///   writer thread (deadlock). When the batch does not commit, a body that threw after a
+    ///   batch-mate's (now rolled back) write is run again alone, so what it throws never
+    ///   rests on rows that were not committed; `body` must therefore have no effects outside
+    ///   the database (register those with `afterCommit`).
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) throws -> T {
         try blocking { completion in self.writeAsync(body, completion: completion) }
@@ -104,11 +113,20 @@ public final class SQLiteDatabase: Sendable {
     /// transactions (for example `BEGIN IMMEDIATE` … `COMMIT`); a transaction it leaves open
     /// is rolled back and the call fails with `.misuse`. Used by migrations and `checkpoint`.
     /// `afterCommit` callbacks run after `body` returns without throwing.
-    /// - Throws: what `body` throws; `.misuse` if closed or called on the writer thread.
+    /// - Throws: what `body` throws; `.closed` if closed, `.misuse` if called on the writer thread.
     @discardableResult
     public func writeExclusive<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) throws -> T {
         try blocking { completion in self.writer.submit(Self.job(exclusive: true, body, completion)) }
     }
+
+    #if DEBUG
+    /// Makes the next `count` group (or re-run) commits fail with `error` instead of
+    /// committing; each transaction is rolled back as after a real failed `COMMIT`.
+    /// Debug builds only: the storage tests' fault injection (a full disk at `COMMIT`).
+    func injectCommitFailures(_ error: StorageError, count: Int = 1) {
+        writer.injectCommitFailures(error, count: count)
+    }
+    #endif
 
     /// Cumulative writer statistics (commits, jobs, …); `jobs > commits` shows group commit.
     public var writerStatistics: WriterStatistics { writer.snapshot }
@@ -147,7 +165,7 @@ public final class SQLiteDatabase: Sendable {
     }
 
     /// Size on disk in bytes: `page_count × page_size` of the database plus the WAL file size.
-    /// - Throws: `StorageError` (`.misuse` once closed).
+    /// - Throws: `StorageError` (`.closed` once closed).
     public var databaseBytes: Int64 {
         get throws {
             let main = try read { connection in
@@ -162,9 +180,10 @@ public final class SQLiteDatabase: Sendable {
     /// Online backup (https://sqlite.org/backup.html) of a consistent snapshot into a new
     /// file at `destination`, from a reader connection: writes continue meanwhile.
     ///
-    /// The copy is written to `destination + ".partial"`, switched to `journal_mode=DELETE`
-    /// (one self-contained file), handed to `prepareCopy` (if given) on its own connection,
-    /// fsync'd, then renamed to `destination`.
+    /// The copy is written to `destination + ".partial"` (created with mode 0600: it holds
+    /// emails and password hashes), switched to `journal_mode=DELETE` (one self-contained
+    /// file), handed to `prepareCopy` (if given) on its own connection, fsync'd, then renamed
+    /// to `destination`.
     /// - Returns: the size of the backup file in bytes.
     /// - Throws: `StorageError` — `.misuse` if `destination` already exists, otherwise
     ///   the error of the failing SQLite call (`.ioError`, `.full`, `.busy`, …) or what
@@ -175,6 +194,11 @@ public final class SQLiteDatabase: Sendable {
         }
         let partial = destination + ".partial"
         unlink(partial)
+        // Owner-only from the start: the copy holds emails and password hashes. SQLite keeps
+        // the mode of a file that exists.
+        let created = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard created >= 0 else { throw Self.errnoError(errno, "create the backup file") }
+        Glibc.close(created)
         do {
             try read { source in
                 let target = try SQLiteConnection(path: partial, rawReadWrite: ())
@@ -197,6 +221,7 @@ public final class SQLiteDatabase: Sendable {
             _ = try copy.scalar("PRAGMA journal_mode=DELETE")
             try prepareCopy?(copy)
             copy.close()
+            _ = chmod(partial, 0o600)
             try fsyncFile(partial)
             guard rename(partial, destination) == 0 else {
                 throw StorageError(code: SQLITE_IOERR, kind: .ioError, message: "rename failed, errno \(errno)")
@@ -240,6 +265,24 @@ public final class SQLiteDatabase: Sendable {
                 return WriterOutcome(succeeded: false) { _ in completion(.failure(error)) }
             }
         }, fail: { error in completion(.failure(error)) })
+    }
+
+    /// Creates `path` empty with mode 0600 when missing (SQLite treats an empty file as a new
+    /// database), and narrows `path`, `-wal` and `-shm` to 0600 when they grant group or
+    /// others any access. Files the process does not own are left alone.
+    /// - Throws: `StorageError` when `path` cannot be created.
+    static func makeOwnerOnly(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            Glibc.close(fd)
+        } else if errno != EEXIST {
+            throw errnoError(errno, "create the database file")
+        }
+        for file in [path, path + "-wal", path + "-shm"] {
+            var info = stat()
+            guard stat(file, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o077 != 0 else { continue }
+            _ = chmod(file, info.st_mode & 0o700)
+        }
     }
 
     /// Submits through `submit` and blocks until the completion arrives.

@@ -29,18 +29,23 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         case busy
         /// `SQLITE_CORRUPT` (11) or `SQLITE_NOTADB` (26).
         case corrupt
-        /// `SQLITE_IOERR` (10, any extended variant) or `SQLITE_CANTOPEN` (14).
+        /// `SQLITE_IOERR` (10, any extended variant such as `SQLITE_IOERR_WRITE` 778 or
+        /// `SQLITE_IOERR_FSYNC` 1034) or `SQLITE_CANTOPEN` (14).
         case ioError
         /// `SQLITE_FULL` (13): disk (or `max_page_count`) full.
         case full
-        /// `SQLITE_READONLY` (8): a write through a read-only connection (any reader).
+        /// `SQLITE_READONLY` (8, any extended variant such as `SQLITE_READONLY_DIRECTORY`
+        /// 1544): the file, its directory or the file system cannot be written, or a write
+        /// went through a read-only connection (any reader).
         case readOnly
         /// `SQLITE_MISMATCH` (20), or a row value of an unexpected type when decoding.
         case typeMismatch
         /// `SQLITE_MISUSE` (21) / `SQLITE_RANGE` (25) / `SQLITE_AUTH` (23): the library was
-        /// used wrongly (closed database, unknown column name, parameter count, a blocking
-        /// write on the writer thread, transaction control inside a group write job).
+        /// used wrongly (unknown column name, parameter count, a blocking write on the writer
+        /// thread, transaction control inside a group write job).
         case misuse
+        /// The database was closed (the server is shutting down); code `SQLITE_MISUSE` (21).
+        case closed
         /// Anything else; look at `code`.
         case other
     }
@@ -97,7 +102,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     }
 
     static func closed() -> StorageError {
-        misuse("the database is closed")
+        StorageError(code: SQLITE_MISUSE, kind: .closed, message: "the database is closed")
     }
 
     static func typeMismatch(_ message: String) -> StorageError {

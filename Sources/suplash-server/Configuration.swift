@@ -32,6 +32,7 @@ struct Configuration: Sendable {
         ("storage.busyTimeoutMs", .number(JSONNumber(5000))),
         ("storage.writerCacheKib", .number(JSONNumber(4000))),
         ("storage.readerCacheKib", .number(JSONNumber(2000))),
+        ("storage.writeProbeIntervalSeconds", .number(JSONNumber(5))),
         ("storage.postgresUrl", .string("")),
         ("storage.postgresPoolSize", .number(JSONNumber(16))),
         ("storage.postgresMigrationsDir", .string("")),

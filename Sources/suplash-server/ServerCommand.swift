@@ -236,7 +236,9 @@ enum ServeCommand {
         logger.info("open_file_limit", .number("soft", limits.soft), .number("hard", limits.hard))
 
         let env = try Environment.make(configuration, logger: logger, migrate: true, options: options)
-        let (store, subscribe, postgresStore) = env.backend.makeStore()
+        if !routesOnly { try WALPositionCheck.run(env.backend, logger: logger) }
+        let storageHealth = StorageHealth()
+        let (store, subscribe, postgresStore) = env.backend.makeStore(health: storageHealth)
         let secret = try postgresStore.map { try env.sharedJWTSecret($0) } ?? env.jwtSecret()
         let tokens = TokenService(secret: secret,
                                   accessTokenTTL: Int64(try configuration.int("auth.accessTokenTtlSeconds")),
@@ -300,6 +302,7 @@ enum ServeCommand {
                                           logger: logger)
         let outbox = try MailWiring.install(into: &services, configuration: configuration, dataDir: env.dataDir, store: store,
                                             secret: secret, logger: logger)
+        services.storageHealth = storageHealth
 
         var api = APIConfiguration()
         api.defaultBodyLimit = try configuration.int("server.maxBodyBytes")
@@ -345,6 +348,11 @@ enum ServeCommand {
                 return s.commits > 0 ? Double(s.jobs) / Double(s.commits) : 0
             }
         }
+        // Storage health: the periodic write probe, storage-error log lines and metrics.
+        let storageMonitor = StorageMonitor(
+            health: storageHealth, probe: store,
+            intervalSeconds: Double(max(0, try configuration.int("storage.writeProbeIntervalSeconds"))),
+            metrics: metrics, logger: logger)
         // Several instances on one PostgreSQL database: hear the others' commits and
         // revocations (started before serving; its first LISTEN re-reads the revocations).
         let cluster = try postgresStore.map {
@@ -364,6 +372,7 @@ enum ServeCommand {
         application.shutdown()
         cluster?.stop()
         maintenance.stop()
+        storageMonitor.stop()
         outbox.stop()
         if case .sqlite(let database) = backend {
             do {

@@ -9,7 +9,7 @@ import SuplashStorage
 typealias SuplashStore = UserRepository & SessionRepository & AdminKeyRepository & WaterEntryRepository
     & HydrationRepository & BillRepository & AccountDataRepository & EmailCodeRepository & OutboxRepository
     & AppleIdentityRepository & OperationsRepository & SyncRepository & IdempotencyRepository
-    & WaterEntryBatchRepository
+    & WaterEntryBatchRepository & StorageWriteProbe
 
 /// The configured store (`storage.driver`): its database, migrations and adapter.
 enum StorageBackend {
@@ -20,14 +20,15 @@ enum StorageBackend {
 
     /// The repository adapter, how to hear about commits (for long-poll wake-ups), and on
     /// PostgreSQL the same adapter as `PostgresStore` (for the cross-instance listener).
-    func makeStore() -> (store: any SuplashStore, subscribe: (@escaping @Sendable (String) -> Void) -> Void,
-                         postgres: PostgresStore?) {
+    /// - Parameter health: where the store records its classified storage failures.
+    func makeStore(health: StorageHealth = StorageHealth())
+        -> (store: any SuplashStore, subscribe: (@escaping @Sendable (String) -> Void) -> Void, postgres: PostgresStore?) {
         switch self {
         case .sqlite(let database):
-            let store = SQLiteStore(database: database)
+            let store = SQLiteStore(database: database, health: health)
             return (store, { store.changeNotifier.subscribe($0) }, nil)
         case .postgres(let database):
-            let store = PostgresStore(database: database)
+            let store = PostgresStore(database: database, health: health)
             return (store, { store.changeNotifier.subscribe($0) }, store)
         }
     }

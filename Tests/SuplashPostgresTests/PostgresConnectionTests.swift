@@ -1,10 +1,33 @@
 import Foundation
+import SuplashDomain
 import SuplashPostgres
+import SuplashPostgresStore
 import SuplashStorage
 import XCTest
 
 /// libpq connection, parameter round trips, SQLSTATE mapping and the bounded pool.
 final class PostgresConnectionTests: XCTestCase {
+    /// SQLSTATEs of storage failures and the operator's kinds they map to (spec §2); no server needed.
+    func testStorageFailureSQLStates() {
+        XCTAssertEqual(PostgresError.kind(for: "53100"), .diskFull)
+        XCTAssertEqual(PostgresError.kind(for: "53300"), .insufficientResources)
+        XCTAssertEqual(PostgresError.kind(for: "25006"), .readOnlyTransaction)
+        XCTAssertEqual(PostgresError.kind(for: "XX001"), .dataCorrupted)
+        XCTAssertEqual(PostgresError.kind(for: "XX002"), .dataCorrupted)
+        XCTAssertEqual(PostgresError.kind(for: "57P01"), .serverShutdown)
+        XCTAssertEqual(PostgresError.kind(for: "57P03"), .serverShutdown)
+        XCTAssertEqual(PostgresError.kind(for: "58030"), .systemError)
+        // The operator's kinds (spec §2) from SQLSTATE.
+        let failures: [(String, StorageFailure?)] = [
+            ("53100", .full), ("25006", .readOnly), ("XX001", .corrupt), ("XX002", .corrupt), ("57P01", .shutdown),
+            ("57P02", .shutdown), ("08006", .connection), ("08001", .connection), ("57014", .busy), ("40001", .busy),
+            ("53300", .busy), ("58030", .io), ("23505", nil), ("42P01", nil),
+        ]
+        for (state, failure) in failures {
+            XCTAssertEqual(PostgresStore.failure(PostgresError.kind(for: state)), failure, state)
+        }
+    }
+
     func testParametersRoundTripWithoutStringBuiltSQL() throws {
         let db = try PostgresTestSupport.freshDatabase()
         defer { db.close() }

@@ -342,8 +342,8 @@ final class SQLiteDatabaseTests: XCTestCase {
         db.close()
         XCTAssertEqual(completed.all.count, 20)
         XCTAssertTrue(completed.all.allSatisfy { $0 })
-        assertStorageError(.misuse) { try db.write { _ in 1 } }
-        assertStorageError(.misuse) { try db.read { _ in 1 } }
+        assertStorageError(.closed) { try db.write { _ in 1 } }
+        assertStorageError(.closed) { try db.read { _ in 1 } }
         db.close()   // idempotent
         let reopened = try SQLiteDatabase(path: directory.file("app.sqlite"))
         defer { reopened.close() }

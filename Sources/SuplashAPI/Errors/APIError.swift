@@ -108,6 +108,35 @@ public struct APIError: Error, Sendable {
         APIError(.unavailable, detail: detail, headers: [("Retry-After", "1")])
     }
 
+    /// The problem for a classified storage failure (spec §2): transient kinds (full, busy,
+    /// I/O, shutdown, connection) → 503 `unavailable` with `Retry-After: 1`; permanent kinds
+    /// (corrupt, read-only) → 503 `storage_failed` without `Retry-After` (retrying cannot help;
+    /// an operator must act). `detail` names the kind with a fixed text.
+    public static func storage(_ failure: StorageFailure) -> APIError {
+        let detail: String = switch failure {
+        case .full: "Storage is full; retry later."
+        case .busy: "Storage is busy; retry later."
+        case .io: "Storage had an I/O error; retry later."
+        case .shutdown: "Storage is shutting down; retry later."
+        case .connection: "The database connection failed; retry later."
+        case .corrupt: "The database is damaged; an operator must restore it."
+        case .readOnly: "The database cannot be written; an operator must make it writable."
+        }
+        guard failure.isPermanent else { return .unavailable(detail) }
+        return APIError(.storageFailed, detail: detail)
+    }
+
+    /// `/readyz` while storage is unhealthy (spec §7): the code and `Retry-After` of
+    /// `storage(_:)` for the kind, and a fixed `detail` naming the kind and who reported it,
+    /// e.g. "Storage is not ready: full (the latest write probe failed)."
+    public static func notReady(_ problem: StorageHealth.Problem) -> APIError {
+        var error = storage(problem.failure)
+        let kind = problem.failure == .readOnly ? "read_only" : problem.failure.rawValue
+        error.detail = "Storage is not ready: \(kind) ("
+            + (problem.fromWriteProbe ? "the latest write probe failed)." : "reported by a query).")
+        return error
+    }
+
     public static let internalError = APIError(.internalError, detail: "The server failed; this is a bug.")
 
     /// Maps any error thrown by a handler to its problem (the single mapping point).
@@ -132,6 +161,7 @@ public struct APIError: Error, Sendable {
                 }
             case .preconditionFailed: self = .preconditionFailed
             case .unavailable: self = .unavailable()
+            case .storage(let failure): self = .storage(failure)
             }
         default:
             self = .internalError

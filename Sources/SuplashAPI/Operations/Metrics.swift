@@ -22,6 +22,8 @@ public final class Metrics: @unchecked Sendable {
     private var requests: [RequestKey: UInt64] = [:]
     private var latency: [String: Histogram] = [:]
     private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
+    private var counterFamilies: [(name: String, help: String, label: String,
+                                   read: @Sendable () -> [(String, Double)])] = []
     private let lock = NSLock()
 
     public init() {}
@@ -43,9 +45,19 @@ public final class Metrics: @unchecked Sendable {
         lock.withLock { gauges.append((name, help, read)) }
     }
 
+    /// Registers a family of counters read at every scrape, one series per value of `label`
+    /// (e.g. storage failures by kind). `read` returns (label value, count) pairs; label values
+    /// must be code-defined (never user text).
+    public func counters(_ name: String, help: String, label: String,
+                         _ read: @escaping @Sendable () -> [(String, Double)]) {
+        lock.withLock { counterFamilies.append((name, help, label, read)) }
+    }
+
     /// The exposition text (version 0.0.4).
     public func render() -> String {
-        let (requests, latency, gauges) = lock.withLock { (self.requests, self.latency, self.gauges) }
+        let (requests, latency, gauges, families) = lock.withLock {
+            (self.requests, self.latency, self.gauges, self.counterFamilies)
+        }
         var out = "# HELP suplash_http_requests_total Requests answered, by route template, method and status.\n"
         out += "# TYPE suplash_http_requests_total counter\n"
         for (key, n) in requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
@@ -63,6 +75,12 @@ public final class Metrics: @unchecked Sendable {
         }
         for g in gauges {
             out += "# HELP \(g.name) \(g.help)\n# TYPE \(g.name) gauge\n\(g.name) \(g.read())\n"
+        }
+        for family in families {
+            out += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) counter\n"
+            for (value, count) in family.read() {
+                out += "\(family.name){\(family.label)=\"\(value)\"} \(count)\n"
+            }
         }
         return out
     }

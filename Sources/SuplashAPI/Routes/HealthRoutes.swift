@@ -1,14 +1,19 @@
 import SuplashHTTP
 import SuplashJSON
 
-/// `GET /healthz` (alive), `GET /readyz` (storage reachable, migrations applied) and
-/// `GET /metrics` (Prometheus text) — spec §7.
+/// `GET /healthz` (alive), `GET /readyz` (storage reachable, migrations applied, storage
+/// healthy) and `GET /metrics` (Prometheus text) — spec §7.
 enum HealthRoutes {
     static func register(into router: inout Router<Route>, services: Services) {
         router.add("GET", "/healthz", Route { _ in
             .json(200, .object([("status", .string("ok"))]))
         })
         router.add("GET", "/readyz", Route { _ in
+            // Storage health first: a failed write probe, corruption or a read-only database
+            // reported by any query (docs/operations.md "Storage errors").
+            if let problem = services.storageHealth?.problem {
+                throw APIError.notReady(problem)
+            }
             guard services.readiness() else {
                 throw APIError.unavailable("Storage is not ready.")
             }

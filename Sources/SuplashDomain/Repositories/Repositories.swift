@@ -10,8 +10,12 @@ public enum RepositoryError: Error, Sendable, Equatable {
     case conflict(code: String)
     /// `If-Match` did not match the current version (412).
     case preconditionFailed
-    /// The store could not be reached or failed (503).
+    /// The store could not be reached or failed, for a reason it did not classify (503
+    /// `unavailable`).
     case unavailable
+    /// The store failed for a classified reason (spec §2): 503 `unavailable` with
+    /// `Retry-After` for transient kinds, 503 `storage_failed` without it for permanent ones.
+    case storage(StorageFailure)
 }
 
 /// A user as stored: the public profile plus the credential (never serialised).
