@@ -74,6 +74,10 @@ final class SyncHistoryTests: XCTestCase {
 
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
         try FileManager.default.moveItem(atPath: coldCopy, toPath: database)
+        // A copy that kept the database id is behind the WAL position file: refused until the
+        // operator deletes that file on purpose (docs/operations.md "The WAL position file").
+        XCTAssertThrowsError(try TestServer(dataDir: first.dataDir, environment: secret))
+        try FileManager.default.removeItem(atPath: database + "-position")
         let restored = try TestServer(dataDir: first.dataDir, environment: secret)
         let ahead = try restored.request("GET", "/v1/sync?since=\(late)", token: user.token)
         XCTAssertEqual(ahead.status, 410)
@@ -85,6 +89,7 @@ final class SyncHistoryTests: XCTestCase {
 
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
         try FileManager.default.moveItem(atPath: backup, toPath: database)
+        // A backup's forked id: the position file (which names the copy's id) is not compared.
         let fromBackup = try TestServer(dataDir: first.dataDir, environment: secret)
         defer { fromBackup.stop() }
         for token in [early, late] {
