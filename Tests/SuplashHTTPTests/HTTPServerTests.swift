@@ -282,12 +282,53 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(out.components(separatedBy: "HTTP/1.1 ").count - 1, 1, out)
     }
 
-    func testUnsupportedTransferCodingIs501() throws {
+    func testUnsupportedTransferCodingBeforeChunkedIs501() throws {
         try startServer()
         let c = try client()
-        c.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n")
+        c.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")
         let r = try XCTUnwrap(c.readResponse())
         XCTAssertEqual(r.status, 501)
+    }
+
+    func testFinalCodingOtherThanChunkedIs400AndCloses() throws {
+        try startServer()
+        for te in ["Transfer-Encoding: chunked, identity", "Transfer-Encoding: xchunked",
+                   "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity", "Transfer-Encoding: chunked, chunked"] {
+            let c = try client()
+            c.send("POST /echo HTTP/1.1\r\nHost: x\r\n\(te)\r\n\r\n0\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            let out = String(decoding: c.readUntilClose(), as: UTF8.self)
+            XCTAssertTrue(out.hasPrefix("HTTP/1.1 400 "), "\(te): \(out)")
+            XCTAssertTrue(out.contains("Connection: close\r\n"), out)
+            XCTAssertEqual(out.components(separatedBy: "HTTP/1.1 ").count - 1, 1, "only one answer: \(out)")
+        }
+        let c = try client()
+        c.send("POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+        XCTAssertTrue(String(decoding: c.readUntilClose(), as: UTF8.self).hasPrefix("HTTP/1.1 400 "))
+    }
+
+    func testAbsoluteFormTargetIsAnswered() throws {
+        try startServer()
+        let c = try client()
+        c.send("GET http://api.test/hello HTTP/1.1\r\nHost: api.test\r\n\r\nGET https://other:8443/echo?x=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try XCTUnwrap(c.readResponse())
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(first.bodyText, "hello")
+        let second = try XCTUnwrap(c.readResponse())
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(second.header("X-Method"), "GET")
+    }
+
+    func testMissingRepeatedOrInvalidHostIs400() throws {
+        try startServer()
+        for host in ["", "Host: a b/c@d\r\n", "Host: a\r\nHost: a\r\n"] {
+            let c = try client()
+            c.send("GET /hello HTTP/1.1\r\n\(host)\r\n")
+            let out = String(decoding: c.readUntilClose(), as: UTF8.self)
+            XCTAssertTrue(out.hasPrefix("HTTP/1.1 400 "), "\(host.debugDescription): \(out)")
+        }
+        let c = try client()
+        c.send("GET /hello HTTP/1.0\r\n\r\n")
+        XCTAssertEqual(c.readResponse()?.status, 200, "HTTP/1.0 may omit Host")
     }
 
     func testErrorAfterGoodPipelinedRequestKeepsOrder() throws {
