@@ -100,6 +100,8 @@ final class ServerContext: Sendable {
     let responder: any HTTPResponder
     let logger: Logger
     let connectionCap: Int
+    /// Limits and timeouts every connection's state machine starts with.
+    let machineConfiguration: ConnectionStateMachine.Configuration
     private let open = Atomic<Int>(0)
     let loops = Locked<[EventLoop]>([])
     private let drainLock = ConditionLock()
@@ -110,6 +112,7 @@ final class ServerContext: Sendable {
         self.responder = responder
         self.logger = logger
         self.connectionCap = max(1, configuration.connectionCap)
+        self.machineConfiguration = ConnectionStateMachine.Configuration(configuration)
     }
 
     /// Open connections across all loops.

@@ -1,0 +1,319 @@
+import XCTest
+@testable import SuplashHTTP
+
+/// A fake clock and id source: time moves only when a test says so.
+private final class FakeEnvironment: ConnectionEnvironment {
+    var now: UInt64 = 1_000_000_000
+    private var ids = 0
+    var bodyLimit = 1 << 20
+
+    func dateLine() -> [UInt8] { Array("Date: Tue, 01 Dec 2026 00:00:00 GMT\r\n".utf8) }
+    func makeRequestID() -> String {
+        ids += 1
+        return "id\(ids)"
+    }
+    func bodyLimit(for head: HTTPRequestHead) -> Int { bodyLimit }
+    func advance(seconds: Double) { now += nanoseconds(seconds) }
+}
+
+/// Drives a `ConnectionStateMachine` the way `Connection` does, but with no socket: the
+/// "kernel" takes every byte written unless `socketFull` is set.
+private struct Harness {
+    var machine: ConnectionStateMachine
+    let env = FakeEnvironment()
+    /// Everything written to the "socket".
+    var sent: [UInt8] = []
+    var socketFull = false
+    /// Requests handed to the responder, in order.
+    var dispatched: [(sequence: UInt64, request: HTTPRequest)] = []
+    var reading = true
+    var armed: [UInt64] = []
+    var shutdownWrite = false
+    var closed = false
+    var abandoned = 0
+    var peerFinishedNotified = false
+
+    init(_ adjust: (inout HTTPServerConfiguration) -> Void = { _ in }) {
+        var server = HTTPServerConfiguration()
+        adjust(&server)
+        machine = ConnectionStateMachine(configuration: .init(server), remoteAddress: "192.0.2.1")
+        run(machine.start(env))
+    }
+
+    mutating func run(_ actions: [ConnectionAction]) {
+        for action in actions {
+            guard !closed else { return }
+            switch action {
+            case .dispatch(let request, let sequence): dispatched.append((sequence, request))
+            case .write: flush()
+            case .stopReading: reading = false
+            case .resumeReading: reading = true
+            case .armTimer(let deadline): armed.append(deadline)
+            case .cancelTimer: break
+            case .notifyPeerFinished: peerFinishedNotified = true
+            case .abandonRequests: abandoned += 1
+            case .shutdownWrite: shutdownWrite = true
+            case .close: closed = true
+            case .rejected: break
+            }
+        }
+    }
+
+    mutating func flush() {
+        while !machine.output.isEmpty {
+            if socketFull {
+                run(machine.writeWouldBlock(env))
+                return
+            }
+            let bytes = machine.output.withFront { a, b in Array(a) + Array(b) }
+            sent += bytes
+            run(machine.bytesWritten(bytes.count, env))
+        }
+    }
+
+    mutating func receive(_ text: String) {
+        let bytes = Array(text.utf8)
+        bytes.withUnsafeBytes { run(machine.bytesRead($0, env)) }
+    }
+
+    mutating func answer(_ sequence: UInt64, status: Int = 200, body: String = "ok", headers: HTTPHeaders = HTTPHeaders()) {
+        run(machine.responseReady(sequence: sequence, response: HTTPResponse(status: status, headers: headers, body: Array(body.utf8)), env))
+    }
+
+    mutating func fireTimers() {
+        let due = armed.filter { $0 <= env.now }
+        armed.removeAll { $0 <= env.now }
+        for deadline in due { run(machine.timerFired(deadline: deadline, env)) }
+    }
+
+    /// Takes the text written so far.
+    mutating func takeSent() -> String {
+        defer { sent = [] }
+        return String(decoding: sent, as: UTF8.self)
+    }
+}
+
+/// The status lines in `text` (bodies here never contain "HTTP/1.1 ").
+private func statusLines(_ text: String) -> [String] {
+    text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { "HTTP/1.1 " + ($0.components(separatedBy: "\r\n").first ?? "") }
+}
+
+final class ConnectionStateMachineTests: XCTestCase {
+    // MARK: Keep-alive
+
+    func testKeepAliveAnswersRequestsOneAfterAnother() {
+        var h = Harness()
+        h.receive("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/a"])
+        XCTAssertEqual(h.dispatched.first?.request.remoteAddress, "192.0.2.1")
+        h.answer(0, body: "first")
+        let first = h.takeSent()
+        XCTAssertTrue(first.hasPrefix("HTTP/1.1 200 OK\r\n"), first)
+        XCTAssertTrue(first.contains("Content-Length: 5\r\n") && first.hasSuffix("\r\n\r\nfirst"), first)
+        XCTAssertFalse(first.contains("Connection: close"))
+        h.receive("GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.answer(1, body: "second")
+        XCTAssertTrue(h.takeSent().hasSuffix("second"))
+        XCTAssertEqual(h.machine.phase, .open)
+        XCTAssertFalse(h.closed)
+        XCTAssertTrue(h.reading)
+    }
+
+    func testConnectionCloseRequestIsAnsweredThenLingers() {
+        var h = Harness()
+        h.receive("GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.count, 1, "nothing after Connection: close is read")
+        h.answer(0)
+        XCTAssertTrue(h.takeSent().contains("Connection: close\r\n"))
+        XCTAssertTrue(h.shutdownWrite)
+        XCTAssertFalse(h.closed, "lingering until EOF or the linger deadline")
+        h.run(h.machine.peerHalfClosed(h.env))
+        XCTAssertTrue(h.closed)
+    }
+
+    // MARK: Pipelining
+
+    func testPipelinedAnswersAreWrittenInRequestOrder() {
+        var h = Harness()
+        h.receive("GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/2", "/3"], "safe requests run in parallel")
+        h.answer(2, body: "three")
+        h.answer(1, body: "two")
+        XCTAssertTrue(h.sent.isEmpty, "nothing is written before the first answer")
+        h.answer(0, body: "one")
+        let text = h.takeSent()
+        let one = text.range(of: "one")!.lowerBound, two = text.range(of: "two")!.lowerBound, three = text.range(of: "three")!.lowerBound
+        XCTAssertTrue(one < two && two < three, text)
+        XCTAssertEqual(statusLines(text).count, 3)
+    }
+
+    func testPipelineLimitStopsReadingUntilAnswersDrain() {
+        var h = Harness { $0.maxPipelined = 2 }
+        h.receive(String(repeating: "GET /p HTTP/1.1\r\nHost: x\r\n\r\n", count: 5))
+        XCTAssertEqual(h.dispatched.count, 2)
+        XCTAssertFalse(h.reading)
+        h.answer(0)
+        h.answer(1)
+        XCTAssertEqual(h.dispatched.count, 4, "buffered requests are parsed once answers drain")
+        h.answer(2)
+        h.answer(3)
+        XCTAssertEqual(h.dispatched.count, 5)
+        h.answer(4)
+        XCTAssertEqual(statusLines(h.takeSent()).count, 5)
+        XCTAssertTrue(h.reading)
+    }
+
+    func testClientThatDoesNotReadStopsBeingRead() {
+        var h = Harness()
+        h.socketFull = true
+        let big = String(repeating: "x", count: 300 * 1024)
+        h.receive("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.answer(0, body: big)
+        XCTAssertFalse(h.reading, "over the unsent-bytes limit: no more reading")
+        h.receive("GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.count, 1)
+        h.socketFull = false
+        h.run(h.machine.socketWritable(h.env))
+        XCTAssertTrue(h.reading)
+        XCTAssertEqual(h.dispatched.count, 2, "the buffered request is parsed once the answer drained")
+    }
+
+    // MARK: Timeouts (fake clock)
+
+    func testHeaderReadTimeoutAnswers408AndCloses() {
+        var h = Harness { $0.headerReadTimeout = 10 }
+        h.receive("GET / HT")
+        h.env.advance(seconds: 9.9)
+        h.fireTimers()
+        XCTAssertTrue(h.sent.isEmpty)
+        h.env.advance(seconds: 0.2)
+        h.fireTimers()
+        let text = h.takeSent()
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 408 "), text)
+        XCTAssertTrue(text.contains("Connection: close\r\n"))
+        XCTAssertTrue(h.shutdownWrite)
+    }
+
+    func testHeaderTimerRunsFromAccept() {
+        var h = Harness { $0.headerReadTimeout = 10 }
+        h.env.advance(seconds: 10)
+        h.fireTimers()
+        XCTAssertTrue(h.takeSent().hasPrefix("HTTP/1.1 408 "))
+    }
+
+    func testIdleKeepAliveConnectionClosesSilentlyAfterTheIdleTimeout() {
+        var h = Harness { $0.keepAliveIdleTimeout = 60 }
+        h.receive("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.answer(0)
+        _ = h.takeSent()
+        h.env.advance(seconds: 59)
+        h.fireTimers()
+        XCTAssertFalse(h.closed)
+        h.env.advance(seconds: 1)
+        h.fireTimers()
+        XCTAssertTrue(h.closed)
+        XCTAssertTrue(h.sent.isEmpty, "no answer on an idle close")
+    }
+
+    func testIdleTimerDoesNotRunWhileAnAnswerIsOutstanding() {
+        var h = Harness { $0.keepAliveIdleTimeout = 60; $0.headerReadTimeout = 10 }
+        h.receive("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.env.advance(seconds: 600)
+        h.fireTimers()
+        XCTAssertFalse(h.closed)
+        h.answer(0)
+        XCTAssertEqual(statusLines(h.takeSent()), ["HTTP/1.1 200 OK"])
+    }
+
+    func testStalledWriteClosesAfterTheIdleTimeout() {
+        var h = Harness { $0.keepAliveIdleTimeout = 60 }
+        h.socketFull = true
+        h.receive("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.answer(0)
+        h.env.advance(seconds: 61)
+        h.fireTimers()
+        XCTAssertTrue(h.closed)
+    }
+
+    // MARK: Half-close
+
+    func testHalfCloseAnswersWhatWasReceivedThenCloses() {
+        var h = Harness()
+        h.receive("GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /partial HT")
+        h.run(h.machine.peerHalfClosed(h.env))
+        XCTAssertTrue(h.peerFinishedNotified)
+        XCTAssertFalse(h.reading, "EOF stays readable: stop asking")
+        XCTAssertFalse(h.closed)
+        h.answer(1)
+        h.answer(0)
+        let text = h.takeSent()
+        XCTAssertEqual(statusLines(text).count, 2, "the partial request is dropped: \(text)")
+        XCTAssertTrue(text.contains("Connection: close\r\n"))
+        XCTAssertTrue(h.closed, "after EOF there is nothing to linger for")
+        XCTAssertFalse(h.shutdownWrite)
+    }
+
+    func testParkedRequestAtHalfCloseClosesAtOnce() {
+        var h = Harness()
+        h.receive("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.run(h.machine.peerHalfClosed(h.env))
+        h.run(h.machine.parkedRequestFound())
+        XCTAssertTrue(h.closed)
+    }
+
+    // MARK: Drain
+
+    func testDrainClosesAnIdleConnectionAtOnce() {
+        var h = Harness()
+        h.receive("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.answer(0)
+        h.run(h.machine.drainStarted(h.env))
+        XCTAssertTrue(h.closed)
+    }
+
+    func testDrainLetsABusyConnectionFinishWithConnectionClose() {
+        var h = Harness()
+        h.receive("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.run(h.machine.drainStarted(h.env))
+        XCTAssertFalse(h.closed)
+        h.answer(0)
+        XCTAssertTrue(h.takeSent().contains("Connection: close\r\n"))
+    }
+
+    func testRequestArrivingWhileDrainingGets503() {
+        var h = Harness()
+        h.receive("GET /1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.run(h.machine.drainStarted(h.env))
+        h.receive("GET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.count, 1)
+        h.answer(0)
+        XCTAssertEqual(statusLines(h.takeSent()), ["HTTP/1.1 200 OK", "HTTP/1.1 503 Service Unavailable"])
+    }
+
+    // MARK: Errors
+
+    func testMalformedRequestAfterAGoodOneKeepsOrderAndCloses() {
+        var h = Harness()
+        h.receive("GET /ok HTTP/1.1\r\nHost: x\r\n\r\nGET /bad HTTP/1.1\r\nHost : x\r\n\r\n")
+        XCTAssertTrue(h.sent.isEmpty)
+        h.answer(0)
+        XCTAssertEqual(statusLines(h.takeSent()), ["HTTP/1.1 200 OK", "HTTP/1.1 400 Bad Request"])
+        XCTAssertTrue(h.shutdownWrite)
+    }
+
+    func testExpectContinueSendsAnInterimAnswer() {
+        var h = Harness()
+        h.receive("POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        XCTAssertEqual(h.takeSent(), "HTTP/1.1 100 Continue\r\n\r\n")
+        h.receive("hi")
+        XCTAssertEqual(h.dispatched.first?.request.body, Array("hi".utf8))
+    }
+
+    func testLingeringInputOverTheCapCloses() {
+        var h = Harness { $0.lingerMaxBytes = 10 }
+        h.receive("BAD\r\n\r\n")
+        XCTAssertTrue(h.shutdownWrite)
+        h.receive(String(repeating: "z", count: 11))
+        XCTAssertTrue(h.closed)
+    }
+}
