@@ -96,6 +96,8 @@ struct ConnectionStateMachine {
     /// One request's place in the response order.
     struct Slot {
         enum Stage {
+            /// Read, waiting for its turn to start (pipelining order rule).
+            case waiting(HTTPRequest)
             /// Handed to the responder, not answered yet.
             case running
             /// Answered; waits for the answers before it.
@@ -110,6 +112,8 @@ struct ConnectionStateMachine {
         let closeAfter: Bool
         /// An HTTP/1.0 request that asked for keep-alive (the answer says so).
         let http10KeepAlive: Bool
+        /// GET, HEAD or OPTIONS (RFC 9110 §9.2.1); these may run in parallel.
+        let isSafe: Bool
         var stage: Stage
     }
 
@@ -412,22 +416,51 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// A complete request joins the pipeline and goes to the responder.
+    /// A complete request joins the pipeline; it starts when the order rule allows.
     private mutating func enqueueRequest<E: ConnectionEnvironment>(_ head: ParsedHead, requestID: String, body: [UInt8], _ env: E) {
-        let sequence = appendSlot(requestID: requestID, isHead: head.isHead, closeAfter: !head.keepAlive,
-                                  http10KeepAlive: head.http10KeepAlive, stage: .running)
-        if !head.keepAlive { phase = .closing }
         let request = HTTPRequest(head: head.head, body: body, requestID: requestID, remoteAddress: remoteAddress)
-        actions.append(.dispatch(request, sequence: sequence))
+        appendSlot(requestID: requestID, isHead: head.isHead, closeAfter: !head.keepAlive,
+                   http10KeepAlive: head.http10KeepAlive, isSafe: isSafeMethod(head.head.method), stage: .waiting(request))
+        if !head.keepAlive { phase = .closing }
+        dispatchReady()
+    }
+
+    /// Starts every waiting request the pipelining order allows (RFC 9112 §9.3.2, spec §7):
+    /// an unsafe request only once every earlier request on the connection is answered
+    /// (its response produced), a safe one once every earlier unsafe one is. Safe requests
+    /// run in parallel; answers are written in request order regardless.
+    private mutating func dispatchReady() {
+        var earlierUnanswered = false
+        var earlierUnsafeUnanswered = false
+        for index in slots.indices {
+            let slot = slots[index]
+            switch slot.stage {
+            case .answered, .interim:
+                continue
+            case .running:
+                break
+            case .waiting(let request):
+                let allowed = slot.isSafe ? !earlierUnsafeUnanswered : !earlierUnanswered
+                if allowed {
+                    slots[index].stage = .running
+                    actions.append(.dispatch(request, sequence: slot.sequence))
+                    // A request started after the client's EOF learns it too (a long poll
+                    // must not keep a half-closed connection open).
+                    if inputEnded { actions.append(.notifyPeerFinished) }
+                }
+            }
+            earlierUnanswered = true
+            if !slot.isSafe { earlierUnsafeUnanswered = true }
+        }
     }
 
     @discardableResult
     private mutating func appendSlot(requestID: String, isHead: Bool, closeAfter: Bool, http10KeepAlive: Bool,
-                                     stage: Slot.Stage) -> UInt64 {
+                                     isSafe: Bool = true, stage: Slot.Stage) -> UInt64 {
         let sequence = nextSequence
         nextSequence &+= 1
         slots.append(Slot(sequence: sequence, requestID: requestID, isHead: isHead, closeAfter: closeAfter,
-                          http10KeepAlive: http10KeepAlive, stage: stage))
+                          http10KeepAlive: http10KeepAlive, isSafe: isSafe, stage: stage))
         return sequence
     }
 
@@ -446,7 +479,7 @@ struct ConnectionStateMachine {
     private mutating func writeReadySlots<E: ConnectionEnvironment>(_ env: E) {
         while let first = slots.first {
             switch first.stage {
-            case .running:
+            case .running, .waiting:
                 return finishWriteReady(env)
             case .interim(let bytes):
                 slots.removeFirst()
@@ -489,6 +522,7 @@ struct ConnectionStateMachine {
         while phase != .closed && rounds < 16 {
             rounds += 1
             writeReadySlots(env)
+            dispatchReady()
             switch phase {
             case .closing:
                 if slots.isEmpty && output.isEmpty {
@@ -574,6 +608,12 @@ struct ConnectionStateMachine {
         actions = []
         return taken
     }
+}
+
+/// GET, HEAD and OPTIONS: the safe methods the engine lets run in parallel on one connection
+/// (RFC 9110 §9.2.1; TRACE is not served). Every other method counts as unsafe.
+private func isSafeMethod(_ method: String) -> Bool {
+    method == "GET" || method == "HEAD" || method == "OPTIONS"
 }
 
 private func responseAsksToClose(_ response: HTTPResponse) -> Bool {

@@ -64,6 +64,25 @@ final class EntriesTests: XCTestCase {
         XCTAssertEqual(second.json?["healthKitUUID"]?.stringValue, sample.lowercased())
     }
 
+    /// RFC 9112 §9.3.2 / spec §7: a request pipelined after a write sees that write.
+    func testPipelinedReadAfterWriteSeesTheWrite() throws {
+        let s = try srv()
+        let u = try s.signUp()
+        let base = "/v1/water_logs/me/entries"
+        for _ in 0..<5 {
+            let id = UUID().uuidString.lowercased()
+            let body = Array("{\"id\":\"\(id)\",\"amountMl\":150,\"loggedAt\":\"\(rfc3339(Date()))\"}".utf8)
+            let auth = "Authorization: Bearer \(u.token)\r\n"
+            var wire = Array("POST \(base) HTTP/1.1\r\nHost: test\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+            wire += body
+            wire += Array("GET \(base)/\(id) HTTP/1.1\r\nHost: test\r\n\(auth)\r\n".utf8)
+            wire += Array("DELETE \(base)/\(id) HTTP/1.1\r\nHost: test\r\n\(auth)\r\n".utf8)
+            wire += Array("GET \(base)/\(id) HTTP/1.1\r\nHost: test\r\n\(auth)Connection: close\r\n\r\n".utf8)
+            let responses = HTTPTestClient.parse(try HTTPTestClient.raw(port: s.port, wire))
+            XCTAssertEqual(responses.map(\.status), [201, 200, 204, 404], responses.map(\.text).joined(separator: "\n"))
+        }
+    }
+
     func testValidationListsEveryBadField() throws {
         let s = try srv()
         let u = try s.signUp()

@@ -147,6 +147,49 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(statusLines(text).count, 3)
     }
 
+    func testUnsafeRequestStartsOnlyAfterEveryEarlierRequestIsAnswered() {
+        var h = Harness()
+        h.receive("GET /1 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /2 HTTP/1.1\r\nHost: x\r\n\r\n"
+                  + "POST /3 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na"
+                  + "GET /4 HTTP/1.1\r\nHost: x\r\n\r\nOPTIONS /5 HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/2"], "the POST waits for both earlier answers")
+        h.answer(1)
+        XCTAssertEqual(h.dispatched.count, 2, "an answer out of order is not enough")
+        h.answer(0)
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/2", "/3"], "safe requests after the POST wait for it")
+        h.answer(2, status: 201)
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/2", "/3", "/4", "/5"], "then run in parallel")
+        h.answer(4)
+        h.answer(3)
+        XCTAssertEqual(statusLines(h.takeSent()),
+                       ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 201 Created", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK"])
+    }
+
+    func testEveryUnsafeMethodWaits() {
+        for method in ["POST", "PUT", "PATCH", "DELETE", "PROPFIND"] {
+            var h = Harness()
+            h.receive("GET /1 HTTP/1.1\r\nHost: x\r\n\r\n\(method) /2 HTTP/1.1\r\nHost: x\r\n\r\nDELETE /3 HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(h.dispatched.count, 1, method)
+            h.answer(0)
+            XCTAssertEqual(h.dispatched.count, 2, method)
+            h.answer(1)
+            XCTAssertEqual(h.dispatched.count, 3, "an unsafe request after an unsafe one waits too (\(method))")
+        }
+    }
+
+    func testRequestStartedAfterHalfCloseIsToldThePeerFinished() {
+        var h = Harness()
+        h.receive("POST /1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.run(h.machine.peerHalfClosed(h.env))
+        h.peerFinishedNotified = false
+        h.answer(0, status: 201)
+        XCTAssertEqual(h.dispatched.count, 2)
+        XCTAssertTrue(h.peerFinishedNotified, "a long poll started now must not keep a half-closed connection open")
+        h.answer(1)
+        XCTAssertEqual(statusLines(h.takeSent()).count, 2)
+        XCTAssertTrue(h.closed)
+    }
+
     func testPipelineLimitStopsReadingUntilAnswersDrain() {
         var h = Harness { $0.maxPipelined = 2 }
         h.receive(String(repeating: "GET /p HTTP/1.1\r\nHost: x\r\n\r\n", count: 5))
