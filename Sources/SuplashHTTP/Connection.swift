@@ -187,11 +187,19 @@ final class Connection {
         while !isClosed && !machine.output.isEmpty {
             var result = IOResult.wouldBlock
             var failed = false
-            machine.output.withFront { a, b in
+            if let (file, offset) = machine.output.frontFile {
                 do {
-                    result = b.isEmpty ? try Sys.send(fd, a) : try Sys.send2(fd, a, b)
+                    result = try Sys.sendFile(fd, from: file.fd, offset: offset, count: min(file.count - offset, 1 << 20))
                 } catch {
                     failed = true
+                }
+            } else {
+                machine.output.withFront { a, b in
+                    do {
+                        result = b.isEmpty ? try Sys.send(fd, a) : try Sys.send2(fd, a, b)
+                    } catch {
+                        failed = true
+                    }
                 }
             }
             if failed {

@@ -52,8 +52,9 @@ enum ConnectionAction {
 ///  └─ idle / write-stall timeout, socket error, parked request after EOF ──▶ closed
 /// ```
 /// While `open` the machine reads when fewer than `maxPipelined` requests are outstanding
-/// and the bytes it holds are within `outputBacklogLimit`; otherwise it stops reading
-/// (back-pressure) until answers drain. Responses go to `output` in request order.
+/// and the bytes it holds (`queuedBytes`) are within `memoryBudget`; otherwise it stops
+/// reading (back-pressure) until answers drain, and starts no further request while over
+/// the budget. Responses go to `output` in request order.
 struct ConnectionStateMachine {
     /// Limits and timeouts (nanoseconds, bytes).
     struct Configuration {
@@ -62,8 +63,9 @@ struct ConnectionStateMachine {
         var lingerTimeout: UInt64
         var lingerMaxBytes: Int
         var maxPipelined: Int
-        /// Unsent response bytes past which no further request is read.
-        var outputBacklogLimit: Int
+        /// Bytes a connection may hold (requests read, answers not taken by the client)
+        /// before it stops reading and starts no further request.
+        var memoryBudget: Int
         var parserLimits: HTTPParserLimits
         var errorResponse: @Sendable (HTTPEngineError, _ requestID: String) -> HTTPResponse
 
@@ -73,7 +75,7 @@ struct ConnectionStateMachine {
             lingerTimeout = nanoseconds(server.lingerTimeout)
             lingerMaxBytes = server.lingerMaxBytes
             maxPipelined = max(1, server.maxPipelined)
-            outputBacklogLimit = 256 * 1024
+            memoryBudget = max(1, server.connectionMemoryBudget)
             parserLimits = server.parserLimits
             errorResponse = server.errorResponse
         }
@@ -139,6 +141,8 @@ struct ConnectionStateMachine {
     private var outputAdded = false
     /// The kernel refused bytes and writability is awaited.
     private var writeBlocked = false
+    /// The largest in-memory answer body produced on this connection, in bytes.
+    private var largestAnswer = 0
 
     private var headDeadline: UInt64 = 0
     private var idleDeadline: UInt64 = 0
@@ -162,9 +166,30 @@ struct ConnectionStateMachine {
     /// True while a request body is being read.
     private var readingBody: Bool { currentHead != nil }
 
-    /// True when another request may be read: few enough answers outstanding and unsent.
+    /// Fixed cost counted per request or answer held (its head, fields, bookkeeping).
+    static let perMessageOverhead = 512
+
+    /// What this connection holds in memory, in bytes (spec §7 "Memory per connection"):
+    /// unparsed input, requests read and not answered, answers not yet taken by the client.
+    /// A running request counts as large as the largest answer seen on this connection (its
+    /// answer is coming); file bodies are on disk and count only their overhead.
+    var queuedBytes: Int {
+        var total = inbound.count - inboundStart + output.memoryBytes
+        for slot in slots {
+            switch slot.stage {
+            case .waiting(let request): total += request.body.count + Self.perMessageOverhead
+            case .running: total += largestAnswer + Self.perMessageOverhead
+            case .answered(let response): total += response.body.count + Self.perMessageOverhead
+            case .interim(let bytes): total += bytes.count
+            }
+        }
+        return total
+    }
+
+    /// True when another request may be read: few enough requests outstanding, and the
+    /// bytes held within the budget.
     private var mayReadMore: Bool {
-        slots.count < configuration.maxPipelined && output.memoryBytes <= configuration.outputBacklogLimit
+        slots.count < configuration.maxPipelined && queuedBytes <= configuration.memoryBudget
     }
 
     /// True when input is read only to be discarded (after the last answered request).
@@ -263,6 +288,7 @@ struct ConnectionStateMachine {
               let index = slots.firstIndex(where: { $0.sequence == sequence }) else { return [] }
         guard case .running = slots[index].stage else { return [] }
         slots[index].stage = .answered(response)
+        largestAnswer = max(largestAnswer, response.bodyFile == nil ? response.body.count : 0)
         progress(env)
         return finish(env)
     }
@@ -441,7 +467,7 @@ struct ConnectionStateMachine {
                 break
             case .waiting(let request):
                 let allowed = slot.isSafe ? !earlierUnsafeUnanswered : !earlierUnanswered
-                if allowed {
+                if allowed && mayStartRequest {
                     slots[index].stage = .running
                     actions.append(.dispatch(request, sequence: slot.sequence))
                     // A request started after the client's EOF learns it too (a long poll
@@ -451,6 +477,17 @@ struct ConnectionStateMachine {
             }
             earlierUnanswered = true
             if !slot.isSafe { earlierUnsafeUnanswered = true }
+        }
+    }
+
+    /// Memory allows starting a request: within the budget, or nothing else is in flight or
+    /// unsent (so a connection over the budget by one large request still makes progress).
+    private var mayStartRequest: Bool {
+        if queuedBytes <= configuration.memoryBudget { return true }
+        if !output.isEmpty { return false }
+        return !slots.contains { slot in
+            if case .waiting = slot.stage { return false }
+            return true
         }
     }
 

@@ -30,6 +30,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// Most requests in flight (read but not yet answered) per connection; past it the
     /// engine stops reading from that connection until responses drain (back-pressure).
     public var maxPipelined: Int
+    /// Bytes one connection may hold — request bytes read, answers not yet taken by the
+    /// client (file bodies excepted) — before the engine stops reading from it and starts
+    /// none of its further requests until it drains (spec §7 "Memory per connection").
+    public var connectionMemoryBudget: Int
     /// After an error or `Connection: close` answer, how long unread input is drained
     /// (lingering close, so the answer is not lost to a TCP reset).
     public var lingerTimeout: Double
@@ -53,6 +57,7 @@ public struct HTTPServerConfiguration: Sendable {
                 headerReadTimeout: Double = 10,
                 keepAliveIdleTimeout: Double = 60,
                 maxPipelined: Int = 16,
+                connectionMemoryBudget: Int = 256 * 1024,
                 lingerTimeout: Double = 5,
                 lingerMaxBytes: Int = 16 << 20,
                 listenBacklog: Int = 1024,
@@ -68,6 +73,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.headerReadTimeout = headerReadTimeout
         self.keepAliveIdleTimeout = keepAliveIdleTimeout
         self.maxPipelined = maxPipelined
+        self.connectionMemoryBudget = connectionMemoryBudget
         self.lingerTimeout = lingerTimeout
         self.lingerMaxBytes = lingerMaxBytes
         self.listenBacklog = listenBacklog

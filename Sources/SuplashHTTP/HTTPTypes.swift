@@ -97,12 +97,16 @@ public struct HTTPResponse: Sendable {
     public var headers: HTTPHeaders
     /// The body bytes (not sent for HEAD, 204 and 304).
     public var body: [UInt8]
+    /// A body held in a temporary file, sent as the socket drains (for large answers such as
+    /// exports); when set it replaces `body`, and `Content-Length` is its `count`.
+    public var bodyFile: HTTPFileBody?
 
     /// Creates a response.
-    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], bodyFile: HTTPFileBody? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.bodyFile = bodyFile
     }
 }
 

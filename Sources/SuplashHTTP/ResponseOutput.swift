@@ -9,6 +9,8 @@ struct OutputQueue {
         case owned([UInt8])
         /// A responder's body array, sent as is.
         case shared([UInt8])
+        /// A file body, sent with `sendfile` (costs no memory here).
+        case file(HTTPFileBody)
     }
 
     /// Bodies up to this size are copied next to their head (one buffer per send).
@@ -49,8 +51,20 @@ struct OutputQueue {
         chunks.append(.shared(body))
     }
 
-    /// Calls `body` with the unsent bytes of the first chunk and the whole second chunk
-    /// (empty when there is none), for one `sendmsg` of up to two buffers.
+    /// Queues a file body (sent with `sendfile`).
+    mutating func appendFile(_ file: HTTPFileBody) {
+        guard file.count > 0 else { return }
+        chunks.append(.file(file))
+    }
+
+    /// The file at the front and the offset to send from, when the front chunk is a file.
+    var frontFile: (file: HTTPFileBody, offset: Int)? {
+        if case .file(let file) = chunks.first { return (file, firstOffset) }
+        return nil
+    }
+
+    /// Calls `body` with the unsent bytes of the first (memory) chunk and the whole second
+    /// chunk when that is in memory too (else empty), for one `sendmsg` of up to two buffers.
     func withFront<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> R) -> R {
         let empty: [UInt8] = []
         let first = chunks.first.map(Self.bytes) ?? empty
@@ -64,6 +78,14 @@ struct OutputQueue {
     private static func bytes(_ chunk: Chunk) -> [UInt8] {
         switch chunk {
         case .owned(let b), .shared(let b): b
+        case .file: []
+        }
+    }
+
+    private static func size(_ chunk: Chunk) -> Int {
+        switch chunk {
+        case .owned(let b), .shared(let b): b.count
+        case .file(let file): file.count
         }
     }
 
@@ -71,14 +93,16 @@ struct OutputQueue {
     mutating func consume(_ count: Int) {
         var left = count
         while left > 0, let first = chunks.first {
-            let size = Self.bytes(first).count - firstOffset
+            let size = Self.size(first) - firstOffset
+            let inMemory: Bool
+            if case .file = first { inMemory = false } else { inMemory = true }
             if left < size {
                 firstOffset += left
-                memoryBytes -= left
+                if inMemory { memoryBytes -= left }
                 return
             }
             left -= size
-            memoryBytes -= size
+            if inMemory { memoryBytes -= size }
             firstOffset = 0
             let removed = chunks.removeFirst()
             if case .owned(var buffer) = removed, buffer.capacity <= 256 * 1024, spare.capacity < buffer.capacity {
@@ -98,8 +122,10 @@ func serializeResponse(_ response: HTTPResponse, requestID: String, isHead: Bool
                        http10KeepAlive: Bool, dateLine: [UInt8], into output: inout OutputQueue) {
     let status = (100...999).contains(response.status) ? response.status : 500
     let noBodyStatus = status < 200 || status == 204 || status == 304
-    let sendsBody = !isHead && !noBodyStatus && !response.body.isEmpty
-    let copyBody = sendsBody && response.body.count <= OutputQueue.copyLimit
+    let file = response.bodyFile
+    let bodyCount = file?.count ?? response.body.count
+    let sendsBody = !isHead && !noBodyStatus && bodyCount > 0
+    let copyBody = sendsBody && file == nil && response.body.count <= OutputQueue.copyLimit
     output.appendOwned { out in
         appendStatusLine(status, to: &out)
         var responderContentLength: String?
@@ -126,7 +152,7 @@ func serializeResponse(_ response: HTTPResponse, requestID: String, isHead: Bool
         out.append(0x0D)
         out.append(0x0A)
         if !(status < 200 || status == 204) {
-            if (isHead || status == 304) && response.body.isEmpty {
+            if (isHead || status == 304) && bodyCount == 0 {
                 if let declared = responderContentLength, isDecimal(declared) {
                     appendLiteral("Content-Length: ", to: &out)
                     out.append(contentsOf: declared.utf8)
@@ -137,7 +163,7 @@ func serializeResponse(_ response: HTTPResponse, requestID: String, isHead: Bool
                 }
             } else {
                 appendLiteral("Content-Length: ", to: &out)
-                appendDecimal(response.body.count, to: &out)
+                appendDecimal(bodyCount, to: &out)
                 out.append(0x0D)
                 out.append(0x0A)
             }
@@ -151,7 +177,9 @@ func serializeResponse(_ response: HTTPResponse, requestID: String, isHead: Bool
         out.append(0x0A)
         if copyBody { out.append(contentsOf: response.body) }
     }
-    if sendsBody && !copyBody { output.appendShared(response.body) }
+    if sendsBody && !copyBody {
+        if let file { output.appendFile(file) } else { output.appendShared(response.body) }
+    }
 }
 
 // MARK: - Serialization helpers

@@ -1,5 +1,9 @@
+import Foundation
 import XCTest
 @testable import SuplashHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A fake clock and id source: time moves only when a test says so.
 private final class FakeEnvironment: ConnectionEnvironment {
@@ -65,7 +69,14 @@ private struct Harness {
                 run(machine.writeWouldBlock(env))
                 return
             }
-            let bytes = machine.output.withFront { a, b in Array(a) + Array(b) }
+            var bytes: [UInt8]
+            if let (file, offset) = machine.output.frontFile {
+                bytes = [UInt8](repeating: 0, count: file.count - offset)
+                let n = bytes.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, $0.count, off_t(offset)) }
+                bytes = Array(bytes[0..<max(0, n)])
+            } else {
+                bytes = machine.output.withFront { a, b in Array(a) + Array(b) }
+            }
             sent += bytes
             run(machine.bytesWritten(bytes.count, env))
         }
@@ -217,8 +228,85 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(h.dispatched.count, 1)
         h.socketFull = false
         h.run(h.machine.socketWritable(h.env))
-        XCTAssertTrue(h.reading)
         XCTAssertEqual(h.dispatched.count, 2, "the buffered request is parsed once the answer drained")
+        XCTAssertFalse(h.reading, "a running request counts as large as the largest answer so far")
+        h.answer(1, body: "small")
+        XCTAssertTrue(h.reading)
+    }
+
+    // MARK: Memory budget
+
+    func testNoRequestStartsWhileOverTheBudget() {
+        var h = Harness { $0.connectionMemoryBudget = 1500 }
+        h.socketFull = true
+        h.receive("POST /1 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na"
+                  + "GET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.count, 1)
+        h.answer(0, status: 201, body: String(repeating: "b", count: 2000))
+        XCTAssertGreaterThan(h.machine.queuedBytes, 1500)
+        XCTAssertEqual(h.dispatched.count, 1, "the client has not taken the answer: nothing new starts")
+        XCTAssertFalse(h.reading)
+        h.socketFull = false
+        h.run(h.machine.socketWritable(h.env))
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/2"],
+                       "one at a time: a running request counts as large as the 2000-byte answer")
+        h.answer(1)
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/2", "/3"])
+        h.answer(2)
+        XCTAssertTrue(h.reading)
+    }
+
+    func testRequestBytesCountAgainstTheBudget() {
+        var h = Harness { $0.connectionMemoryBudget = 2000 }
+        let body = String(repeating: "p", count: 600)
+        let post = "POST /w HTTP/1.1\r\nHost: x\r\nContent-Length: 600\r\n\r\n" + body
+        h.receive("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n" + post + post + post + post)
+        XCTAssertFalse(h.reading, "requests read and not answered fill the budget: reading stops")
+        XCTAssertLessThan(h.machine.slots.count, 5, "parsing stopped at the budget")
+        h.answer(0)
+        var answered: UInt64 = 1
+        while let next = h.dispatched.last, next.sequence == answered {
+            h.answer(answered, status: 201)
+            answered += 1
+        }
+        XCTAssertEqual(h.dispatched.count, 5)
+        XCTAssertEqual(statusLines(h.takeSent()).count, 5)
+        XCTAssertTrue(h.reading)
+    }
+
+    func testOneLargeRequestOverTheBudgetStillRuns() {
+        var h = Harness { $0.connectionMemoryBudget = 100 }
+        h.receive("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n" + String(repeating: "z", count: 500))
+        XCTAssertEqual(h.dispatched.count, 1)
+        h.answer(0, body: String(repeating: "r", count: 1000))
+        XCTAssertTrue(h.takeSent().hasSuffix(String(repeating: "r", count: 1000)))
+        XCTAssertTrue(h.reading)
+    }
+
+    func testFileBodyIsSentFromTheFileAndHeldOutsideTheBudget() throws {
+        var h = Harness { $0.connectionMemoryBudget = 1000 }
+        let content = Array(String(repeating: "0123456789", count: 10_000).utf8)
+        let file = try HTTPFileBody.temporary(in: NSTemporaryDirectory()) { try $0.write(content) }
+        XCTAssertEqual(file.count, 100_000)
+        h.socketFull = true
+        h.receive("GET /export HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.run(h.machine.responseReady(sequence: 0, response: HTTPResponse(status: 200, bodyFile: file), h.env))
+        XCTAssertLessThan(h.machine.queuedBytes, 1000, "a file body costs no memory budget")
+        XCTAssertTrue(h.reading)
+        h.socketFull = false
+        h.run(h.machine.socketWritable(h.env))
+        let text = h.takeSent()
+        XCTAssertTrue(text.contains("Content-Length: 100000\r\n"), text.prefix(300).description)
+        XCTAssertTrue(text.hasSuffix("\r\n\r\n" + String(decoding: content, as: UTF8.self)))
+    }
+
+    func testHeadAnswerWithAFileBodyHasItsLengthButNoBody() throws {
+        var h = Harness()
+        let file = try HTTPFileBody.temporary(in: NSTemporaryDirectory()) { try $0.write(Array("abc".utf8)) }
+        h.receive("HEAD /export HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.run(h.machine.responseReady(sequence: 0, response: HTTPResponse(status: 200, bodyFile: file), h.env))
+        let text = h.takeSent()
+        XCTAssertTrue(text.contains("Content-Length: 3\r\n") && text.hasSuffix("\r\n\r\n"), text)
     }
 
     // MARK: Timeouts (fake clock)

@@ -116,6 +116,38 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(responder.bigAnswered, count)
     }
 
+    func testRequestsOfAClientThatDoesNotReadDoNotStartPastTheBudget() throws {
+        // Answers produced off the loop: without the budget all 16 would start at once and
+        // their 48 MiB would wait in memory for a client that does not read. Once the
+        // connection has seen a 3 MiB answer, a running request counts that much.
+        try startServer()
+        let c = try client(timeout: 10)
+        c.send("GET /big-later HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(c.readResponse()?.body.count, 3 << 20)
+        let count = 16
+        c.send(String(repeating: "GET /big-later HTTP/1.1\r\nHost: x\r\n\r\n", count: count))
+        usleep(500_000)
+        // Up to what the kernel's socket buffers take, plus one in flight — not all 16.
+        XCTAssertLessThanOrEqual(responder.bigAnswered, 1 + 5, "requests started although the answers before them are not taken")
+        for i in 0..<count {
+            let r = try XCTUnwrap(c.readResponse(), "response \(i)")
+            XCTAssertEqual(r.body.count, 3 << 20)
+        }
+        XCTAssertEqual(responder.bigAnswered, 1 + count)
+    }
+
+    func testFileBodyArrivesComplete() throws {
+        try startServer()
+        let c = try client(timeout: 10)
+        c.send("GET /export HTTP/1.1\r\nHost: x\r\n\r\nGET /export HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        for _ in 0..<2 {
+            let r = try XCTUnwrap(c.readResponse())
+            XCTAssertEqual(r.body.count, 5 << 20)
+            XCTAssertTrue(r.body.allSatisfy { $0 == 0x62 })
+        }
+        XCTAssertEqual(c.readResponse()?.bodyText, "hello")
+    }
+
     func testHTTP10ClosesAfterTheResponse() throws {
         try startServer()
         let c = try client()
