@@ -125,6 +125,18 @@ final class Connection {
         perform(machine.drainStarted(environment))
     }
 
+    /// True for a keep-alive connection waiting for its next request.
+    var isIdleKeepAlive: Bool { !isClosed && machine.isIdleKeepAlive }
+
+    /// When it became idle (monotonic ns).
+    var idleSince: UInt64 { machine.idleSince }
+
+    /// Closes the connection if it is an idle keep-alive one (connection cap reached).
+    func evictIfIdle() {
+        guard !isClosed else { return }
+        perform(machine.evictIfIdle())
+    }
+
     /// Closes the descriptor (once) and tells pending sinks the client is gone.
     func close() {
         guard !isClosed else { return }
@@ -155,6 +167,7 @@ final class Connection {
             let sink = HTTPResponseSink(eventLoop: loop, connection: self, sequence: sequence)
             sinks.append(sink)
             loop.context.responder.respond(to: request, sink: sink)
+            if !isClosed { perform(machine.requestStarted(environment)) }
         case .write:
             flush()
         case .stopReading:

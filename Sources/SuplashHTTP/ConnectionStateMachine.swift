@@ -14,7 +14,9 @@ protocol ConnectionEnvironment {
 /// What the event-loop code must do after a state-machine event. Actions are executed in
 /// order; a `close` ends the connection and makes every later action moot.
 enum ConnectionAction {
-    /// Hand `request` to the responder with a sink for response `sequence`.
+    /// Hand `request` to the responder with a sink for response `sequence`, then report
+    /// `requestStarted()` (the next request is decided only after this one started, so a
+    /// synchronous answer counts against the budget before another request starts).
     case dispatch(HTTPRequest, sequence: UInt64)
     /// Bytes are waiting in `ConnectionStateMachine.output`: send what the kernel takes.
     case write
@@ -143,6 +145,8 @@ struct ConnectionStateMachine {
     private var writeBlocked = false
     /// The largest in-memory answer body produced on this connection, in bytes.
     private var largestAnswer = 0
+    /// A `dispatch` action is out and `requestStarted()` has not come back yet.
+    private var dispatchPending = false
 
     private var headDeadline: UInt64 = 0
     private var idleDeadline: UInt64 = 0
@@ -199,6 +203,17 @@ struct ConnectionStateMachine {
         case .open, .closed: false
         }
     }
+
+    /// A keep-alive connection waiting for its next request: it answered at least one,
+    /// holds nothing and has no byte of a next request (RFC 9112 §9.6 lets the server close
+    /// it at any time; at the connection cap the oldest such are closed first).
+    var isIdleKeepAlive: Bool {
+        phase == .open && nextSequence > 0 && slots.isEmpty && output.isEmpty && !readingBody
+            && parser.isIdle && inboundStart >= inbound.count && !inputEnded
+    }
+
+    /// When the connection last became idle (monotonic ns; meaningful while `isIdleKeepAlive`).
+    var idleSince: UInt64 { idleDeadline &- configuration.idleTimeout }
 
     private var wantsRead: Bool {
         if inputEnded { return false }
@@ -293,6 +308,14 @@ struct ConnectionStateMachine {
         return finish(env)
     }
 
+    /// The responder returned from `respond(to:sink:)` for the last `dispatch`.
+    mutating func requestStarted<E: ConnectionEnvironment>(_ env: E) -> [ConnectionAction] {
+        dispatchPending = false
+        guard phase != .closed else { return [] }
+        progress(env)
+        return finish(env)
+    }
+
     /// The kernel took `count` bytes from the front of `output`.
     mutating func bytesWritten<E: ConnectionEnvironment>(_ count: Int, _ env: E) -> [ConnectionAction] {
         guard phase != .closed else { return [] }
@@ -349,6 +372,14 @@ struct ConnectionStateMachine {
             closeNow()
         }
         return finish(env)
+    }
+
+    /// The server needs the slot of this idle keep-alive connection (connection cap):
+    /// close it silently. A connection that is not idle is left alone.
+    mutating func evictIfIdle() -> [ConnectionAction] {
+        guard isIdleKeepAlive else { return [] }
+        closeNow()
+        return takeActions()
     }
 
     /// A socket error (or the loop stopping): close now.
@@ -456,6 +487,7 @@ struct ConnectionStateMachine {
     /// (its response produced), a safe one once every earlier unsafe one is. Safe requests
     /// run in parallel; answers are written in request order regardless.
     private mutating func dispatchReady() {
+        guard !dispatchPending else { return }
         var earlierUnanswered = false
         var earlierUnsafeUnanswered = false
         for index in slots.indices {
@@ -469,10 +501,12 @@ struct ConnectionStateMachine {
                 let allowed = slot.isSafe ? !earlierUnsafeUnanswered : !earlierUnanswered
                 if allowed && mayStartRequest {
                     slots[index].stage = .running
+                    dispatchPending = true
                     actions.append(.dispatch(request, sequence: slot.sequence))
                     // A request started after the client's EOF learns it too (a long poll
                     // must not keep a half-closed connection open).
                     if inputEnded { actions.append(.notifyPeerFinished) }
+                    return
                 }
             }
             earlierUnanswered = true

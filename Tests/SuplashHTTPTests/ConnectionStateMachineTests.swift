@@ -48,7 +48,9 @@ private struct Harness {
         for action in actions {
             guard !closed else { return }
             switch action {
-            case .dispatch(let request, let sequence): dispatched.append((sequence, request))
+            case .dispatch(let request, let sequence):
+                dispatched.append((sequence, request))
+                run(machine.requestStarted(env))
             case .write: flush()
             case .stopReading: reading = false
             case .resumeReading: reading = true
@@ -307,6 +309,43 @@ final class ConnectionStateMachineTests: XCTestCase {
         h.run(h.machine.responseReady(sequence: 0, response: HTTPResponse(status: 200, bodyFile: file), h.env))
         let text = h.takeSent()
         XCTAssertTrue(text.contains("Content-Length: 3\r\n") && text.hasSuffix("\r\n\r\n"), text)
+    }
+
+    // MARK: Fairness
+
+    func testOnlyAnIdleKeepAliveConnectionCanBeEvicted() {
+        var h = Harness()
+        XCTAssertFalse(h.machine.isIdleKeepAlive, "a fresh connection has not been kept alive")
+        h.receive("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertFalse(h.machine.isIdleKeepAlive, "busy")
+        h.run(h.machine.evictIfIdle())
+        XCTAssertFalse(h.closed)
+        h.env.advance(seconds: 3)
+        h.answer(0)
+        XCTAssertTrue(h.machine.isIdleKeepAlive)
+        XCTAssertEqual(h.machine.idleSince, h.env.now)
+        h.receive("GET /next HT")
+        XCTAssertFalse(h.machine.isIdleKeepAlive, "a next request has begun")
+        h.receive("TP/1.1\r\nHost: x\r\n\r\n")
+        h.answer(1)
+        h.run(h.machine.evictIfIdle())
+        XCTAssertTrue(h.closed)
+        XCTAssertTrue(h.sent.count > 0 && statusLines(h.takeSent()).count == 2, "eviction writes nothing")
+    }
+
+    func testAddressLimiterCountsPerAddressAndExemptsTrustedOnes() {
+        var limiter = AddressLimiter(limit: 2, exempt: ["10.0.0.1"])
+        XCTAssertTrue(limiter.admit("192.0.2.7"))
+        XCTAssertTrue(limiter.admit("192.0.2.7"))
+        XCTAssertFalse(limiter.admit("192.0.2.7"))
+        XCTAssertTrue(limiter.admit("192.0.2.8"), "another address has its own count")
+        for _ in 0..<10 { XCTAssertTrue(limiter.admit("10.0.0.1")) }
+        limiter.release("192.0.2.7")
+        XCTAssertTrue(limiter.admit("192.0.2.7"))
+        limiter.release("192.0.2.7")
+        limiter.release("192.0.2.7")
+        limiter.release("192.0.2.8")
+        XCTAssertTrue(limiter.counts.isEmpty, "released addresses leave no entry: \(limiter.counts)")
     }
 
     // MARK: Timeouts (fake clock)

@@ -585,12 +585,10 @@ final class HTTPServerTests: XCTestCase {
             configuration.connectionCap = 2
             configuration.loopCount = 1
         }
+        // Two busy connections (parked requests): nothing idle to close at the cap.
         var first: RawClient? = try client()
         let second = try client()
-        for c in [first!, second] {
-            c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-            XCTAssertEqual(c.readResponse()?.status, 200)
-        }
+        for c in [first!, second] { c.send("GET /never HTTP/1.1\r\nHost: x\r\n\r\n") }
         // The third connection completes in the kernel backlog but is not served...
         let third = try client(timeout: 0.5)
         third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -600,6 +598,74 @@ final class HTTPServerTests: XCTestCase {
         third.setReceiveTimeout(5)
         XCTAssertEqual(third.readResponse()?.status, 200)
         XCTAssertEqual(server?.openConnections, 2)
+    }
+
+    func testAtTheCapTheOldestIdleKeepAliveConnectionMakesRoom() throws {
+        try startServer { configuration in
+            configuration.connectionCap = 3
+            configuration.loopCount = 1
+        }
+        let oldest = try client()
+        oldest.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(oldest.readResponse()?.status, 200)
+        usleep(20_000)
+        let newer = try client()
+        newer.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(newer.readResponse()?.status, 200)
+        let busy = try client()
+        busy.send("GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(50_000)
+        // At the cap: a new client is served, the oldest idle connection closed for it.
+        let fresh = try client()
+        fresh.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(fresh.readResponse()?.status, 200, "a new client is served at the cap")
+        XCTAssertTrue(oldest.waitForClose(), "the oldest idle keep-alive connection was closed")
+        newer.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(newer.readResponse()?.status, 200, "the newer idle connection still works")
+        XCTAssertEqual(server?.openConnections, 3)
+    }
+
+    func testPerAddressLimitClosesConnectionsPastIt() throws {
+        try startServer { configuration in
+            configuration.maxConnectionsPerAddress = 2
+        }
+        let a = try client(), b = try client()
+        for c in [a, b] {
+            c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(c.readResponse()?.status, 200)
+        }
+        let third = try client()
+        third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertNil(third.readResponse(), "a third connection from one address is not served")
+        b.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(b.readResponse()?.status, 200, "the admitted connections are unaffected")
+    }
+
+    func testPerAddressLimitFreesSlotsAndExemptsUnlimitedAddresses() throws {
+        try startServer { configuration in
+            configuration.maxConnectionsPerAddress = 1
+        }
+        do {
+            let only = try client()
+            only.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            XCTAssertEqual(only.readResponse()?.status, 200)
+            XCTAssertTrue(only.waitForClose())
+        }
+        usleep(50_000)
+        let next = try client()
+        next.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(next.readResponse()?.status, 200, "a closed connection frees its address's slot")
+
+        server?.shutdown(gracePeriod: 0.5)
+        try startServer { configuration in
+            configuration.maxConnectionsPerAddress = 1
+            configuration.unlimitedAddresses = ["127.0.0.1"]
+        }
+        let clients = try (0..<5).map { _ in try client() }
+        for c in clients {
+            c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(c.readResponse()?.status, 200, "a trusted proxy's address has no per-address limit")
+        }
     }
 
     func testManyConnectionsAcrossLoops() throws {
