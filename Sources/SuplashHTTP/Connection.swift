@@ -176,8 +176,6 @@ final class Connection {
             wantsRead = true
         case .armTimer(let deadline):
             loop.scheduleConnectionTimer(fd: fd, serial: serial, deadline: deadline)
-        case .cancelTimer:
-            break  // the machine ignores the heap entry when it fires
         case .notifyPeerFinished:
             var parked = false
             for sink in sinks where sink.peerFinishedSending() { parked = true }
@@ -203,6 +201,8 @@ final class Connection {
             if let (file, offset) = machine.output.frontFile {
                 do {
                     result = try Sys.sendFile(fd, from: file.fd, offset: offset, count: min(file.count - offset, 1 << 20))
+                    // The file ended early (it cannot, unless the disk failed): give up.
+                    if case .done(0) = result { failed = true }
                 } catch {
                     failed = true
                 }

@@ -24,11 +24,10 @@ enum ConnectionAction {
     case stopReading
     /// Ask for readability again.
     case resumeReading
-    /// Call `timerFired(deadline:)` at `deadline` (monotonic ns). Earlier armed deadlines
-    /// stay valid; a later one is not armed until the earlier fires.
+    /// Call `timerFired(deadline:)` at `deadline` (monotonic ns). There is no cancel: an
+    /// armed deadline stays armed, and when it fires with nothing due the machine ignores it
+    /// or asks for the next one; a later deadline is not armed until the earlier fires.
     case armTimer(deadline: UInt64)
-    /// No deadline is pending any more; a timer that still fires is ignored.
-    case cancelTimer
     /// The client half-closed: tell every in-flight sink; if one is parked (has `onClose`),
     /// report it with `parkedRequestFound()`.
     case notifyPeerFinished
@@ -662,12 +661,12 @@ struct ConnectionStateMachine {
                 actions.append(read ? .resumeReading : .stopReading)
             }
             let (deadline, _) = currentDeadline()
+            // An armed deadline stays armed even when nothing is due any more: heap entries
+            // cannot be taken back cheaply, and one that fires early is ignored or re-armed
+            // (`timerFired`). So a busy keep-alive connection has one entry, not one per request.
             if deadline != 0 && (armedDeadline == 0 || deadline < armedDeadline) {
                 armedDeadline = deadline
                 actions.append(.armTimer(deadline: deadline))
-            } else if deadline == 0 && armedDeadline != 0 {
-                armedDeadline = 0
-                actions.append(.cancelTimer)
             }
         }
         return takeActions()

@@ -55,7 +55,6 @@ private struct Harness {
             case .stopReading: reading = false
             case .resumeReading: reading = true
             case .armTimer(let deadline): armed.append(deadline)
-            case .cancelTimer: break
             case .notifyPeerFinished: peerFinishedNotified = true
             case .abandonRequests: abandoned += 1
             case .shutdownWrite: shutdownWrite = true
@@ -393,6 +392,22 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertFalse(h.closed)
         h.answer(0)
         XCTAssertEqual(statusLines(h.takeSent()), ["HTTP/1.1 200 OK"])
+    }
+
+    func testABusyKeepAliveConnectionKeepsOneTimerEntry() {
+        var h = Harness()
+        for i in 0..<100 {
+            h.receive("GET /\(i) HTTP/1.1\r\nHost: x\r\n\r\n")
+            h.env.advance(seconds: 0.01)
+            h.answer(UInt64(i))
+        }
+        XCTAssertEqual(statusLines(h.takeSent()).count, 100)
+        XCTAssertLessThanOrEqual(h.armed.count, 2, "a timer entry per request would flood the loop's heap")
+        // The header deadline (from accept) fires with nothing due: the idle one is armed next.
+        h.env.advance(seconds: 10)
+        h.fireTimers()
+        XCTAssertFalse(h.closed)
+        XCTAssertEqual(h.armed, [h.machine.idleSince + nanoseconds(60)])
     }
 
     func testStalledWriteClosesAfterTheIdleTimeout() {
