@@ -146,6 +146,10 @@ struct ConnectionStateMachine {
     private var largestAnswer = 0
     /// A `dispatch` action is out and `requestStarted()` has not come back yet.
     private var dispatchPending = false
+    /// Bytes the slots hold (see `cost`), kept as they change.
+    private var heldBytes = 0
+    /// Slots in `.running`.
+    private var runningCount = 0
 
     private var headDeadline: UInt64 = 0
     private var idleDeadline: UInt64 = 0
@@ -177,16 +181,44 @@ struct ConnectionStateMachine {
     /// A running request counts as large as the largest answer seen on this connection (its
     /// answer is coming); file bodies are on disk and count only their overhead.
     var queuedBytes: Int {
-        var total = inbound.count - inboundStart + output.memoryBytes
-        for slot in slots {
-            switch slot.stage {
-            case .waiting(let request): total += request.body.count + Self.perMessageOverhead
-            case .running: total += largestAnswer + Self.perMessageOverhead
-            case .answered(let response): total += response.body.count + Self.perMessageOverhead
-            case .interim(let bytes): total += bytes.count
-            }
+        inbound.count - inboundStart + output.memoryBytes + heldBytes + runningCount * largestAnswer
+    }
+
+    /// What a slot in `stage` holds, for `heldBytes`.
+    private static func cost(_ stage: Slot.Stage) -> Int {
+        switch stage {
+        case .waiting(let request): request.body.count + perMessageOverhead
+        case .running: perMessageOverhead
+        case .answered(let response): response.body.count + perMessageOverhead
+        case .interim(let bytes): bytes.count
         }
-        return total
+    }
+
+    /// `heldBytes` recomputed from the slots (for the debug-build consistency check).
+    private var recomputedHeldBytes: Int {
+        slots.reduce(0) { $0 + Self.cost($1.stage) }
+    }
+
+    /// Replaces the stage of `slots[index]`, keeping `heldBytes` and `runningCount` in step.
+    private mutating func setStage(_ stage: Slot.Stage, at index: Int) {
+        if case .running = slots[index].stage { runningCount -= 1 }
+        heldBytes -= Self.cost(slots[index].stage)
+        slots[index].stage = stage
+        heldBytes += Self.cost(stage)
+        if case .running = stage { runningCount += 1 }
+    }
+
+    /// Removes the first slot (written or abandoned).
+    private mutating func removeFirstSlot() {
+        setStage(.interim([]), at: 0)
+        slots.removeFirst()
+    }
+
+    /// Drops every slot.
+    private mutating func removeAllSlots() {
+        slots = []
+        heldBytes = 0
+        runningCount = 0
     }
 
     /// True when another request may be read: few enough requests outstanding, and the
@@ -270,7 +302,7 @@ struct ConnectionStateMachine {
         inbound = []
         inboundStart = 0
         phase = .closing
-        if slots.contains(where: { if case .running = $0.stage { true } else { false } }) {
+        if runningCount > 0 {
             actions.append(.notifyPeerFinished)
         }
         progress(env)
@@ -301,7 +333,7 @@ struct ConnectionStateMachine {
         guard phase != .closed,
               let index = slots.firstIndex(where: { $0.sequence == sequence }) else { return [] }
         guard case .running = slots[index].stage else { return [] }
-        slots[index].stage = .answered(response)
+        setStage(.answered(response), at: index)
         largestAnswer = max(largestAnswer, response.bodyFile == nil ? response.body.count : 0)
         progress(env)
         return finish(env)
@@ -490,18 +522,18 @@ struct ConnectionStateMachine {
         var earlierUnanswered = false
         var earlierUnsafeUnanswered = false
         for index in slots.indices {
-            let slot = slots[index]
-            switch slot.stage {
+            let isSafe = slots[index].isSafe
+            switch slots[index].stage {
             case .answered, .interim:
                 continue
             case .running:
                 break
             case .waiting(let request):
-                let allowed = slot.isSafe ? !earlierUnsafeUnanswered : !earlierUnanswered
+                let allowed = isSafe ? !earlierUnsafeUnanswered : !earlierUnanswered
                 if allowed && mayStartRequest {
-                    slots[index].stage = .running
+                    setStage(.running, at: index)
                     dispatchPending = true
-                    actions.append(.dispatch(request, sequence: slot.sequence))
+                    actions.append(.dispatch(request, sequence: slots[index].sequence))
                     // A request started after the client's EOF learns it too (a long poll
                     // must not keep a half-closed connection open).
                     if inputEnded { actions.append(.notifyPeerFinished) }
@@ -509,7 +541,7 @@ struct ConnectionStateMachine {
                 }
             }
             earlierUnanswered = true
-            if !slot.isSafe { earlierUnsafeUnanswered = true }
+            if !isSafe { earlierUnsafeUnanswered = true }
         }
     }
 
@@ -531,6 +563,7 @@ struct ConnectionStateMachine {
         nextSequence &+= 1
         slots.append(Slot(sequence: sequence, requestID: requestID, isHead: isHead, closeAfter: closeAfter,
                           http10KeepAlive: http10KeepAlive, isSafe: isSafe, stage: stage))
+        heldBytes += Self.cost(stage)
         return sequence
     }
 
@@ -552,11 +585,11 @@ struct ConnectionStateMachine {
             case .running, .waiting:
                 return finishWriteReady(env)
             case .interim(let bytes):
-                slots.removeFirst()
+                removeFirstSlot()
                 output.appendOwned { $0.append(contentsOf: bytes) }
                 outputAdded = true
             case .answered(let response):
-                slots.removeFirst()
+                removeFirstSlot()
                 var closing = first.closeAfter || responseAsksToClose(response)
                 if !closing && slots.isEmpty {
                     if phase == .closing { closing = true }
@@ -581,7 +614,7 @@ struct ConnectionStateMachine {
 
     private mutating func abandonRemaining() {
         guard !slots.isEmpty else { return }
-        slots = []
+        removeAllSlots()
         actions.append(.abandonRequests)
     }
 
@@ -625,7 +658,7 @@ struct ConnectionStateMachine {
         guard phase != .closed else { return }
         phase = .closed
         currentHead = nil
-        slots = []
+        removeAllSlots()
         output = OutputQueue()
         actions.append(.close)
     }
@@ -652,6 +685,8 @@ struct ConnectionStateMachine {
 
     /// Appends the interest, write and timer actions the event's changes call for.
     private mutating func finish<E: ConnectionEnvironment>(_ env: E) -> [ConnectionAction] {
+        assert(heldBytes == recomputedHeldBytes, "heldBytes \(heldBytes) != \(recomputedHeldBytes)")
+        assert(runningCount == slots.count { if case .running = $0.stage { true } else { false } }, "runningCount")
         if phase != .closed {
             if outputAdded && !output.isEmpty { actions.append(.write) }
             outputAdded = false
