@@ -28,6 +28,8 @@ final class Connection {
     /// Actions waiting to run (events raised while actions run append here).
     private var queue: [ConnectionAction] = []
     private var running = false
+    /// A `write` action is pending; it runs once the queue is otherwise empty.
+    private var needsFlush = false
     private var interest: UInt32 = CEPOLL_IN
     private var wantsRead = true
     private var lingering = false
@@ -151,11 +153,21 @@ final class Connection {
         guard !running else { return }
         running = true
         var index = 0
-        while index < queue.count && !isClosed {
-            let action = queue[index]
-            index += 1
-            execute(action)
+        while !isClosed {
+            if index < queue.count {
+                let action = queue[index]
+                index += 1
+                execute(action)
+            } else if needsFlush {
+                // Writes wait until every other action ran: answers produced meanwhile
+                // (pipelined requests answered at once) go out in one send.
+                needsFlush = false
+                flush()
+            } else {
+                break
+            }
         }
+        needsFlush = false
         queue.removeAll(keepingCapacity: queue.capacity <= 64)
         running = false
         if !isClosed { updateInterest() }
@@ -169,7 +181,7 @@ final class Connection {
             loop.context.responder.respond(to: request, sink: sink)
             if !isClosed { perform(machine.requestStarted(environment)) }
         case .write:
-            flush()
+            needsFlush = true
         case .stopReading:
             wantsRead = false
         case .resumeReading:
