@@ -532,12 +532,18 @@ struct ConnectionStateMachine {
                 let allowed = isSafe ? !earlierUnsafeUnanswered : !earlierUnanswered
                 if allowed && mayStartRequest {
                     setStage(.running, at: index)
-                    dispatchPending = true
                     actions.append(.dispatch(request, sequence: slots[index].sequence))
                     // A request started after the client's EOF learns it too (a long poll
                     // must not keep a half-closed connection open).
                     if inputEnded { actions.append(.notifyPeerFinished) }
-                    return
+                    // Until an answer's size is known, one request starts at a time (the next
+                    // after `requestStarted`, when a synchronous answer already counts); after
+                    // that, running requests count as large as the largest answer, so several
+                    // may start at once while the estimate fits the budget.
+                    if largestAnswer == 0 {
+                        dispatchPending = true
+                        return
+                    }
                 }
             }
             earlierUnanswered = true

@@ -177,6 +177,17 @@ final class ConnectionStateMachineTests: XCTestCase {
                        ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 201 Created", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK"])
     }
 
+    func testOnceAnswerSizesAreKnownSeveralSafeRequestsStartTogether() {
+        var h = Harness()
+        h.receive("GET /first HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.answer(0, body: "small")
+        var actions: [ConnectionAction] = []
+        let bytes = Array(String(repeating: "GET /p HTTP/1.1\r\nHost: x\r\n\r\n", count: 4).utf8)
+        bytes.withUnsafeBytes { actions = h.machine.bytesRead($0, h.env) }
+        let dispatches = actions.filter { if case .dispatch = $0 { true } else { false } }
+        XCTAssertEqual(dispatches.count, 4, "small answers: the whole batch starts in one step")
+    }
+
     func testEveryUnsafeMethodWaits() {
         for method in ["POST", "PUT", "PATCH", "DELETE", "PROPFIND"] {
             var h = Harness()
