@@ -150,6 +150,8 @@ struct ConnectionStateMachine {
     private var heldBytes = 0
     /// Slots in `.running`.
     private var runningCount = 0
+    /// Slots in `.waiting`.
+    private var waitingCount = 0
 
     private var headDeadline: UInt64 = 0
     private var idleDeadline: UInt64 = 0
@@ -201,11 +203,19 @@ struct ConnectionStateMachine {
 
     /// Replaces the stage of `slots[index]`, keeping `heldBytes` and `runningCount` in step.
     private mutating func setStage(_ stage: Slot.Stage, at index: Int) {
-        if case .running = slots[index].stage { runningCount -= 1 }
+        switch slots[index].stage {
+        case .running: runningCount -= 1
+        case .waiting: waitingCount -= 1
+        case .answered, .interim: break
+        }
         heldBytes -= Self.cost(slots[index].stage)
         slots[index].stage = stage
         heldBytes += Self.cost(stage)
-        if case .running = stage { runningCount += 1 }
+        switch stage {
+        case .running: runningCount += 1
+        case .waiting: waitingCount += 1
+        case .answered, .interim: break
+        }
     }
 
     /// Removes the first slot (written or abandoned).
@@ -219,6 +229,7 @@ struct ConnectionStateMachine {
         slots = []
         heldBytes = 0
         runningCount = 0
+        waitingCount = 0
     }
 
     /// True when another request may be read: few enough requests outstanding, and the
@@ -518,7 +529,7 @@ struct ConnectionStateMachine {
     /// (its response produced), a safe one once every earlier unsafe one is. Safe requests
     /// run in parallel; answers are written in request order regardless.
     private mutating func dispatchReady() {
-        guard !dispatchPending else { return }
+        guard !dispatchPending, waitingCount > 0 else { return }
         var earlierUnanswered = false
         var earlierUnsafeUnanswered = false
         for index in slots.indices {
@@ -570,6 +581,7 @@ struct ConnectionStateMachine {
         slots.append(Slot(sequence: sequence, requestID: requestID, isHead: isHead, closeAfter: closeAfter,
                           http10KeepAlive: http10KeepAlive, isSafe: isSafe, stage: stage))
         heldBytes += Self.cost(stage)
+        if case .waiting = stage { waitingCount += 1 }
         return sequence
     }
 
@@ -693,6 +705,7 @@ struct ConnectionStateMachine {
     private mutating func finish<E: ConnectionEnvironment>(_ env: E) -> [ConnectionAction] {
         assert(heldBytes == recomputedHeldBytes, "heldBytes \(heldBytes) != \(recomputedHeldBytes)")
         assert(runningCount == slots.count { if case .running = $0.stage { true } else { false } }, "runningCount")
+        assert(waitingCount == slots.count { if case .waiting = $0.stage { true } else { false } }, "waitingCount")
         if phase != .closed {
             if outputAdded && !output.isEmpty { actions.append(.write) }
             outputAdded = false
