@@ -98,13 +98,18 @@ func checkHead(_ p: ParsedHead, limits: HTTPParserLimits, bodyLimit: Int) {
               && field.value.utf8.last != 0x20 && field.value.utf8.last != 0x09, "field value not trimmed")
     }
     check(section <= limits.maxHeaderSection, "header section \(section) over the limit \(limits.maxHeaderSection)")
-    let hosts = h.headers.values(name: "host").count
-    check(h.version.minor == 0 ? hosts <= 1 : hosts == 1, "Host count \(hosts) accepted for \(h.version)")
+    let hosts = h.headers.values(name: "host")
+    check(h.version.minor == 0 ? hosts.count <= 1 : hosts.count == 1, "Host count \(hosts.count) accepted for \(h.version)")
+    for host in hosts {
+        check(isHostShaped(host), "Host \(host.debugDescription) accepted but not uri-host [\":\" port]")
+    }
     let hasTE = h.headers.contains(name: "transfer-encoding")
     let hasCL = h.headers.contains(name: "content-length")
     switch p.framing {
     case .chunked:
         check(hasTE && !hasCL && h.version.minor >= 1, "chunked framing without exactly TE on 1.1")
+        check(h.headers.listValues(name: "transfer-encoding").last.map(asciiLowercased) == "chunked",
+              "chunked framing whose final coding is not chunked")
         check(h.headers.listValues(name: "transfer-encoding").map(asciiLowercased) == ["chunked"],
               "chunked framing for TE \(h.headers.values(name: "transfer-encoding"))")
     case .length(let n):
@@ -128,6 +133,35 @@ func checkHead(_ p: ParsedHead, limits: HTTPParserLimits, bodyLimit: Int) {
         check(id.utf8.count >= 1 && id.utf8.count <= 64 && h.headers.values(name: "x-request-id").contains(id),
               "request id \(id.debugDescription) not from a field")
     }
+}
+
+/// An independent, slower statement of RFC 9112 §3.2's Host rule (`uri-host [":" port]`,
+/// RFC 3986 §3.2.2) for the invariant check.
+func isHostShaped(_ value: String) -> Bool {
+    let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+    let subDelims = Set("!$&'()*+,;=".utf8)
+    let hex = Set("0123456789ABCDEFabcdef".utf8)
+    var bytes = Array(value.utf8)[...]
+    if bytes.first == UInt8(ascii: "[") {
+        guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > bytes.startIndex + 1 else { return false }
+        guard bytes[(bytes.startIndex + 1)..<close].allSatisfy({ unreserved.contains($0) || subDelims.contains($0) || $0 == UInt8(ascii: ":") }) else { return false }
+        bytes = bytes[(close + 1)...]
+    } else {
+        let hostEnd = bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.endIndex
+        var i = bytes.startIndex
+        while i < hostEnd {
+            if bytes[i] == UInt8(ascii: "%") {
+                guard i + 2 < hostEnd, hex.contains(bytes[i + 1]), hex.contains(bytes[i + 2]) else { return false }
+                i += 3
+            } else {
+                guard unreserved.contains(bytes[i]) || subDelims.contains(bytes[i]) else { return false }
+                i += 1
+            }
+        }
+        bytes = bytes[hostEnd...]
+    }
+    guard let first = bytes.first else { return true }
+    return first == UInt8(ascii: ":") && bytes.dropFirst().allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
 }
 
 /// A lower bound of the bytes a parsed value took on the wire: invalid UTF-8 was decoded to

@@ -3,3 +3,6 @@
 
 /// Named by `HTTPResponder.respond(to:sink:)`; the real one lives in HTTPResponseSink.swift.
 public final class HTTPResponseSink: Sendable {}
+
+/// Named by `HTTPResponse.bodyFile`; the real one lives in HTTPFileBody.swift.
+public final class HTTPFileBody: Sendable {}

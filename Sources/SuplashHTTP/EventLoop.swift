@@ -36,6 +36,8 @@ public final class EventLoop: @unchecked Sendable {
     /// Connections in lingering close: answered, only waiting for the peer's EOF.
     private var lingeringConnections = 0
     private var nextSerial: UInt64 = 0
+    /// Connections closed at accept for the per-address limit (for the warning log).
+    private var rejectedByAddressLimit = 0
     private var listener: SocketHandle
     private var listenerArmed = false
     private var listenerPaused = false
@@ -234,7 +236,11 @@ public final class EventLoop: @unchecked Sendable {
     private func acceptConnections() {
         guard listener.isOpen else { return }
         for _ in 0..<64 {
-            guard context.reserveConnection() else {
+            var reserved = context.reserveConnection()
+            if !reserved && !hasIdleConnection {
+                // At the cap with nothing idle here: the other loops close their oldest idle
+                // keep-alive connection (releasing a slot resumes this listener).
+                context.shedIdleConnections(except: self)
                 pauseListener()
                 return
             }
@@ -242,7 +248,7 @@ public final class EventLoop: @unchecked Sendable {
             do {
                 accepted = try Sys.accept(listener.fd)
             } catch {
-                context.releaseConnection()
+                if reserved { context.releaseConnection() }
                 context.logger.warning("http.accept_failed", .errorType(String(reflecting: type(of: error))),
                                        .number("errno", Int(error.errno)))
                 if error.errno == EMFILE || error.errno == ENFILE || error.errno == ENOBUFS || error.errno == ENOMEM {
@@ -253,8 +259,30 @@ public final class EventLoop: @unchecked Sendable {
                 return
             }
             guard let accepted else {
-                context.releaseConnection()
+                if reserved { context.releaseConnection() }
                 return
+            }
+            if !reserved {
+                // At the cap and a client is really waiting: the oldest idle keep-alive
+                // connection makes room for it (RFC 9112 §9.6 lets a server close idle ones).
+                _ = closeOldestIdleConnections(upTo: 1)
+                reserved = context.reserveConnection()
+                if !reserved {
+                    // Another loop took the slot meanwhile.
+                    Sys.close(accepted.fd)
+                    pauseListener()
+                    return
+                }
+            }
+            guard context.admit(address: accepted.address) else {
+                // Past the per-address limit: closed at once, before any byte is read.
+                Sys.close(accepted.fd)
+                context.releaseConnection()
+                rejectedByAddressLimit += 1
+                if rejectedByAddressLimit == 1 || rejectedByAddressLimit % 1000 == 0 {
+                    context.logger.warning("http.address_limit_reached", .count("rejected", rejectedByAddressLimit))
+                }
+                continue
             }
             _ = cepoll_set_nodelay(accepted.fd)
             nextSerial &+= 1
@@ -265,6 +293,7 @@ public final class EventLoop: @unchecked Sendable {
                 context.logger.warning("http.register_failed", .errorType(String(reflecting: type(of: error))),
                                        .number("errno", Int(error.errno)))
                 connection.abandonUnregistered()
+                context.release(address: accepted.address)
                 context.releaseConnection()
                 continue
             }
@@ -322,6 +351,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         openConnections -= 1
         if wasLingering { lingeringConnections -= 1 }
+        context.release(address: connection.remoteAddress)
         context.releaseConnection()
         checkDrained()
     }
@@ -330,6 +360,31 @@ public final class EventLoop: @unchecked Sendable {
     func connectionStartedLingering() {
         lingeringConnections += 1
         checkDrained()
+    }
+
+    /// How many idle connections another loop closes when asked at the connection cap.
+    static let shedBatch = 1
+
+    /// True when one of this loop's connections is an idle keep-alive one.
+    private var hasIdleConnection: Bool {
+        connections.contains { $0?.isIdleKeepAlive == true }
+    }
+
+    /// Closes up to `limit` of this loop's idle keep-alive connections, oldest idle first.
+    /// - Returns: how many were closed.
+    func closeOldestIdleConnections(upTo limit: Int) -> Int {
+        var idle: [(since: UInt64, connection: Connection)] = []
+        for case let connection? in connections where connection.isIdleKeepAlive {
+            idle.append((connection.idleSince, connection))
+        }
+        guard !idle.isEmpty else { return 0 }
+        idle.sort { $0.since < $1.since }
+        var closed = 0
+        for entry in idle.prefix(limit) {
+            entry.connection.evictIfIdle()
+            if entry.connection.isClosed { closed += 1 }
+        }
+        return closed
     }
 
     // MARK: - Draining

@@ -88,6 +88,8 @@ struct HTTPRequestParser {
     private var contentLength: Int?
     private var transferEncodings: [String] = []
     private var hostCount = 0
+    /// A Host value that is not `uri-host [":" port]` was seen.
+    private var hostInvalid = false
     private var connectionClose = false
     private var connectionKeepAlive = false
     private var expectContinue = false
@@ -293,6 +295,7 @@ struct HTTPRequestParser {
         contentLength = nil
         transferEncodings = []
         hostCount = 0
+        hostInvalid = false
         connectionClose = false
         connectionKeepAlive = false
         expectContinue = false
@@ -322,7 +325,17 @@ struct HTTPRequestParser {
             if b == 0x3F && questionMark < 0 { questionMark = sp2 }
             sp2 += 1
         }
-        guard sp2 > targetStart, sp2 < n, line[targetStart] == 0x2F else { return .badRequest(.invalidRequestLine) }
+        guard sp2 > targetStart, sp2 < n else { return .badRequest(.invalidRequestLine) }
+        // Origin form starts with "/"; absolute form (RFC 9112 §3.2.2) is "http://" or
+        // "https://" authority path-abempty ["?" query]: the path and query are used, the
+        // authority is checked and otherwise ignored (as is Host).
+        var pathStart = targetStart
+        if line[targetStart] != 0x2F {
+            guard let originStart = absoluteFormPathStart(line, from: targetStart, to: sp2) else {
+                return .badRequest(.invalidRequestLine)
+            }
+            pathStart = originStart
+        }
         // HTTP-version = "HTTP/" DIGIT "." DIGIT
         let v = UnsafeRawBufferPointer(rebasing: line[(sp2 + 1)..<n])
         guard v.count == 8, v[0] == 0x48, v[1] == 0x54, v[2] == 0x54, v[3] == 0x50, v[4] == 0x2F,
@@ -332,15 +345,39 @@ struct HTTPRequestParser {
         guard v[5] == 0x31 else { return .badRequest(.unsupportedVersion) }
         version = HTTPVersion(major: 1, minor: Int(v[7] - 0x30))
         method = makeString(line, 0, sp1)
-        target = makeString(line, targetStart, sp2)
+        if pathStart == sp2 || pathStart == questionMark {
+            // Absolute form with an empty path: the origin form is "/" (RFC 9112 §3.2.1).
+            target = "/" + makeString(line, pathStart, sp2)
+            path = "/"
+            query = questionMark >= 0 ? makeString(line, questionMark + 1, sp2) : nil
+            return nil
+        }
+        target = makeString(line, pathStart, sp2)
         if questionMark >= 0 {
-            path = makeString(line, targetStart, questionMark)
+            path = makeString(line, pathStart, questionMark)
             query = makeString(line, questionMark + 1, sp2)
         } else {
             path = target
             query = nil
         }
         return nil
+    }
+
+    /// For an absolute-form target in `line[from..<to]`: where its path-abempty starts
+    /// (`to` when the path is empty), or nil when it is not `http`/`https` "://" followed by
+    /// a valid `host [":" port]` (RFC 9110 §4.2: no userinfo, no empty host).
+    private func absoluteFormPathStart(_ line: UnsafeRawBufferPointer, from: Int, to: Int) -> Int? {
+        var i = from
+        while i < to && line[i] != 0x3A { i += 1 }
+        let scheme = UnsafeRawBufferPointer(rebasing: line[from..<i])
+        guard equalsLowercase(scheme, "http") || equalsLowercase(scheme, "https") else { return nil }
+        guard i + 2 < to, line[i + 1] == 0x2F, line[i + 2] == 0x2F else { return nil }
+        let authorityStart = i + 3
+        var end = authorityStart
+        while end < to && line[end] != 0x2F && line[end] != 0x3F { end += 1 }
+        let authority = UnsafeRawBufferPointer(rebasing: line[authorityStart..<end])
+        guard !authority.isEmpty, authority[0] != 0x3A, isValidHostField(authority) else { return nil }
+        return end
     }
 
     // MARK: - Field lines (RFC 9112 §5, RFC 9110 §5.5)
@@ -378,6 +415,7 @@ struct HTTPRequestParser {
         switch name.count {
         case 4 where equalsLowercase(name, "host"):
             hostCount += 1
+            if !isValidHostField(value) { hostInvalid = true }
         case 6 where equalsLowercase(name, "expect"):
             if equalsLowercase(value, "100-continue") { expectContinue = true }
         case 10 where equalsLowercase(name, "connection"):
@@ -414,14 +452,21 @@ struct HTTPRequestParser {
 
     /// Validates the finished head and decides framing (RFC 9112 §6.3).
     private mutating func finishHead() -> ParserEvent {
-        if hostCount > 1 || (hostCount == 0 && version.minor >= 1) {
+        if hostCount > 1 || (hostCount == 0 && version.minor >= 1) || hostInvalid {
             return fail(.badRequest(.invalidHost))
         }
         if !transferEncodings.isEmpty {
             if contentLength != nil || version.minor == 0 {
                 return fail(.badRequest(.conflictingFraming))
             }
-            guard transferEncodings.count == 1, asciiCaseInsensitiveEquals(transferEncodings[0], "chunked") else {
+            // RFC 9112 §6.3: a final coding other than chunked leaves the length unknown
+            // (400 and close); §7: chunked must not be applied twice (400). A final chunked
+            // after a coding the engine does not implement is 501 (RFC 9112 §6.1).
+            let chunkedCount = transferEncodings.reduce(0) { $0 + (asciiCaseInsensitiveEquals($1, "chunked") ? 1 : 0) }
+            guard let last = transferEncodings.last, asciiCaseInsensitiveEquals(last, "chunked"), chunkedCount == 1 else {
+                return fail(.badRequest(.invalidTransferEncoding))
+            }
+            guard transferEncodings.count == 1 else {
                 return fail(.unsupportedTransferCoding)
             }
             framing = .chunked
@@ -554,6 +599,63 @@ private func parseDecimal(_ bytes: UnsafeRawBufferPointer) -> Int? {
         n = s
     }
     return n
+}
+
+/// A `Host` field value or absolute-form authority: `uri-host [":" port]` (RFC 9112 §3.2,
+/// RFC 3986 §3.2.2): an IP-literal in brackets, or a reg-name / IPv4address (unreserved,
+/// pct-encoded, sub-delims), then optionally ":" and digits. Empty is valid (a reg-name may
+/// be empty, RFC 9112 §3.2).
+func isValidHostField(_ value: UnsafeRawBufferPointer) -> Bool {
+    let n = value.count
+    var i = 0
+    if n > 0 && value[0] == 0x5B {
+        // IP-literal: "[" IPv6address / IPvFuture "]" — checked as its character set.
+        i = 1
+        while i < n && value[i] != 0x5D {
+            let b = value[i]
+            guard isUnreservedByte(b) || isSubDelimByte(b) || b == 0x3A else { return false }
+            i += 1
+        }
+        guard i < n, i > 1 else { return false }
+        i += 1
+    } else {
+        while i < n && value[i] != 0x3A {
+            let b = value[i]
+            if b == 0x25 {
+                guard i + 2 < n, hexValue(value[i + 1]) != nil, hexValue(value[i + 2]) != nil else { return false }
+                i += 3
+                continue
+            }
+            guard isUnreservedByte(b) || isSubDelimByte(b) else { return false }
+            i += 1
+        }
+    }
+    guard i < n else { return true }
+    guard value[i] == 0x3A else { return false }
+    i += 1
+    while i < n {
+        guard isDigit(value[i]) else { return false }
+        i += 1
+    }
+    return true
+}
+
+/// RFC 3986 §2.3 unreserved: ALPHA / DIGIT / "-" / "." / "_" / "~".
+@inline(__always)
+private func isUnreservedByte(_ b: UInt8) -> Bool {
+    switch b {
+    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x2E, 0x5F, 0x7E: true
+    default: false
+    }
+}
+
+/// RFC 3986 §2.2 sub-delims: "!" / "$" / "&" / "'" / "(" / ")" / "*" / "+" / "," / ";" / "=".
+@inline(__always)
+private func isSubDelimByte(_ b: UInt8) -> Bool {
+    switch b {
+    case 0x21, 0x24, 0x26, 0x27, 0x28, 0x29, 0x2A, 0x2B, 0x2C, 0x3B, 0x3D: true
+    default: false
+    }
 }
 
 /// 1–64 bytes of `[A-Za-z0-9._-]`.

@@ -12,9 +12,16 @@ public struct HTTPServerConfiguration: Sendable {
     public var port: Int
     /// Number of event-loop threads, each with its own `SO_REUSEPORT` listener. Default: online cores.
     public var loopCount: Int
-    /// Most open connections across all loops; at the cap the listeners stop accepting
-    /// until a connection closes (new clients wait in the kernel backlog).
+    /// Most open connections across all loops. At the cap the oldest idle keep-alive
+    /// connections are closed to make room; when there are none, the listeners stop
+    /// accepting until a connection closes (new clients wait in the kernel backlog).
     public var connectionCap: Int
+    /// Most open connections from one peer address; a connection past it is closed at once
+    /// (so one client cannot fill `connectionCap`). Addresses in `unlimitedAddresses` are exempt.
+    public var maxConnectionsPerAddress: Int
+    /// Peer addresses (as text, e.g. `"10.0.0.5"`) the per-address limit does not apply to:
+    /// reverse proxies, whose clients all arrive from one address.
+    public var unlimitedAddresses: Set<String>
     /// Longest request line in bytes (without CRLF) → 414.
     public var maxRequestLine: Int
     /// Largest header section in bytes → 431.
@@ -30,6 +37,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// Most requests in flight (read but not yet answered) per connection; past it the
     /// engine stops reading from that connection until responses drain (back-pressure).
     public var maxPipelined: Int
+    /// Bytes one connection may hold — request bytes read, answers not yet taken by the
+    /// client (file bodies excepted) — before the engine stops reading from it and starts
+    /// none of its further requests until it drains (spec §7 "Memory per connection").
+    public var connectionMemoryBudget: Int
     /// After an error or `Connection: close` answer, how long unread input is drained
     /// (lingering close, so the answer is not lost to a TCP reset).
     public var lingerTimeout: Double
@@ -47,12 +58,15 @@ public struct HTTPServerConfiguration: Sendable {
                 port: Int = 8080,
                 loopCount: Int = HTTPServerConfiguration.onlineCores,
                 connectionCap: Int = 16_384,
+                maxConnectionsPerAddress: Int = 4096,
+                unlimitedAddresses: Set<String> = [],
                 maxRequestLine: Int = 8 * 1024,
                 maxHeaderSection: Int = 16 * 1024,
                 defaultBodyLimit: Int = 1 << 20,
                 headerReadTimeout: Double = 10,
                 keepAliveIdleTimeout: Double = 60,
                 maxPipelined: Int = 16,
+                connectionMemoryBudget: Int = 256 * 1024,
                 lingerTimeout: Double = 5,
                 lingerMaxBytes: Int = 16 << 20,
                 listenBacklog: Int = 1024,
@@ -62,12 +76,15 @@ public struct HTTPServerConfiguration: Sendable {
         self.port = port
         self.loopCount = loopCount
         self.connectionCap = connectionCap
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
+        self.unlimitedAddresses = unlimitedAddresses
         self.maxRequestLine = maxRequestLine
         self.maxHeaderSection = maxHeaderSection
         self.defaultBodyLimit = defaultBodyLimit
         self.headerReadTimeout = headerReadTimeout
         self.keepAliveIdleTimeout = keepAliveIdleTimeout
         self.maxPipelined = maxPipelined
+        self.connectionMemoryBudget = connectionMemoryBudget
         self.lingerTimeout = lingerTimeout
         self.lingerMaxBytes = lingerMaxBytes
         self.listenBacklog = listenBacklog
@@ -100,7 +117,11 @@ final class ServerContext: Sendable {
     let responder: any HTTPResponder
     let logger: Logger
     let connectionCap: Int
+    /// Limits and timeouts every connection's state machine starts with.
+    let machineConfiguration: ConnectionStateMachine.Configuration
     private let open = Atomic<Int>(0)
+    /// Open connections per limited peer address.
+    private let perAddress = Locked<AddressLimiter>(AddressLimiter(limit: 1, exempt: []))
     let loops = Locked<[EventLoop]>([])
     private let drainLock = ConditionLock()
     private let drainedCount = Atomic<Int>(0)
@@ -110,6 +131,8 @@ final class ServerContext: Sendable {
         self.responder = responder
         self.logger = logger
         self.connectionCap = max(1, configuration.connectionCap)
+        self.machineConfiguration = ConnectionStateMachine.Configuration(configuration)
+        perAddress.withLock { $0 = AddressLimiter(limit: configuration.maxConnectionsPerAddress, exempt: configuration.unlimitedAddresses) }
     }
 
     /// Open connections across all loops.
@@ -125,6 +148,23 @@ final class ServerContext: Sendable {
             current = original
         }
         return false
+    }
+
+    /// Counts a new connection from `address`; false when that address is at its limit.
+    func admit(address: String) -> Bool {
+        perAddress.withLock { $0.admit(address) }
+    }
+
+    /// Uncounts a closed connection from `address` (admitted before).
+    func release(address: String) {
+        perAddress.withLock { $0.release(address) }
+    }
+
+    /// At the cap: asks every loop but `except` to close its oldest idle keep-alive connections.
+    func shedIdleConnections(except: EventLoop) {
+        for loop in loops.withLock({ $0 }) where loop !== except {
+            loop.execute { _ = loop.closeOldestIdleConnections(upTo: EventLoop.shedBatch) }
+        }
     }
 
     /// Returns a slot; when that takes the count below the cap, paused listeners resume.
@@ -151,6 +191,34 @@ final class ServerContext: Sendable {
         while drainedCount.load(ordering: .relaxed) < count {
             if !drainLock.wait(untilMonotonic: deadline) && monotonicNanoseconds() >= deadline { return }
         }
+    }
+}
+
+/// Open connections per peer address, against a limit; exempt addresses are not counted.
+struct AddressLimiter {
+    let limit: Int
+    let exempt: Set<String>
+    private(set) var counts: [String: Int] = [:]
+
+    init(limit: Int, exempt: Set<String>) {
+        self.limit = max(1, limit)
+        self.exempt = exempt
+    }
+
+    /// Counts one more connection from `address`; false (nothing counted) at the limit.
+    mutating func admit(_ address: String) -> Bool {
+        if exempt.contains(address) { return true }
+        let current = counts[address, default: 0]
+        guard current < limit else { return false }
+        counts[address] = current + 1
+        return true
+    }
+
+    /// Uncounts one connection from `address`.
+    mutating func release(_ address: String) {
+        if exempt.contains(address) { return }
+        guard let current = counts[address] else { return }
+        counts[address] = current > 1 ? current - 1 : nil
     }
 }
 

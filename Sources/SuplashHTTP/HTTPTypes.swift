@@ -29,7 +29,8 @@ public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
 public struct HTTPRequestHead: Sendable {
     /// The method token as received, e.g. `"GET"` (case-sensitive, RFC 9110 §9.1).
     public var method: String
-    /// The raw origin-form request target, e.g. `"/v1/users/me?x=1"`.
+    /// The request target in origin form, e.g. `"/v1/users/me?x=1"`; for an absolute-form
+    /// target (`http://host/v1/users/me?x=1`, RFC 9112 §3.2.2) its path and query.
     public var target: String
     /// The target's path, before `?`, not percent-decoded.
     public var path: String
@@ -99,18 +100,23 @@ public struct HTTPResponse: Sendable {
     public var headers: HTTPHeaders
     /// The body bytes (not sent for HEAD, 204 and 304).
     public var body: [UInt8]
+    /// A body held in a temporary file, sent as the socket drains (for large answers such as
+    /// exports); when set it replaces `body`, and `Content-Length` is its `count`.
+    public var bodyFile: HTTPFileBody?
 
     /// Creates a response.
-    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], bodyFile: HTTPFileBody? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.bodyFile = bodyFile
     }
 }
 
 /// Why a request was malformed (each maps to 400 Bad Request).
 public enum HTTPBadRequestReason: String, Sendable, Hashable {
-    /// The request line is not `method SP origin-form SP HTTP/1.x` (RFC 9112 §3).
+    /// The request line is not `method SP request-target SP HTTP/1.x` with an origin-form or
+    /// `http`/`https` absolute-form target (RFC 9112 §3, §3.2).
     case invalidRequestLine
     /// The version is not HTTP/1.x (the engine answers 400, never 505).
     case unsupportedVersion
@@ -122,13 +128,17 @@ public enum HTTPBadRequestReason: String, Sendable, Hashable {
     case invalidHeaderValue
     /// A field line starts with whitespace: obsolete line folding (RFC 9112 §5.2).
     case obsoleteLineFolding
-    /// An HTTP/1.1 request without `Host`, or with more than one (RFC 9112 §3.2).
+    /// An HTTP/1.1 request without `Host`, with more than one, or a `Host` value that is
+    /// not `uri-host [":" port]` (RFC 9112 §3.2, RFC 3986 §3.2.2).
     case invalidHost
     /// Both `Content-Length` and `Transfer-Encoding` (RFC 9112 §6.3), or
     /// `Transfer-Encoding` in an HTTP/1.0 request.
     case conflictingFraming
     /// `Content-Length` not `1*DIGIT`, overflowing, or differing duplicates (RFC 9110 §8.6).
     case invalidContentLength
+    /// A `Transfer-Encoding` whose final coding is not `chunked`, or that applies
+    /// `chunked` more than once (RFC 9112 §6.3, §7).
+    case invalidTransferEncoding
     /// A malformed chunk-size line, chunk terminator or trailer (RFC 9112 §7.1).
     case invalidChunk
 }
@@ -146,7 +156,8 @@ public enum HTTPEngineError: Error, Sendable, Hashable {
     case uriTooLong
     /// 431: the header section (or chunked trailer section) exceeds `maxHeaderSection`.
     case headerFieldsTooLarge
-    /// 501: a transfer coding other than exactly `chunked` (RFC 9112 §6.1).
+    /// 501: a final `chunked` after a transfer coding the engine does not implement, e.g.
+    /// `gzip, chunked` (RFC 9112 §6.1).
     case unsupportedTransferCoding
     /// 503: the server is shutting down (a request arrived while draining).
     case shuttingDown

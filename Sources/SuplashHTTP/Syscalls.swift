@@ -71,6 +71,19 @@ enum Sys {
         }
     }
 
+    /// Sends up to `count` bytes of file `source` from `offset` to socket `fd` (`sendfile(2)`).
+    static func sendFile(_ fd: Int32, from source: Int32, offset: Int, count: Int) throws(SyscallError) -> IOResult {
+        var position = off_t(offset)
+        while true {
+            let n = Glibc.sendfile(fd, source, &position, count)
+            if n >= 0 { return .done(n) }
+            let e = currentErrno()
+            if e == EINTR { continue }
+            if e == EAGAIN || e == EWOULDBLOCK { return .wouldBlock }
+            throw SyscallError(call: "sendfile", errno: e)
+        }
+    }
+
     /// Accepts one connection; `nil` when none is waiting.
     static func accept(_ fd: Int32) throws(SyscallError) -> (fd: Int32, address: String)? {
         var text = [CChar](repeating: 0, count: 64)

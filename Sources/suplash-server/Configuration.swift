@@ -16,6 +16,8 @@ struct Configuration: Sendable {
         ("server.workerThreads", .number(JSONNumber(0))),
         ("server.writeWorkerThreads", .number(JSONNumber(0))),
         ("server.connectionCap", .number(JSONNumber(16_384))),
+        ("server.maxConnectionsPerAddress", .number(JSONNumber(4096))),
+        ("server.connectionMemoryBudgetBytes", .number(JSONNumber(262_144))),
         ("server.headerReadTimeoutSeconds", .number(JSONNumber(10))),
         ("server.keepAliveIdleSeconds", .number(JSONNumber(60))),
         ("server.maxBodyBytes", .number(JSONNumber(1_048_576))),

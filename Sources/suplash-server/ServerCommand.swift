@@ -328,6 +328,11 @@ enum ServeCommand {
         let loops = try configuration.int("server.eventLoops")
         http.loopCount = loops > 0 ? loops : ProcessInfo.processInfo.activeProcessorCount
         http.connectionCap = try configuration.int("server.connectionCap")
+        http.maxConnectionsPerAddress = try configuration.int("server.maxConnectionsPerAddress")
+        http.connectionMemoryBudget = try configuration.int("server.connectionMemoryBudgetBytes")
+        // Proxies' clients all arrive from the proxy's address: no per-address limit for them.
+        http.unlimitedAddresses = Set(configuration.string("server.trustedProxies").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         http.headerReadTimeout = Double(try configuration.int("server.headerReadTimeoutSeconds"))
         http.keepAliveIdleTimeout = Double(try configuration.int("server.keepAliveIdleSeconds"))
         http.defaultBodyLimit = api.defaultBodyLimit

@@ -64,6 +64,51 @@ final class EntriesTests: XCTestCase {
         XCTAssertEqual(second.json?["healthKitUUID"]?.stringValue, sample.lowercased())
     }
 
+    /// RFC 9112 §9.3.2 / spec §7: a request pipelined after a write sees that write.
+    func testPipelinedReadAfterWriteSeesTheWrite() throws {
+        let s = try srv()
+        let u = try s.signUp()
+        let base = "/v1/water_logs/me/entries"
+        for _ in 0..<5 {
+            let id = UUID().uuidString.lowercased()
+            let body = Array("{\"id\":\"\(id)\",\"amountMl\":150,\"loggedAt\":\"\(rfc3339(Date()))\"}".utf8)
+            let auth = "Authorization: Bearer \(u.token)\r\n"
+            var wire = Array("POST \(base) HTTP/1.1\r\nHost: test\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+            wire += body
+            wire += Array("GET \(base)/\(id) HTTP/1.1\r\nHost: test\r\n\(auth)\r\n".utf8)
+            wire += Array("DELETE \(base)/\(id) HTTP/1.1\r\nHost: test\r\n\(auth)\r\n".utf8)
+            wire += Array("GET \(base)/\(id) HTTP/1.1\r\nHost: test\r\n\(auth)Connection: close\r\n\r\n".utf8)
+            let responses = HTTPTestClient.parse(try HTTPTestClient.raw(port: s.port, wire))
+            XCTAssertEqual(responses.map(\.status), [201, 200, 204, 404], responses.map(\.text).joined(separator: "\n"))
+        }
+    }
+
+    /// A large account export is streamed from a temporary file; it arrives complete.
+    func testLargeExportArrivesComplete() throws {
+        let s = try TestServer(environment: ["SUPLASH_RATELIMIT_ENABLED": "false"])
+        defer { s.stop() }
+        let u = try s.signUp()
+        let base = "/v1/water_logs/me/entries"
+        let auth = "Authorization: Bearer \(u.token)\r\n"
+        var wire: [UInt8] = []
+        let count = 500
+        for i in 0..<count {
+            let body = Array("{\"amountMl\":\(100 + i),\"loggedAt\":\"\(rfc3339(Date(timeIntervalSinceNow: Double(-i * 60))))\",\"note\":\"n\(i)\"}".utf8)
+            wire += Array("POST \(base) HTTP/1.1\r\nHost: test\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+            wire += body
+        }
+        wire += Array("GET /v1/users/me/export HTTP/1.1\r\nHost: test\r\n\(auth)Connection: close\r\n\r\n".utf8)
+        let responses = HTTPTestClient.parse(try HTTPTestClient.raw(port: s.port, wire))
+        XCTAssertEqual(responses.count, count + 1)
+        XCTAssertEqual(Set(responses.prefix(count).map(\.status)), [201])
+        let export = try XCTUnwrap(responses.last)
+        XCTAssertEqual(export.status, 200)
+        XCTAssertGreaterThan(export.body.count, 64 * 1024, "large enough to be file-backed")
+        XCTAssertEqual(export.header("Content-Length"), String(export.body.count))
+        guard case .array(let entries)? = export.json?["waterEntries"] else { return XCTFail("no waterEntries: \(export.text.prefix(200))") }
+        XCTAssertEqual(entries.count, count)
+    }
+
     func testValidationListsEveryBadField() throws {
         let s = try srv()
         let u = try s.signUp()

@@ -210,7 +210,11 @@ final class HTTPParserTests: XCTestCase {
         XCTAssertEqual(errorOf("GET / HTTP/1.1 \r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
         XCTAssertEqual(errorOf("G@T / HTTP/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
         XCTAssertEqual(errorOf("GET * HTTP/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
-        XCTAssertEqual(errorOf("GET http://x/ HTTP/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
+        XCTAssertEqual(errorOf("GET ftp://x/ HTTP/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
+        XCTAssertEqual(errorOf("GET http:/x/ HTTP/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
+        XCTAssertEqual(errorOf("GET http:///p HTTP/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
+        XCTAssertEqual(errorOf("GET http://u@x/ HTTP/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
+        XCTAssertEqual(errorOf("GET http://x:8a/ HTTP/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
         XCTAssertEqual(errorOf("GET /a#frag HTTP/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
         XCTAssertEqual(errorOf("GET /\u{7f} HTTP/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
         XCTAssertEqual(errorOf("GET / http/1.1\r\nHost: x\r\n\r\n"), .badRequest(.invalidRequestLine))
@@ -284,6 +288,41 @@ final class HTTPParserTests: XCTestCase {
     func testHostRules() {
         XCTAssertEqual(errorOf("GET / HTTP/1.1\r\n\r\n"), .badRequest(.invalidHost))
         XCTAssertEqual(errorOf("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), .badRequest(.invalidHost))
+        XCTAssertEqual(errorOf("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"), .badRequest(.invalidHost))
+    }
+
+    func testInvalidHostValueIs400() {
+        for value in ["a b/c@d", "a b", "x/y", "u@x", "x:80:81", "x:8a", "[::1", "[]", "a%zz", "a%4", "ex\"ample", "x:-1"] {
+            XCTAssertEqual(errorOf("GET / HTTP/1.1\r\nHost: \(value)\r\n\r\n"), .badRequest(.invalidHost), "Host: \(value)")
+        }
+        // HTTP/1.0 may omit Host, but a Host it sends follows the same rules.
+        XCTAssertEqual(errorOf("GET / HTTP/1.0\r\nHost: a b\r\n\r\n"), .badRequest(.invalidHost))
+    }
+
+    func testValidHostValuesAreAccepted() {
+        for value in ["x", "api.test", "api.test:8080", "127.0.0.1", "127.0.0.1:1", "[::1]", "[::1]:443",
+                      "[v1.fe]", "xn--caf-dma.example", "a%41b", "a_b~c", "h:", ""] {
+            XCTAssertNotNil(parse("GET / HTTP/1.1\r\nHost: \(value)\r\n\r\n").first?.head, "Host: \(value)")
+        }
+    }
+
+    func testAbsoluteFormTargetUsesPathAndQuery() throws {
+        let head = try XCTUnwrap(parse("GET http://api.test/healthz HTTP/1.1\r\nHost: other\r\n\r\n").first?.head)
+        XCTAssertEqual(head.head.path, "/healthz")
+        XCTAssertEqual(head.head.target, "/healthz")
+        XCTAssertNil(head.head.query)
+        let withQuery = try XCTUnwrap(parse("GET HTTPS://api.test:8443/v1/x?a=1&b=/ HTTP/1.1\r\nHost: x\r\n\r\n").first?.head)
+        XCTAssertEqual(withQuery.head.path, "/v1/x")
+        XCTAssertEqual(withQuery.head.query, "a=1&b=/")
+        XCTAssertEqual(withQuery.head.target, "/v1/x?a=1&b=/")
+        let emptyPath = try XCTUnwrap(parse("OPTIONS http://[::1]:80 HTTP/1.1\r\nHost: x\r\n\r\n").first?.head)
+        XCTAssertEqual(emptyPath.head.path, "/")
+        XCTAssertEqual(emptyPath.head.target, "/")
+        let emptyPathQuery = try XCTUnwrap(parse("GET http://h?q HTTP/1.1\r\nHost: x\r\n\r\n").first?.head)
+        XCTAssertEqual(emptyPathQuery.head.path, "/")
+        XCTAssertEqual(emptyPathQuery.head.query, "q")
+        // Byte by byte gives the same head.
+        XCTAssertEqual(parse("GET http://api.test/healthz HTTP/1.1\r\nHost: x\r\n\r\n", piece: 1).first?.head?.head.path, "/healthz")
     }
 
     // MARK: Framing (RFC 9112 §6.3)
@@ -306,12 +345,22 @@ final class HTTPParserTests: XCTestCase {
                        .badRequest(.invalidContentLength))
     }
 
-    func testUnsupportedTransferCodingIs501() {
-        XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"), .unsupportedTransferCoding)
+    func testUnsupportedTransferCodingBeforeChunkedIs501() {
         XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), .unsupportedTransferCoding)
-        XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"),
+        XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"),
                        .unsupportedTransferCoding)
-        XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunkedx\r\n\r\n"), .unsupportedTransferCoding)
+    }
+
+    func testFinalCodingOtherThanChunkedIs400() {
+        let te = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+        for value in ["chunked, identity", "xchunked", "chunkedx", "gzip", "identity", "chunked, chunked", "chunked,gzip"] {
+            XCTAssertEqual(errorOf(te + value + "\r\n\r\n"), .badRequest(.invalidTransferEncoding), "Transfer-Encoding: \(value)")
+        }
+        XCTAssertEqual(errorOf(te + "chunked\r\nTransfer-Encoding: identity\r\n\r\n"), .badRequest(.invalidTransferEncoding))
+        XCTAssertEqual(errorOf(te + "chunked\r\nTransfer-Encoding: chunked\r\n\r\n"), .badRequest(.invalidTransferEncoding))
+        XCTAssertEqual(errorOf(te + "\r\n\r\n"), .badRequest(.invalidTransferEncoding))
+        // Transfer-Encoding in HTTP/1.0 is faulty framing.
+        XCTAssertEqual(errorOf("POST / HTTP/1.0\r\nTransfer-Encoding: chunked, identity\r\n\r\n"), .badRequest(.conflictingFraming))
     }
 
     func testMalformedChunksAre400() {

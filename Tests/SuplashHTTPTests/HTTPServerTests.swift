@@ -116,6 +116,38 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(responder.bigAnswered, count)
     }
 
+    func testRequestsOfAClientThatDoesNotReadDoNotStartPastTheBudget() throws {
+        // Answers produced off the loop: without the budget all 16 would start at once and
+        // their 48 MiB would wait in memory for a client that does not read. Once the
+        // connection has seen a 3 MiB answer, a running request counts that much.
+        try startServer()
+        let c = try client(timeout: 10)
+        c.send("GET /big-later HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(c.readResponse()?.body.count, 3 << 20)
+        let count = 16
+        c.send(String(repeating: "GET /big-later HTTP/1.1\r\nHost: x\r\n\r\n", count: count))
+        usleep(500_000)
+        // Up to what the kernel's socket buffers take, plus one in flight — not all 16.
+        XCTAssertLessThanOrEqual(responder.bigAnswered, 1 + 5, "requests started although the answers before them are not taken")
+        for i in 0..<count {
+            let r = try XCTUnwrap(c.readResponse(), "response \(i)")
+            XCTAssertEqual(r.body.count, 3 << 20)
+        }
+        XCTAssertEqual(responder.bigAnswered, 1 + count)
+    }
+
+    func testFileBodyArrivesComplete() throws {
+        try startServer()
+        let c = try client(timeout: 10)
+        c.send("GET /export HTTP/1.1\r\nHost: x\r\n\r\nGET /export HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        for _ in 0..<2 {
+            let r = try XCTUnwrap(c.readResponse())
+            XCTAssertEqual(r.body.count, 5 << 20)
+            XCTAssertTrue(r.body.allSatisfy { $0 == 0x62 })
+        }
+        XCTAssertEqual(c.readResponse()?.bodyText, "hello")
+    }
+
     func testHTTP10ClosesAfterTheResponse() throws {
         try startServer()
         let c = try client()
@@ -282,12 +314,53 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(out.components(separatedBy: "HTTP/1.1 ").count - 1, 1, out)
     }
 
-    func testUnsupportedTransferCodingIs501() throws {
+    func testUnsupportedTransferCodingBeforeChunkedIs501() throws {
         try startServer()
         let c = try client()
-        c.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n")
+        c.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")
         let r = try XCTUnwrap(c.readResponse())
         XCTAssertEqual(r.status, 501)
+    }
+
+    func testFinalCodingOtherThanChunkedIs400AndCloses() throws {
+        try startServer()
+        for te in ["Transfer-Encoding: chunked, identity", "Transfer-Encoding: xchunked",
+                   "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity", "Transfer-Encoding: chunked, chunked"] {
+            let c = try client()
+            c.send("POST /echo HTTP/1.1\r\nHost: x\r\n\(te)\r\n\r\n0\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            let out = String(decoding: c.readUntilClose(), as: UTF8.self)
+            XCTAssertTrue(out.hasPrefix("HTTP/1.1 400 "), "\(te): \(out)")
+            XCTAssertTrue(out.contains("Connection: close\r\n"), out)
+            XCTAssertEqual(out.components(separatedBy: "HTTP/1.1 ").count - 1, 1, "only one answer: \(out)")
+        }
+        let c = try client()
+        c.send("POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+        XCTAssertTrue(String(decoding: c.readUntilClose(), as: UTF8.self).hasPrefix("HTTP/1.1 400 "))
+    }
+
+    func testAbsoluteFormTargetIsAnswered() throws {
+        try startServer()
+        let c = try client()
+        c.send("GET http://api.test/hello HTTP/1.1\r\nHost: api.test\r\n\r\nGET https://other:8443/echo?x=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try XCTUnwrap(c.readResponse())
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(first.bodyText, "hello")
+        let second = try XCTUnwrap(c.readResponse())
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(second.header("X-Method"), "GET")
+    }
+
+    func testMissingRepeatedOrInvalidHostIs400() throws {
+        try startServer()
+        for host in ["", "Host: a b/c@d\r\n", "Host: a\r\nHost: a\r\n"] {
+            let c = try client()
+            c.send("GET /hello HTTP/1.1\r\n\(host)\r\n")
+            let out = String(decoding: c.readUntilClose(), as: UTF8.self)
+            XCTAssertTrue(out.hasPrefix("HTTP/1.1 400 "), "\(host.debugDescription): \(out)")
+        }
+        let c = try client()
+        c.send("GET /hello HTTP/1.0\r\n\r\n")
+        XCTAssertEqual(c.readResponse()?.status, 200, "HTTP/1.0 may omit Host")
     }
 
     func testErrorAfterGoodPipelinedRequestKeepsOrder() throws {
@@ -512,12 +585,10 @@ final class HTTPServerTests: XCTestCase {
             configuration.connectionCap = 2
             configuration.loopCount = 1
         }
+        // Two busy connections (parked requests): nothing idle to close at the cap.
         var first: RawClient? = try client()
         let second = try client()
-        for c in [first!, second] {
-            c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-            XCTAssertEqual(c.readResponse()?.status, 200)
-        }
+        for c in [first!, second] { c.send("GET /never HTTP/1.1\r\nHost: x\r\n\r\n") }
         // The third connection completes in the kernel backlog but is not served...
         let third = try client(timeout: 0.5)
         third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -527,6 +598,74 @@ final class HTTPServerTests: XCTestCase {
         third.setReceiveTimeout(5)
         XCTAssertEqual(third.readResponse()?.status, 200)
         XCTAssertEqual(server?.openConnections, 2)
+    }
+
+    func testAtTheCapTheOldestIdleKeepAliveConnectionMakesRoom() throws {
+        try startServer { configuration in
+            configuration.connectionCap = 3
+            configuration.loopCount = 1
+        }
+        let oldest = try client()
+        oldest.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(oldest.readResponse()?.status, 200)
+        usleep(20_000)
+        let newer = try client()
+        newer.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(newer.readResponse()?.status, 200)
+        let busy = try client()
+        busy.send("GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(50_000)
+        // At the cap: a new client is served, the oldest idle connection closed for it.
+        let fresh = try client()
+        fresh.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(fresh.readResponse()?.status, 200, "a new client is served at the cap")
+        XCTAssertTrue(oldest.waitForClose(), "the oldest idle keep-alive connection was closed")
+        newer.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(newer.readResponse()?.status, 200, "the newer idle connection still works")
+        XCTAssertEqual(server?.openConnections, 3)
+    }
+
+    func testPerAddressLimitClosesConnectionsPastIt() throws {
+        try startServer { configuration in
+            configuration.maxConnectionsPerAddress = 2
+        }
+        let a = try client(), b = try client()
+        for c in [a, b] {
+            c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(c.readResponse()?.status, 200)
+        }
+        let third = try client()
+        third.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertNil(third.readResponse(), "a third connection from one address is not served")
+        b.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(b.readResponse()?.status, 200, "the admitted connections are unaffected")
+    }
+
+    func testPerAddressLimitFreesSlotsAndExemptsUnlimitedAddresses() throws {
+        try startServer { configuration in
+            configuration.maxConnectionsPerAddress = 1
+        }
+        do {
+            let only = try client()
+            only.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            XCTAssertEqual(only.readResponse()?.status, 200)
+            XCTAssertTrue(only.waitForClose())
+        }
+        usleep(50_000)
+        let next = try client()
+        next.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(next.readResponse()?.status, 200, "a closed connection frees its address's slot")
+
+        server?.shutdown(gracePeriod: 0.5)
+        try startServer { configuration in
+            configuration.maxConnectionsPerAddress = 1
+            configuration.unlimitedAddresses = ["127.0.0.1"]
+        }
+        let clients = try (0..<5).map { _ in try client() }
+        for c in clients {
+            c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(c.readResponse()?.status, 200, "a trusted proxy's address has no per-address limit")
+        }
     }
 
     func testManyConnectionsAcrossLoops() throws {

@@ -155,6 +155,7 @@ struct TestResponse {
 /// - `/park-later` → parked like `/never`, but `onClose` is registered from a worker
 ///   200 ms later (as the real long poll does)
 /// - `/close` → 200 with `Connection: close` set by the responder
+/// - `/big` (3 MiB, on the loop), `/big-later` (3 MiB, from a worker), `/export` (5 MiB file body)
 /// - `/small` has a 10-byte body limit; everything else 1 MiB
 final class TestResponder: HTTPResponder, @unchecked Sendable {
     // Sendable: `lock` guards `closedNotified` and `parked`; the pool is thread-safe.
@@ -207,6 +208,23 @@ final class TestResponder: HTTPResponder, @unchecked Sendable {
             var body = [UInt8](repeating: 0, count: 3 << 20)
             for i in body.indices { body[i] = UInt8(truncatingIfNeeded: i % 251) }
             sink.send(HTTPResponse(status: 200, body: body))
+        } else if path == "/big-later" {
+            // Like /big, answered from a worker (so all pipelined requests could start at once).
+            let accepted = pool.submit { [self] in
+                usleep(10_000)
+                lock.withLock { bigAnsweredValue += 1 }
+                sink.send(HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 3 << 20)))
+            }
+            if !accepted { sink.send(HTTPResponse(status: 503)) }
+        } else if path == "/export" {
+            // A file-backed body (the engine streams it with sendfile).
+            do {
+                let content = [UInt8](repeating: 0x62, count: 5 << 20)
+                let file = try HTTPFileBody.temporary(in: NSTemporaryDirectory()) { try $0.write(content) }
+                sink.send(HTTPResponse(status: 200, bodyFile: file))
+            } catch {
+                sink.send(HTTPResponse(status: 500))
+            }
         } else if path == "/twice" {
             sink.send(HTTPResponse(status: 200, body: Array("first".utf8)))
             sink.send(HTTPResponse(status: 500, body: Array("second".utf8)))

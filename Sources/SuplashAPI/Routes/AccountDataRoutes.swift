@@ -1,3 +1,4 @@
+import Foundation
 import SuplashDomain
 import SuplashHTTP
 import SuplashJSON
@@ -30,8 +31,26 @@ enum AccountDataRoutes {
         return uid
     }
 
+    /// Exports larger than this (bytes) are answered from a temporary file.
+    static let fileBodyThreshold = 64 * 1024
+
     /// `{profile, waterEntries, days, bills, achievements}`; `masked` for admin callers.
+    ///
+    /// A large export is written to an unlinked temporary file and streamed from there as
+    /// the client reads (spec §7 "Memory per connection"): the read snapshot and the JSON in
+    /// memory are released when this returns, however slowly the client reads. If the file
+    /// cannot be written the answer is sent from memory.
     static func export(_ uid: String, masked: Bool, _ request: APIRequest, _ services: Services) throws -> HTTPResponse {
+        var response = try exportResponse(uid, masked: masked, request, services)
+        if response.body.count > fileBodyThreshold,
+           let file = try? HTTPFileBody.temporary(in: NSTemporaryDirectory(), { try $0.write(response.body) }) {
+            response.body = []
+            response.bodyFile = file
+        }
+        return response
+    }
+
+    private static func exportResponse(_ uid: String, masked: Bool, _ request: APIRequest, _ services: Services) throws -> HTTPResponse {
         guard let x = try services.domain.accountData.exportAccount(userID: uid) else { throw APIError.notFound }
         let today = services.domain.clocks.clock(x.profile.timezone).today(now: request.now)
         return .json(200, .object([
