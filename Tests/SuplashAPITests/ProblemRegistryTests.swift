@@ -136,7 +136,7 @@ final class ProblemRegistryTests: XCTestCase {
         XCTAssertEqual(noHost.first?.json?["code"]?.stringValue, "bad_request")
         XCTAssertEqual(noHost.first?.json?["type"]?.stringValue, ProblemCode.badRequest.type)
         let gzipTE = HTTPTestClient.parse(try HTTPTestClient.raw(port: server.port, Array(
-            "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n".utf8)))
+            "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n".utf8)))
         XCTAssertEqual(gzipTE.first?.status, 501)
         XCTAssertEqual(gzipTE.first?.json?["code"]?.stringValue, "not_implemented")
     }
