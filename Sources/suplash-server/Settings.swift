@@ -149,59 +149,78 @@ struct Settings: Sendable, Equatable {
             Field("server.port", \.server.port, flag: "port", "TCP port; 0 = any free port"),
             Field("server.dataDir", \.server.dataDir, flag: "data-dir", "database, JWT secret, backups"),
             Field("server.eventLoops", \.server.eventLoops, note: "(= cores)", "epoll loop threads"),
-            Field("server.workerThreads", \.server.workerThreads, note: "(= 4 × cores, ≥ 8)",
-                  "handler threads for `GET`/`HEAD`/`OPTIONS`"),
-            Field("server.writeWorkerThreads", \.server.writeWorkerThreads, note: "(= 16 × cores, ≥ 32)",
-                  "handler threads for the other methods; a write holds one until its group commit is fsync'd, "
-                      + "so this bounds the jobs per commit"),
-            Field("server.connectionCap", \.server.connectionCap,
-                  "open connections, all loops; at the cap the oldest idle keep-alive connection is closed for a "
-                      + "waiting client, with none idle new clients wait in the backlog ([http](http.md))"),
-            Field("server.maxConnectionsPerAddress", \.server.maxConnectionsPerAddress,
-                  "open connections from one client address; more are closed at once (addresses in "
-                      + "`server.trustedProxies` are exempt)"),
-            Field("server.connectionMemoryBudgetBytes", \.server.connectionMemoryBudgetBytes,
-                  "bytes one connection may hold (requests read, answers not taken) before the engine stops reading "
-                      + "it and starts none of its further requests"),
-            Field("server.headerReadTimeoutSeconds", \.server.headerReadTimeoutSeconds,
-                  "seconds to receive a request's head; 408 after"),
-            Field("server.keepAliveIdleSeconds", \.server.keepAliveIdleSeconds,
-                  "seconds an idle keep-alive connection stays open"),
+            Field(
+                "server.workerThreads", \.server.workerThreads, note: "(= 4 × cores, ≥ 8)",
+                "handler threads for `GET`/`HEAD`/`OPTIONS`"),
+            Field(
+                "server.writeWorkerThreads", \.server.writeWorkerThreads, note: "(= 16 × cores, ≥ 32)",
+                "handler threads for the other methods; a write holds one until its group commit is fsync'd, "
+                    + "so this bounds the jobs per commit"),
+            Field(
+                "server.connectionCap", \.server.connectionCap,
+                "open connections, all loops; at the cap the oldest idle keep-alive connection is closed for a "
+                    + "waiting client, with none idle new clients wait in the backlog ([http](http.md))"),
+            Field(
+                "server.maxConnectionsPerAddress", \.server.maxConnectionsPerAddress,
+                "open connections from one client address; more are closed at once (addresses in "
+                    + "`server.trustedProxies` are exempt)"),
+            Field(
+                "server.connectionMemoryBudgetBytes", \.server.connectionMemoryBudgetBytes,
+                "bytes one connection may hold (requests read, answers not taken) before the engine stops reading "
+                    + "it and starts none of its further requests"),
+            Field(
+                "server.headerReadTimeoutSeconds", \.server.headerReadTimeoutSeconds,
+                "seconds to receive a request's head; 408 after"),
+            Field(
+                "server.keepAliveIdleSeconds", \.server.keepAliveIdleSeconds,
+                "seconds an idle keep-alive connection stays open"),
             Field("server.maxBodyBytes", \.server.maxBodyBytes, "request body bound in bytes; 413 past it"),
-            Field("server.batchMaxBodyBytes", \.server.batchMaxBodyBytes,
-                  "request body bound in bytes for the batch and sync routes"),
-            Field("server.shutdownGraceSeconds", \.server.shutdownGraceSeconds,
-                  "seconds SIGTERM waits for requests in flight (drain bound)"),
-            Field("server.trustedProxies", \.server.trustedProxies,
-                  "comma-separated proxy IPs whose `X-Forwarded-For` is believed"),
-            Field("server.backupDir", \.server.backupDir, shown: "`<dataDir>/backups`",
-                  "where `POST /v1/admin/backup` writes"),
-            Field("server.corsOrigins", \.server.corsOrigins,
-                  "comma-separated exact browser origins (`https://app.example.com`) allowed by CORS; empty = CORS off "
-                      + "(see [operations](operations.md#cors))"),
-            Field("server.openapiPath", \.server.openapiPath, shown: "found upward",
-                  "`docs/openapi.json`, served at `GET /openapi.json`"),
-            Field("storage.driver", \.storage.driver,
-                  "`sqlite`, or `postgres` (any number of instances on one database; see [PostgreSQL](postgresql.md))"),
+            Field(
+                "server.batchMaxBodyBytes", \.server.batchMaxBodyBytes,
+                "request body bound in bytes for the batch and sync routes"),
+            Field(
+                "server.shutdownGraceSeconds", \.server.shutdownGraceSeconds,
+                "seconds SIGTERM waits for requests in flight (drain bound)"),
+            Field(
+                "server.trustedProxies", \.server.trustedProxies,
+                "comma-separated proxy IPs whose `X-Forwarded-For` is believed"),
+            Field(
+                "server.backupDir", \.server.backupDir, shown: "`<dataDir>/backups`",
+                "where `POST /v1/admin/backup` writes"),
+            Field(
+                "server.corsOrigins", \.server.corsOrigins,
+                "comma-separated exact browser origins (`https://app.example.com`) allowed by CORS; empty = CORS off "
+                    + "(see [operations](operations.md#cors))"),
+            Field(
+                "server.openapiPath", \.server.openapiPath, shown: "found upward",
+                "`docs/openapi.json`, served at `GET /openapi.json`"),
+            Field(
+                "storage.driver", \.storage.driver,
+                "`sqlite`, or `postgres` (any number of instances on one database; see [PostgreSQL](postgresql.md))"),
             Field("storage.sqlitePath", \.storage.sqlitePath, shown: "`<dataDir>/suplash.sqlite`", "database file"),
             Field("storage.migrationsDir", \.storage.migrationsDir, shown: "found upward", "`Migrations/sqlite`"),
             Field("storage.readers", \.storage.readers, "SQLite read-only connections"),
             Field("storage.busyTimeoutMs", \.storage.busyTimeoutMs, "milliseconds SQLite waits for a lock (busy timeout)"),
-            Field("storage.writerCacheKib", \.storage.writerCacheKib,
-                  "the writer connection's SQLite page cache bound, KiB (`cache_size`)"),
+            Field(
+                "storage.writerCacheKib", \.storage.writerCacheKib,
+                "the writer connection's SQLite page cache bound, KiB (`cache_size`)"),
             Field("storage.readerCacheKib", \.storage.readerCacheKib, "each reader connection's SQLite page cache bound, KiB"),
-            Field("storage.writeProbeIntervalSeconds", \.storage.writeProbeIntervalSeconds,
-                  "seconds between storage write probes behind `/readyz` "
-                      + "([operations](operations.md#readiness-and-the-write-probe)); 0 = off"),
-            Field("storage.postgresUrl", \.storage.postgresUrl,
-                  "libpq URL when `storage.driver` is `postgres` (Unix socket or loopback; keep passwords in "
-                      + "`~/.pgpass`, not in the URL)"),
+            Field(
+                "storage.writeProbeIntervalSeconds", \.storage.writeProbeIntervalSeconds,
+                "seconds between storage write probes behind `/readyz` "
+                    + "([operations](operations.md#readiness-and-the-write-probe)); 0 = off"),
+            Field(
+                "storage.postgresUrl", \.storage.postgresUrl,
+                "libpq URL when `storage.driver` is `postgres` (Unix socket or loopback; keep passwords in "
+                    + "`~/.pgpass`, not in the URL)"),
             Field("storage.postgresPoolSize", \.storage.postgresPoolSize, "most PostgreSQL connections per instance"),
-            Field("storage.postgresMigrationsDir", \.storage.postgresMigrationsDir, shown: "found upward",
-                  "`Migrations/postgres`"),
-            Field("auth.jwtSecret", \.auth.jwtSecret, secret: true, shown: "generated",
-                  "≥ 32 bytes (base64url or text); else `<dataDir>/jwt-secret`, made on first start, mode 0600 "
-                      + "(shown as `(set)` by `config`)"),
+            Field(
+                "storage.postgresMigrationsDir", \.storage.postgresMigrationsDir, shown: "found upward",
+                "`Migrations/postgres`"),
+            Field(
+                "auth.jwtSecret", \.auth.jwtSecret, secret: true, shown: "generated",
+                "≥ 32 bytes (base64url or text); else `<dataDir>/jwt-secret`, made on first start, mode 0600 "
+                    + "(shown as `(set)` by `config`)"),
             Field("auth.accessTokenTtlSeconds", \.auth.accessTokenTtlSeconds, "access token lifetime, seconds"),
             Field("auth.refreshTokenTtlSeconds", \.auth.refreshTokenTtlSeconds, "refresh token lifetime, seconds"),
             Field("auth.argon2MemoryKib", \.auth.argon2MemoryKib, "Argon2id memory m, KiB (OWASP minimum)"),
@@ -209,36 +228,46 @@ struct Settings: Sendable, Equatable {
             Field("auth.argon2Parallelism", \.auth.argon2Parallelism, "Argon2id lanes p"),
             Field("auth.hashingConcurrency", \.auth.hashingConcurrency, note: "(= cores)", "password hashes at once"),
             Field("ratelimit.enabled", \.ratelimit.enabled, "all layers on/off (benchmarks turn them off)"),
-            Field("ratelimit.authPerIpPerHour", \.ratelimit.authPerIpPerHour,
-                  "requests per hour to `/v1/auth/*` per client address"),
+            Field(
+                "ratelimit.authPerIpPerHour", \.ratelimit.authPerIpPerHour,
+                "requests per hour to `/v1/auth/*` per client address"),
             Field("ratelimit.ipPerMinute", \.ratelimit.ipPerMinute, "requests per minute to every route per client address"),
             Field("ratelimit.devicePerMinute", \.ratelimit.devicePerMinute, "requests per minute per `X-Device-ID`"),
             Field("ratelimit.userPerMinute", \.ratelimit.userPerMinute, "requests per minute per authenticated user"),
-            Field("ratelimit.loginFailuresPerAccountPer15Minutes", \.ratelimit.loginFailuresPerAccountPer15Minutes,
-                  "failed logins per email per 15 minutes"),
-            Field("ratelimit.store", \.ratelimit.store,
-                  "where token buckets live: `memory` (per process), `database` (PostgreSQL table "
-                      + "`rate_limit_buckets`, shared by every instance; refused on SQLite), `auto` = `database` on "
-                      + "PostgreSQL, `memory` on SQLite"),
-            Field("billing.tariffsDir", \.billing.tariffsDir, shown: "found upward",
-                  "`config/tariffs`: tariff JSON files ([format](hydration.md#tariffs))"),
-            Field("reminders.messagesDir", \.reminders.messagesDir, shown: "found upward",
-                  "`config/messages`: alert message catalogue, one JSON file per language ([reminders](reminders.md#messages))"),
-            Field("sync.tombstoneRetentionDays", \.sync.tombstoneRetentionDays,
-                  "days tombstones are kept; older ones are purged and older sync tokens get 410"),
-            Field("sync.maintenanceIntervalSeconds", \.sync.maintenanceIntervalSeconds,
-                  "seconds between runs of the purge job (tombstones, expired Idempotency-Key records); first run 1 s "
-                      + "after start"),
-            Field("mail.transport", \.mail.transport,
-                  "`file` (`.eml` files under `<dataDir>/mail`) or `resend` ([mail](operations.md#mail-email-codes))"),
+            Field(
+                "ratelimit.loginFailuresPerAccountPer15Minutes", \.ratelimit.loginFailuresPerAccountPer15Minutes,
+                "failed logins per email per 15 minutes"),
+            Field(
+                "ratelimit.store", \.ratelimit.store,
+                "where token buckets live: `memory` (per process), `database` (PostgreSQL table "
+                    + "`rate_limit_buckets`, shared by every instance; refused on SQLite), `auto` = `database` on "
+                    + "PostgreSQL, `memory` on SQLite"),
+            Field(
+                "billing.tariffsDir", \.billing.tariffsDir, shown: "found upward",
+                "`config/tariffs`: tariff JSON files ([format](hydration.md#tariffs))"),
+            Field(
+                "reminders.messagesDir", \.reminders.messagesDir, shown: "found upward",
+                "`config/messages`: alert message catalogue, one JSON file per language ([reminders](reminders.md#messages))"),
+            Field(
+                "sync.tombstoneRetentionDays", \.sync.tombstoneRetentionDays,
+                "days tombstones are kept; older ones are purged and older sync tokens get 410"),
+            Field(
+                "sync.maintenanceIntervalSeconds", \.sync.maintenanceIntervalSeconds,
+                "seconds between runs of the purge job (tombstones, expired Idempotency-Key records); first run 1 s "
+                    + "after start"),
+            Field(
+                "mail.transport", \.mail.transport,
+                "`file` (`.eml` files under `<dataDir>/mail`) or `resend` ([mail](operations.md#mail-email-codes))"),
             Field("mail.resendURL", \.mail.resendURL, "Resend API base; mail is `POST {url}/emails`"),
-            Field("mail.resendApiKey", \.mail.resendApiKey, secret: true,
-                  "Resend API key (required for `resend`; shown as `(set)` by `config`)"),
+            Field(
+                "mail.resendApiKey", \.mail.resendApiKey, secret: true,
+                "Resend API key (required for `resend`; shown as `(set)` by `config`)"),
             Field("mail.from", \.mail.from, "sender mailbox (a domain verified at Resend)"),
             Field("apple.jwksURL", \.apple.jwksURL, "Apple's key set: an http(s) URL, a `file://` URL or a path"),
-            Field("apple.audiences", \.apple.audiences,
-                  "comma-separated bundle ids / service ids accepted as `aud`; empty = every Apple token is refused "
-                      + "([setup](operations.md#sign-in-with-apple))"),
+            Field(
+                "apple.audiences", \.apple.audiences,
+                "comma-separated bundle ids / service ids accepted as `aud`; empty = every Apple token is refused "
+                    + "([setup](operations.md#sign-in-with-apple))"),
             Field("log.level", \.log.level, "lowest level logged: `debug` `info` `warning` `error`"),
         ]
     }
@@ -291,7 +320,10 @@ struct Settings: Sendable, Equatable {
         var out = "SUPLASH_"
         let scalars = Array(key.unicodeScalars)
         for (i, c) in scalars.enumerated() {
-            if c == "." { out += "_"; continue }
+            if c == "." {
+                out += "_"
+                continue
+            }
             let isUpper = CharacterSet.uppercaseLetters.contains(c)
             if isUpper, i > 0 {
                 let prev = scalars[i - 1]
@@ -385,8 +417,10 @@ extension Settings {
         /// - Parameters:
         ///   - shown: the docs' default cell when the built-in value would mislead (`found upward`).
         ///   - note: text after the built-in default in the docs (`(= cores)`).
-        init<Value: SettingValue>(_ key: String, _ path: WritableKeyPath<Settings, Value>, flag: String? = nil,
-                                  secret: Bool = false, shown: String? = nil, note: String? = nil, _ doc: String) {
+        init<Value: SettingValue>(
+            _ key: String, _ path: WritableKeyPath<Settings, Value>, flag: String? = nil,
+            secret: Bool = false, shown: String? = nil, note: String? = nil, _ doc: String
+        ) {
             self.key = key
             self.flag = flag
             self.doc = doc

@@ -12,9 +12,10 @@ final class ConfigurationDocsTests: XCTestCase {
         XCTAssertTrue(begin.hasPrefix("<!-- BEGIN generated"), begin)
         let end = try XCTUnwrap(lines.dropLast().last, "no end marker")
         let file = try String(contentsOfFile: TestServer.packageRoot + "/docs/configuration.md", encoding: .utf8)
-        let documented = try XCTUnwrap(file.range(of: begin).flatMap { start in
-            file.range(of: end, range: start.upperBound..<file.endIndex).map { String(file[start.lowerBound..<$0.upperBound]) + "\n" }
-        }, "docs/configuration.md lacks the generated key table's markers; run scripts/update-config-docs")
+        let documented = try XCTUnwrap(
+            file.range(of: begin).flatMap { start in
+                file.range(of: end, range: start.upperBound..<file.endIndex).map { String(file[start.lowerBound..<$0.upperBound]) + "\n" }
+            }, "docs/configuration.md lacks the generated key table's markers; run scripts/update-config-docs")
         XCTAssertEqual(documented, generated, "docs/configuration.md's key table is stale: run scripts/update-config-docs")
     }
 
@@ -24,8 +25,9 @@ final class ConfigurationDocsTests: XCTestCase {
         let (_, generated, _) = try TestServer.runCLI(["config", "--markdown"])
         XCTAssertTrue(generated.contains("| `server.dataDir` | `SUPLASH_SERVER_DATA_DIR` | `--data-dir` | `./data` |"), generated)
         XCTAssertTrue(generated.contains("| `mail.resendURL` | `SUPLASH_MAIL_RESEND_URL` | |"), generated)
-        XCTAssertTrue(generated.contains(
-            "| `ratelimit.loginFailuresPerAccountPer15Minutes` | `SUPLASH_RATELIMIT_LOGIN_FAILURES_PER_ACCOUNT_PER15_MINUTES` |"))
+        XCTAssertTrue(
+            generated.contains(
+                "| `ratelimit.loginFailuresPerAccountPer15Minutes` | `SUPLASH_RATELIMIT_LOGIN_FAILURES_PER_ACCOUNT_PER15_MINUTES` |"))
         let (_, defaults, _) = try TestServer.runCLI(["config", "defaults"])
         let keyCount = generated.split(separator: "\n").filter { $0.hasPrefix("| `") }.count
         XCTAssertEqual(keyCount, defaults.components(separatedBy: "\":").count - 1 - 10, "one row per key (10 sections)")
@@ -64,9 +66,12 @@ final class SettingsLoadingTests: XCTestCase {
         let valid = dir + "/valid.json"
         try Data(#"{"server": {"port": 7000, "corsOrigins": "https://a.example"}, "ratelimit": {"enabled": false}}"#.utf8)
             .write(to: URL(fileURLWithPath: valid))
-        let (s3, out, e3) = try TestServer.runCLI(["config", "--config", valid, "--port", "9000"],
-                                                  environment: ["SUPLASH_SERVER_PORT": "8000",
-                                                                "SUPLASH_SERVER_CORS_ORIGINS": " https://b.example , ,https://c.example"])
+        let (s3, out, e3) = try TestServer.runCLI(
+            ["config", "--config", valid, "--port", "9000"],
+            environment: [
+                "SUPLASH_SERVER_PORT": "8000",
+                "SUPLASH_SERVER_CORS_ORIGINS": " https://b.example , ,https://c.example",
+            ])
         XCTAssertEqual(s3, 0, e3)
         XCTAssertTrue(out.contains(#""port":9000"#), out)
         XCTAssertTrue(out.contains(#""corsOrigins":"https://b.example,https://c.example""#), out)
