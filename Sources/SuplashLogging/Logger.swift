@@ -1,7 +1,7 @@
 import Foundation
 
 /// Severity of a log line.
-public enum LogLevel: String, Sendable, Comparable {
+public enum LogLevel: String, Sendable, Comparable, CaseIterable {
     case debug, info, warning, error
 
     private var rank: Int {

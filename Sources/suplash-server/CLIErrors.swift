@@ -12,7 +12,7 @@ enum CLIError {
         let name = database ?? "the database"
         switch error {
         case let e as StartupRefusal: return (e.description, e.exitCode)
-        case let e as Configuration.LoadError: return (e.description, ExitCode.failure)
+        case let e as Settings.LoadError: return (e.description, ExitCode.failure)
         case let e as MigrationError: return (e.description, ExitCode.dataError)
         case let e as ParsedCommandLine.UsageError: return (e.description, ExitCode.usage)
         case let e as StorageError:

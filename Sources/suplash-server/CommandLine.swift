@@ -11,7 +11,8 @@ struct ParsedCommandLine {
     }
 
     /// Flags that take a value; every other `--x` is an error.
-    static let valueFlags: Set<String> = ["host", "port", "data-dir", "config", "name", "to", "from"]
+    /// (`--host`, `--port`, `--data-dir` set configuration keys: `Settings.flagNames`.)
+    static let valueFlags: Set<String> = Settings.flagNames.union(["config", "name", "to", "from"])
     /// Flags without a value.
     static let switchFlags: Set<String> = ["force", "markdown", "init-empty", "new-jwt-secret"]
 
@@ -38,15 +39,6 @@ struct ParsedCommandLine {
                 positional.append(arg)
             }
         }
-    }
-
-    /// Flags mapped onto configuration keys.
-    var configurationFlags: [String: String] {
-        var out: [String: String] = [:]
-        if let v = options["host"] { out["server.host"] = v }
-        if let v = options["port"] { out["server.port"] = v }
-        if let v = options["data-dir"] { out["server.dataDir"] = v }
-        return out
     }
 
     static let usage = """
@@ -78,6 +70,7 @@ struct ParsedCommandLine {
                                     print every problem code the server can emit as JSON
                                     (code, status, title, type, scope), or docs/errors.md
           config [defaults]         print the effective configuration (or the built-in defaults) as JSON
+          config --markdown         print the key table of docs/configuration.md
           help                      this text
 
         Configuration: config/suplash.json, overridden by SUPLASH_<SECTION>_<KEY> variables,

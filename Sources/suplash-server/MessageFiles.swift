@@ -22,14 +22,14 @@ enum MessageFiles {
         var locales: [LocaleMessages] = []
         for file in files {
             guard let data = FileManager.default.contents(atPath: dir + "/" + file) else {
-                throw Configuration.LoadError(description: "cannot read message file \(file)")
+                throw Settings.LoadError(description: "cannot read message file \(file)")
             }
             do {
                 locales.append(try LocaleMessages(json: try JSONParser.parse(Array(data))))
             } catch let error as MessageCatalogue.FormatError {
-                throw Configuration.LoadError(description: "message file \(file): \(error.description)")
+                throw Settings.LoadError(description: "message file \(file): \(error.description)")
             } catch {
-                throw Configuration.LoadError(description: "message file \(file) is not valid JSON")
+                throw Settings.LoadError(description: "message file \(file) is not valid JSON")
             }
         }
         do {
@@ -37,7 +37,7 @@ enum MessageFiles {
             logger.info("messages_loaded", .count("languages", locales.count))
             return catalogue
         } catch {
-            throw Configuration.LoadError(description: "messages: \(error.description)")
+            throw Settings.LoadError(description: "messages: \(error.description)")
         }
     }
 }

@@ -13,13 +13,13 @@ import SuplashStorage
 /// table names and row counts — never row contents, never the URL. Exit 0 when verified,
 /// 1 on a refusal, an error or a count mismatch.
 enum MigrateDataCommand {
-    static func run(_ parsed: ParsedCommandLine, configuration: Configuration, logger: Logger) throws -> Int32 {
-        let sqlitePath = try sourcePath(parsed.options["from"], configuration: configuration)
-        let url = try targetURL(parsed.options["to"], configuration: configuration)
+    static func run(_ parsed: ParsedCommandLine, settings: Settings, logger: Logger) throws -> Int32 {
+        let sqlitePath = try sourcePath(parsed.options["from"], settings: settings)
+        let url = try targetURL(parsed.options["to"], settings: settings)
         let force = parsed.switches.contains("force")
 
         let migrations = try Migrator.load(directory: try ResourceLocator.locate(
-            "Migrations/postgres", configured: configuration.string("storage.postgresMigrationsDir"), directory: true,
+            "Migrations/postgres", configured: settings.storage.postgresMigrationsDir, directory: true,
             configKey: "storage.postgresMigrationsDir"))
         let target: PostgresDatabase
         do {
@@ -75,13 +75,13 @@ enum MigrateDataCommand {
     }
 
     /// `sqlite:PATH` (or a bare path): the file itself, or `PATH/suplash.sqlite` for a data dir.
-    static func sourcePath(_ option: String?, configuration: Configuration) throws -> String {
+    static func sourcePath(_ option: String?, settings: Settings) throws -> String {
         var path: String
         if let option {
             path = option.hasPrefix("sqlite:") ? String(option.dropFirst("sqlite:".count)) : option
         } else {
-            path = configuration.string("storage.sqlitePath")
-            if path.isEmpty { path = configuration.string("server.dataDir") }
+            path = settings.storage.sqlitePath
+            if path.isEmpty { path = settings.server.dataDir }
         }
         guard !path.isEmpty else { throw ParsedCommandLine.UsageError(description: "migrate-data needs --from sqlite:PATH") }
         var isDirectory: ObjCBool = false
@@ -95,8 +95,8 @@ enum MigrateDataCommand {
     }
 
     /// `postgres:URL`, a `postgres://`/`postgresql://` URL, or `storage.postgresUrl`.
-    static func targetURL(_ option: String?, configuration: Configuration) throws -> String {
-        var url = option ?? configuration.string("storage.postgresUrl")
+    static func targetURL(_ option: String?, settings: Settings) throws -> String {
+        var url = option ?? settings.storage.postgresUrl
         if url.hasPrefix("postgres:") && !url.hasPrefix("postgres://") {
             url = String(url.dropFirst("postgres:".count))
         }

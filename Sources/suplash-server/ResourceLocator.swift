@@ -6,7 +6,7 @@ enum ResourceLocator {
     /// `configured` when it is not empty; else `relativePath` under the working directory or
     /// under a parent of the executable (a build tree such as `.build/release`, or `/app`),
     /// the first that exists as a folder (`directory`) or a regular file.
-    /// - Throws: a `Configuration.LoadError` naming `relativePath` and `configKey`.
+    /// - Throws: a `Settings.LoadError` naming `relativePath` and `configKey`.
     static func locate(_ relativePath: String, configured: String, directory: Bool, configKey: String) throws -> String {
         if !configured.isEmpty { return configured }
         var candidates = [FileManager.default.currentDirectoryPath + "/" + relativePath]
@@ -22,6 +22,6 @@ enum ResourceLocator {
                 return c
             }
         }
-        throw Configuration.LoadError(description: "cannot find \(relativePath); set \(configKey)")
+        throw Settings.LoadError(description: "cannot find \(relativePath); set \(configKey)")
     }
 }

@@ -14,7 +14,7 @@ import SuplashStorage
 /// Opens the data dir and the database and applies pending migrations: the common
 /// start of `serve`, `migrate` and `admin-key`.
 struct Environment {
-    let configuration: Configuration
+    let settings: Settings
     let dataDir: String
     let backend: StorageBackend
     let migrations: [Migration]
@@ -26,30 +26,29 @@ struct Environment {
     ///   - options: what `--init-empty` / `--new-jwt-secret` allow (spec §7 start-up checks).
     ///   - requireDatabase: refuse when there is no database yet (`backup`: nothing to copy).
     /// - Throws: `StartupRefusal` when the data dir or the database fails a start-up check
-    ///   (`StartupChecks`), `Configuration.LoadError`, `MigrationError`, or the store's error.
-    static func make(_ configuration: Configuration, logger: Logger, migrate: Bool,
+    ///   (`StartupChecks`), `Settings.LoadError`, `MigrationError`, or the store's error.
+    static func make(_ settings: Settings, logger: Logger, migrate: Bool,
                      options: StartupOptions = StartupOptions(), requireDatabase: Bool = false) throws -> Environment {
-        let dataDir = configuration.string("server.dataDir")
+        let dataDir = settings.server.dataDir
         let backend: StorageBackend
         let migrations: [Migration]
-        switch configuration.string("storage.driver") {
-        case "sqlite":
-            var path = configuration.string("storage.sqlitePath")
-            if path.isEmpty { path = dataDir + "/suplash.sqlite" }
-            migrations = try Migrator.load(directory: try locateMigrations(configuration.string("storage.migrationsDir")))
+        switch settings.storage.driver {
+        case .sqlite:
+            let path = settings.sqliteDatabasePath
+            migrations = try Migrator.load(directory: try locateMigrations(settings.storage.migrationsDir))
             if requireDatabase, (fileSize(path) ?? 0) == 0 {
                 throw StartupRefusal(description: "\(path) is missing or empty: there is no database to read. Check "
                                      + "--data-dir (server.dataDir) and storage.sqlitePath", exitCode: ExitCode.noInput)
             }
             let plan = try StartupChecks.preflightSQLite(
                 dataDir: dataDir, databasePath: path, options: options,
-                secretConfigured: !configuration.string("auth.jwtSecret").isEmpty, logger: logger)
+                secretConfigured: !settings.auth.jwtSecret.isEmpty, logger: logger)
             let database: SQLiteDatabase
             do {
-                database = try SQLiteDatabase(path: path, readers: try configuration.int("storage.readers"),
-                                              busyTimeoutMs: try configuration.int("storage.busyTimeoutMs"),
-                                              writerCacheKiB: try configuration.int("storage.writerCacheKib"),
-                                              readerCacheKiB: try configuration.int("storage.readerCacheKib"))
+                database = try SQLiteDatabase(path: path, readers: settings.storage.readers,
+                                              busyTimeoutMs: settings.storage.busyTimeoutMs,
+                                              writerCacheKiB: settings.storage.writerCacheKib,
+                                              readerCacheKiB: settings.storage.readerCacheKib)
             } catch let error as StorageError {
                 throw StartupChecks.openFailed(path, error)
             }
@@ -61,16 +60,16 @@ struct Environment {
                 throw error
             }
             backend = .sqlite(database)
-        case "postgres":
-            let url = configuration.string("storage.postgresUrl")
+        case .postgres:
+            let url = settings.storage.postgresUrl
             guard !url.isEmpty else {
-                throw Configuration.LoadError(description: "storage.postgresUrl is required when storage.driver is postgres")
+                throw Settings.LoadError(description: "storage.postgresUrl is required when storage.driver is postgres")
             }
             migrations = try Migrator.load(directory: try ResourceLocator.locate(
-                "Migrations/postgres", configured: configuration.string("storage.postgresMigrationsDir"), directory: true,
+                "Migrations/postgres", configured: settings.storage.postgresMigrationsDir, directory: true,
                 configKey: "storage.postgresMigrationsDir"))
             do {
-                backend = .postgres(try PostgresDatabase(url: url, poolSize: max(1, try configuration.int("storage.postgresPoolSize"))))
+                backend = .postgres(try PostgresDatabase(url: url, poolSize: max(1, settings.storage.postgresPoolSize)))
             } catch let error as PostgresError {
                 // The server's text may echo the URL (with a password): report the kind only.
                 throw StartupRefusal(description: "cannot connect to PostgreSQL (storage.postgresUrl): "
@@ -85,14 +84,12 @@ struct Environment {
                     throw error
                 }
             }
-        default:
-            throw Configuration.LoadError(description: "storage.driver must be sqlite or postgres")
         }
         if migrate {
             let applied = try backend.migrate(migrations)
             if applied > 0 { logger.info("migrations_applied", .count("applied", applied)) }
         }
-        return Environment(configuration: configuration, dataDir: dataDir, backend: backend, migrations: migrations,
+        return Environment(settings: settings, dataDir: dataDir, backend: backend, migrations: migrations,
                            logger: logger, options: options)
     }
 
@@ -110,11 +107,11 @@ struct Environment {
         let path = try ResourceLocator.locate("docs/openapi.json", configured: configured, directory: false,
                                               configKey: "server.openapiPath")
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw Configuration.LoadError(description: "cannot read the OpenAPI document (server.openapiPath)")
+            throw Settings.LoadError(description: "cannot read the OpenAPI document (server.openapiPath)")
         }
         let bytes = Array(data)
         guard case .object = try? JSONParser.parse(bytes) else {
-            throw Configuration.LoadError(description: "the OpenAPI document (server.openapiPath) is not a JSON object")
+            throw Settings.LoadError(description: "the OpenAPI document (server.openapiPath) is not a JSON object")
         }
         return bytes
     }
@@ -128,7 +125,7 @@ struct Environment {
     /// database holds accounts — their tokens were signed with a secret that is gone —
     /// unless `--new-jwt-secret`.
     func sharedJWTSecret(_ store: PostgresStore) throws -> [UInt8] {
-        if !configuration.string("auth.jwtSecret").isEmpty { return try jwtSecret() }
+        if !settings.auth.jwtSecret.isEmpty { return try jwtSecret() }
         let file = Self.readSecretFile(dataDir + "/jwt-secret")
         if file == nil, !options.newJWTSecret, case .postgres(let database) = backend {
             let (stored, accounts) = try database.read { c in
@@ -161,11 +158,11 @@ struct Environment {
     /// when it is missing while the database holds accounts — unless `--new-jwt-secret`
     /// (a bad file is then moved aside first).
     func jwtSecret() throws -> [UInt8] {
-        let configured = configuration.string("auth.jwtSecret")
+        let configured = settings.auth.jwtSecret
         if !configured.isEmpty {
             let bytes = Base64URL.decode(configured) ?? Array(configured.utf8)
             guard bytes.count >= 32 else {
-                throw Configuration.LoadError(description: "auth.jwtSecret must hold at least 32 bytes")
+                throw Settings.LoadError(description: "auth.jwtSecret must hold at least 32 bytes")
             }
             return bytes
         }
@@ -211,7 +208,7 @@ struct Environment {
 /// `suplash-server serve` (and `routes`, which wires the same application and prints its
 /// route table instead of serving).
 enum ServeCommand {
-    static func run(_ configuration: Configuration, logger: Logger, routesOnly: Bool = false,
+    static func run(_ settings: Settings, logger: Logger, routesOnly: Bool = false,
                     options: StartupOptions = StartupOptions()) throws -> Int32 {
         // Signals are taken synchronously by this thread (sigwait), so block them before any
         // other thread starts; writes to closed sockets must not kill the process.
@@ -235,14 +232,14 @@ enum ServeCommand {
         let limits = ResourceLimits.raiseOpenFileLimit()
         logger.info("open_file_limit", .number("soft", limits.soft), .number("hard", limits.hard))
 
-        let env = try Environment.make(configuration, logger: logger, migrate: true, options: options)
+        let env = try Environment.make(settings, logger: logger, migrate: true, options: options)
         if !routesOnly { try WALPositionCheck.run(env.backend, logger: logger) }
         let storageHealth = StorageHealth()
         let (store, subscribe, postgresStore) = env.backend.makeStore(health: storageHealth)
         let secret = try postgresStore.map { try env.sharedJWTSecret($0) } ?? env.jwtSecret()
         let tokens = TokenService(secret: secret,
-                                  accessTokenTTL: Int64(try configuration.int("auth.accessTokenTtlSeconds")),
-                                  refreshTokenTTL: Int64(try configuration.int("auth.refreshTokenTtlSeconds")))
+                                  accessTokenTTL: Int64(settings.auth.accessTokenTtlSeconds),
+                                  refreshTokenTTL: Int64(settings.auth.refreshTokenTtlSeconds))
         let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
         let revocations = RevocationView(
             revokedSessions: try store.sessionsRevoked(since: nowMs - (tokens.accessTokenTTL + 60) * 1000),
@@ -256,28 +253,27 @@ enum ServeCommand {
             sessionCheck = { sessionID, userID in try postgresStore.isSessionLive(id: sessionID, userID: userID) }
         }
         let rateLimits: RateLimits
-        if configuration.bool("ratelimit.enabled") {
+        if settings.ratelimit.enabled {
             rateLimits = RateLimits(
-                authPerAddressPerHour: try configuration.int("ratelimit.authPerIpPerHour"),
-                perAddressPerMinute: try configuration.int("ratelimit.ipPerMinute"),
-                perDevicePerMinute: try configuration.int("ratelimit.devicePerMinute"),
-                perUserPerMinute: try configuration.int("ratelimit.userPerMinute"),
-                loginFailuresPerAccountPer15Minutes: try configuration.int("ratelimit.loginFailuresPerAccountPer15Minutes"),
-                trustedProxies: Set(configuration.string("server.trustedProxies").split(separator: ",")
-                    .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }),
-                shared: try SharedStateWiring.rateLimitBuckets(configuration, store: store, secret: secret, logger: logger))
+                authPerAddressPerHour: settings.ratelimit.authPerIpPerHour,
+                perAddressPerMinute: settings.ratelimit.ipPerMinute,
+                perDevicePerMinute: settings.ratelimit.devicePerMinute,
+                perUserPerMinute: settings.ratelimit.userPerMinute,
+                loginFailuresPerAccountPer15Minutes: settings.ratelimit.loginFailuresPerAccountPer15Minutes,
+                trustedProxies: Set(settings.server.trustedProxies),
+                shared: try SharedStateWiring.rateLimitBuckets(settings, store: store, secret: secret, logger: logger))
         } else {
             rateLimits = .disabled
         }
         let metrics = Metrics()
-        var backupDir = configuration.string("server.backupDir")
+        var backupDir = settings.server.backupDir
         if backupDir.isEmpty { backupDir = env.dataDir + "/backups" }
-        var concurrency = try configuration.int("auth.hashingConcurrency")
+        var concurrency = settings.auth.hashingConcurrency
         if concurrency <= 0 { concurrency = ProcessInfo.processInfo.activeProcessorCount }
         let hashing = try PasswordHashing(
-            parameters: Argon2idParameters(memoryKiB: UInt32(try configuration.int("auth.argon2MemoryKib")),
-                                           iterations: UInt32(try configuration.int("auth.argon2Iterations")),
-                                           parallelism: UInt32(try configuration.int("auth.argon2Parallelism"))),
+            parameters: Argon2idParameters(memoryKiB: UInt32(settings.auth.argon2MemoryKib),
+                                           iterations: UInt32(settings.auth.argon2Iterations),
+                                           parallelism: UInt32(settings.auth.argon2Parallelism)),
             concurrency: concurrency)
         let backend = env.backend
         var services = Services(
@@ -288,29 +284,28 @@ enum ServeCommand {
             pageTokens: PageTokenCodec(key: HMACSHA256.authenticationCode(key: secret, message: Array("suplash page tokens v1".utf8))),
             passwordHashing: hashing, timeZones: TimeZoneDatabase(),
             domain: DomainServices(hydration: store, bills: store, accountData: store,
-                                   tariffs: try TariffFiles.load(configuration.string("billing.tariffsDir"), logger: logger)),
+                                   tariffs: try TariffFiles.load(settings.billing.tariffsDir, logger: logger)),
             readiness: backend.readiness(env.migrations),
             operations: store, rateLimits: rateLimits, metrics: metrics, backupDirectory: backupDir,
             sync: SyncWiring.services(store: store, subscribe: subscribe, secret: secret),
-            openAPIDocument: try Environment.loadOpenAPIDocument(configuration.string("server.openapiPath")))
+            openAPIDocument: try Environment.loadOpenAPIDocument(settings.server.openapiPath))
         // The alert message catalogue is checked at start, so a bad file refuses start-up
         // before any reminder needs it; the reminder sender of push delivery will take it from here.
-        _ = try MessageFiles.load(configuration.string("reminders.messagesDir"), logger: logger)
+        _ = try MessageFiles.load(settings.reminders.messagesDir, logger: logger)
         let maintenance = SyncMaintenance(repository: store, idempotency: store,
-                                          retentionDays: try configuration.int("sync.tombstoneRetentionDays"),
-                                          intervalSeconds: Double(max(1, try configuration.int("sync.maintenanceIntervalSeconds"))),
+                                          retentionDays: settings.sync.tombstoneRetentionDays,
+                                          intervalSeconds: Double(max(1, settings.sync.maintenanceIntervalSeconds)),
                                           logger: logger)
-        let outbox = try MailWiring.install(into: &services, configuration: configuration, dataDir: env.dataDir, store: store,
+        let outbox = try MailWiring.install(into: &services, settings: settings, dataDir: env.dataDir, store: store,
                                             secret: secret, logger: logger)
         services.storageHealth = storageHealth
 
         var api = APIConfiguration()
-        api.defaultBodyLimit = try configuration.int("server.maxBodyBytes")
-        api.batchBodyLimit = try configuration.int("server.batchMaxBodyBytes")
-        api.workerThreads = try configuration.int("server.workerThreads")
-        api.writeWorkerThreads = try configuration.int("server.writeWorkerThreads")
-        api.corsOrigins = Set(configuration.string("server.corsOrigins").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        api.defaultBodyLimit = settings.server.maxBodyBytes
+        api.batchBodyLimit = settings.server.batchMaxBodyBytes
+        api.workerThreads = settings.server.workerThreads
+        api.writeWorkerThreads = settings.server.writeWorkerThreads
+        api.corsOrigins = Set(settings.server.corsOrigins)
         let application = Application(services: services, configuration: api, logger: logger)
         if routesOnly {
             let table = JSONValue.array(application.routes.map {
@@ -323,18 +318,17 @@ enum ServeCommand {
         }
 
         var http = HTTPServerConfiguration()
-        http.host = configuration.string("server.host")
-        http.port = try configuration.int("server.port")
-        let loops = try configuration.int("server.eventLoops")
+        http.host = settings.server.host
+        http.port = settings.server.port
+        let loops = settings.server.eventLoops
         http.loopCount = loops > 0 ? loops : ProcessInfo.processInfo.activeProcessorCount
-        http.connectionCap = try configuration.int("server.connectionCap")
-        http.maxConnectionsPerAddress = try configuration.int("server.maxConnectionsPerAddress")
-        http.connectionMemoryBudget = try configuration.int("server.connectionMemoryBudgetBytes")
+        http.connectionCap = settings.server.connectionCap
+        http.maxConnectionsPerAddress = settings.server.maxConnectionsPerAddress
+        http.connectionMemoryBudget = settings.server.connectionMemoryBudgetBytes
         // Proxies' clients all arrive from the proxy's address: no per-address limit for them.
-        http.unlimitedAddresses = Set(configuration.string("server.trustedProxies").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
-        http.headerReadTimeout = Double(try configuration.int("server.headerReadTimeoutSeconds"))
-        http.keepAliveIdleTimeout = Double(try configuration.int("server.keepAliveIdleSeconds"))
+        http.unlimitedAddresses = Set(settings.server.trustedProxies)
+        http.headerReadTimeout = Double(settings.server.headerReadTimeoutSeconds)
+        http.keepAliveIdleTimeout = Double(settings.server.keepAliveIdleSeconds)
         http.defaultBodyLimit = api.defaultBodyLimit
         http.errorResponse = { error, _ in APIError.engineResponse(error) }
         let server = HTTPServer(configuration: http, responder: application, logger: logger)
@@ -356,7 +350,7 @@ enum ServeCommand {
         // Storage health: the periodic write probe, storage-error log lines and metrics.
         let storageMonitor = StorageMonitor(
             health: storageHealth, probe: store,
-            intervalSeconds: Double(max(0, try configuration.int("storage.writeProbeIntervalSeconds"))),
+            intervalSeconds: Double(max(0, settings.storage.writeProbeIntervalSeconds)),
             metrics: metrics, logger: logger)
         // Several instances on one PostgreSQL database: hear the others' commits and
         // revocations (started before serving; its first LISTEN re-reads the revocations).
@@ -373,7 +367,7 @@ enum ServeCommand {
         var received: Int32 = 0
         sigwait(&signals, &received)
         logger.info("shutting_down", .number("signal", Int(received)))
-        server.shutdown(gracePeriod: Double(try configuration.int("server.shutdownGraceSeconds")))
+        server.shutdown(gracePeriod: Double(settings.server.shutdownGraceSeconds))
         application.shutdown()
         cluster?.stop()
         maintenance.stop()

@@ -17,25 +17,23 @@ enum SharedStateWiring {
     /// the store's `rate_limit_buckets` (PostgreSQL only); `auto` (default) → `database` on
     /// PostgreSQL, `memory` on SQLite. Bucket names are HMACs under a key derived from
     /// the JWT secret (which every instance shares already).
-    /// - Throws: `Configuration.LoadError` for another value, or `database` on SQLite.
-    static func rateLimitBuckets(_ configuration: Configuration, store: any SuplashStore, secret: [UInt8],
+    /// - Throws: `Settings.LoadError` for `database` on SQLite.
+    static func rateLimitBuckets(_ settings: Settings, store: any SuplashStore, secret: [UInt8],
                                  logger: Logger) throws -> SharedRateLimitBuckets? {
-        let choice = configuration.string("ratelimit.store")
+        let choice = settings.ratelimit.store
         let repository = store as? any RateLimitBucketRepository
         switch choice {
-        case "memory":
+        case .memory:
             return nil
-        case "auto", "database":
+        case .auto, .database:
             guard let repository, isShared(store) else {
-                if choice == "database" {
-                    throw Configuration.LoadError(description: "ratelimit.store=database needs storage.driver=postgres")
+                if choice == .database {
+                    throw Settings.LoadError(description: "ratelimit.store=database needs storage.driver=postgres")
                 }
                 return nil
             }
             let key = HMACSHA256.authenticationCode(key: secret, message: Array("suplash rate limit buckets v1".utf8))
             return SharedRateLimitBuckets(repository: repository, key: key, logger: logger)
-        default:
-            throw Configuration.LoadError(description: "ratelimit.store must be auto, memory or database")
         }
     }
 }

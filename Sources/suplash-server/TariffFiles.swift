@@ -18,14 +18,14 @@ enum TariffFiles {
         var tariffs: [Tariff] = []
         for file in files {
             guard let data = FileManager.default.contents(atPath: dir + "/" + file) else {
-                throw Configuration.LoadError(description: "cannot read tariff file \(file)")
+                throw Settings.LoadError(description: "cannot read tariff file \(file)")
             }
             do {
                 tariffs.append(try Tariff(json: try JSONParser.parse(Array(data))))
             } catch let error as Tariff.FormatError {
-                throw Configuration.LoadError(description: "tariff file \(file): \(error.description)")
+                throw Settings.LoadError(description: "tariff file \(file): \(error.description)")
             } catch {
-                throw Configuration.LoadError(description: "tariff file \(file) is not valid JSON")
+                throw Settings.LoadError(description: "tariff file \(file) is not valid JSON")
             }
         }
         do {
@@ -33,7 +33,7 @@ enum TariffFiles {
             logger.info("tariffs_loaded", .count("tariffs", tariffs.count))
             return catalog
         } catch {
-            throw Configuration.LoadError(description: "tariffs: \(error.description)")
+            throw Settings.LoadError(description: "tariffs: \(error.description)")
         }
     }
 }

@@ -6,7 +6,7 @@ import SuplashStorage
 /// position file"): refuses to serve a database that is behind the last change position
 /// acknowledged to clients, then has every later group commit record its position.
 enum WALPositionCheck {
-    /// - Throws: `Configuration.LoadError` with `AcknowledgedPositionBehind`'s explanation
+    /// - Throws: `Settings.LoadError` with `AcknowledgedPositionBehind`'s explanation
     ///   (what happened, what to do) when the database lost acknowledged commits;
     ///   `StorageError` when the side file cannot be written.
     static func run(_ backend: StorageBackend, logger: Logger) throws {
@@ -18,7 +18,7 @@ enum WALPositionCheck {
         } catch let behind as AcknowledgedPositionBehind {
             logger.error("wal_position_behind", .count("databasePosition", Int(behind.databasePosition)),
                          .count("acknowledgedPosition", Int(behind.acknowledgedPosition)))
-            throw Configuration.LoadError(description: behind.description)
+            throw Settings.LoadError(description: behind.description)
         }
         switch outcome {
         case .created: logger.info("wal_position_file_created")

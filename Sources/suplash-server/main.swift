@@ -33,31 +33,36 @@ func main() -> Int32 {
         }
         return 0
     }
+    if parsed.command == "config", parsed.switches.contains("markdown") {
+        // The key table of docs/configuration.md: from the declarations alone, never the environment.
+        do {
+            print(try Settings.markdownTable(), terminator: "")
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("suplash-server: \(error)\n".utf8))
+            return 1
+        }
+    }
     var databasePath: String?
     do {
-        let configuration = try Configuration.load(file: parsed.options["config"],
-                                                   environment: ProcessInfo.processInfo.environment,
-                                                   flags: parsed.configurationFlags)
-        let level = LogLevel(rawValue: configuration.string("log.level")) ?? .info
-        let logger = Logger(minimumLevel: level)
-        if configuration.string("storage.driver") == "sqlite" {
-            let configured = configuration.string("storage.sqlitePath")
-            databasePath = configured.isEmpty ? configuration.string("server.dataDir") + "/suplash.sqlite" : configured
-        }
+        let settings = try Settings.load(file: parsed.options["config"], environment: ProcessInfo.processInfo.environment,
+                                         flags: parsed.options)
+        let logger = Logger(minimumLevel: settings.log.level)
+        if settings.storage.driver == .sqlite { databasePath = settings.sqliteDatabasePath }
         let options = StartupOptions(parsed)
         switch parsed.command {
         case "serve":
-            return try ServeCommand.run(configuration, logger: logger, options: options)
+            return try ServeCommand.run(settings, logger: logger, options: options)
         case "migrate":
-            let env = try Environment.make(configuration, logger: logger, migrate: true, options: options)
+            let env = try Environment.make(settings, logger: logger, migrate: true, options: options)
             let applied = try env.backend.applied()
             env.backend.close()
             print("schema at version \(applied.last?.version ?? 0) (\(applied.count) migrations applied)")
             return 0
         case "routes":
-            return try ServeCommand.run(configuration, logger: logger, routesOnly: true)
+            return try ServeCommand.run(settings, logger: logger, routesOnly: true)
         case "config":
-            print(configuration.rendered(defaultsOnly: parsed.positional.first == "defaults"))
+            print(settings.rendered(defaultsOnly: parsed.positional.first == "defaults"))
             return 0
         case "backup":
             // A consistent online snapshot (SQLite's backup API) while a server may be running.
@@ -65,15 +70,15 @@ func main() -> Int32 {
                 throw ParsedCommandLine.UsageError(description: "backup needs --to FILE")
             }
             try BackupCommand.checkDestination(destination)
-            let env = try Environment.make(configuration, logger: logger, migrate: false, requireDatabase: true)
+            let env = try Environment.make(settings, logger: logger, migrate: false, requireDatabase: true)
             defer { env.backend.close() }
             let bytes = try BackupCommand.run(env.backend, to: destination)
             print("\(destination)\t\(bytes) bytes")
             return 0
         case "migrate-data":
-            return try MigrateDataCommand.run(parsed, configuration: configuration, logger: logger)
+            return try MigrateDataCommand.run(parsed, settings: settings, logger: logger)
         case "admin-key":
-            return try AdminKeyCommand.run(parsed, configuration: configuration, logger: logger)
+            return try AdminKeyCommand.run(parsed, settings: settings, logger: logger)
         default:
             FileHandle.standardError.write(Data("suplash-server: unknown command\n\n\(ParsedCommandLine.usage)\n".utf8))
             return 64
@@ -87,8 +92,8 @@ func main() -> Int32 {
 
 /// `admin-key create --name NAME | list | revoke NAME`.
 enum AdminKeyCommand {
-    static func run(_ parsed: ParsedCommandLine, configuration: Configuration, logger: Logger) throws -> Int32 {
-        let env = try Environment.make(configuration, logger: logger, migrate: true)
+    static func run(_ parsed: ParsedCommandLine, settings: Settings, logger: Logger) throws -> Int32 {
+        let env = try Environment.make(settings, logger: logger, migrate: true)
         defer { env.backend.close() }
         let store = env.backend.makeStore().store
         let now = Int64(Date().timeIntervalSince1970 * 1000)
