@@ -38,9 +38,11 @@ public final class AppleClientSecretIssuer: Sendable {
     ///   - renewalMarginSeconds: a secret with less than this left is replaced; clamped to
     ///     60 s … half the lifetime (default 1 hour, or half a short lifetime).
     ///   - now: the clock, Unix seconds.
-    public init(key: ES256PrivateKey, keyID: String, teamID: String, lifetimeSeconds: Int64 = 86_400,
-                renewalMarginSeconds: Int64 = 3_600,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public init(
+        key: ES256PrivateKey, keyID: String, teamID: String, lifetimeSeconds: Int64 = 86_400,
+        renewalMarginSeconds: Int64 = 3_600,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.key = key
         self.keyID = keyID
         self.teamID = teamID

@@ -50,8 +50,10 @@ public enum AppleIDRequestBuilder {
     ///   - clientSecret: from `AppleClientSecretIssuer.secret(clientID:)`.
     ///   - code: the app's `authorizationCode` (single use, valid 5 minutes).
     ///   - redirectURI: only for web sign-in, the URI the code was sent to.
-    public static func tokenRequest(tokenURL: String = defaultTokenURL, clientID: String, clientSecret: String, code: String,
-                                    redirectURI: String? = nil) -> HTTPClientRequest {
+    public static func tokenRequest(
+        tokenURL: String = defaultTokenURL, clientID: String, clientSecret: String, code: String,
+        redirectURI: String? = nil
+    ) -> HTTPClientRequest {
         var fields = [("client_id", clientID), ("client_secret", clientSecret), ("code", code), ("grant_type", "authorization_code")]
         if let redirectURI { fields.append(("redirect_uri", redirectURI)) }
         return post(tokenURL, fields)
@@ -64,17 +66,26 @@ public enum AppleIDRequestBuilder {
     ///   - clientID: the client id the token was issued to.
     ///   - clientSecret: from `AppleClientSecretIssuer.secret(clientID:)`.
     ///   - refreshToken: Apple's refresh token (opened from its sealed column just before sending).
-    public static func revokeRequest(revokeURL: String = defaultRevokeURL, clientID: String, clientSecret: String,
-                                     refreshToken: String) -> HTTPClientRequest {
-        post(revokeURL, [("client_id", clientID), ("client_secret", clientSecret), ("token", refreshToken),
-                         ("token_type_hint", "refresh_token")])
+    public static func revokeRequest(
+        revokeURL: String = defaultRevokeURL, clientID: String, clientSecret: String,
+        refreshToken: String
+    ) -> HTTPClientRequest {
+        post(
+            revokeURL,
+            [
+                ("client_id", clientID), ("client_secret", clientSecret), ("token", refreshToken),
+                ("token_type_hint", "refresh_token"),
+            ])
     }
 
     private static func post(_ url: String, _ fields: [(String, String)]) -> HTTPClientRequest {
-        HTTPClientRequest(method: "POST", url: url,
-                          headers: [HTTPClientHeader("content-type", "application/x-www-form-urlencoded"),
-                                    HTTPClientHeader("accept", "application/json")],
-                          body: FormURLEncoding.encode(fields))
+        HTTPClientRequest(
+            method: "POST", url: url,
+            headers: [
+                HTTPClientHeader("content-type", "application/x-www-form-urlencoded"),
+                HTTPClientHeader("accept", "application/json"),
+            ],
+            body: FormURLEncoding.encode(fields))
     }
 }
 

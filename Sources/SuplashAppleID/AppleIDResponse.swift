@@ -19,7 +19,8 @@ public enum AppleIDErrorCode: String, Sendable, Hashable, CaseIterable {
     /// The code named in a body `{"error": "..."}`.
     public init(body: [UInt8]) {
         guard let value = try? JSONParser.parse(body, maxDepth: 4), let text = value["error"]?.stringValue,
-              let code = AppleIDErrorCode(rawValue: text), code != .connectionFailed else {
+            let code = AppleIDErrorCode(rawValue: text), code != .connectionFailed
+        else {
             self = .other
             return
         }

@@ -24,16 +24,20 @@ public enum AES256GCM {
     ///   - associatedData: authenticated, not encrypted (may be empty).
     /// - Returns: the ciphertext (same length as `plaintext`) and the 16-byte tag.
     /// - Throws: `SealingError.invalidKeyOrNonce` for wrong lengths, `.cipherFailed` if OpenSSL fails.
-    public static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8],
-                            associatedData: [UInt8] = []) throws(SealingError) -> (ciphertext: [UInt8], tag: [UInt8]) {
+    public static func seal(
+        _ plaintext: [UInt8], key: [UInt8], nonce: [UInt8],
+        associatedData: [UInt8] = []
+    ) throws(SealingError) -> (ciphertext: [UInt8], tag: [UInt8]) {
         guard key.count == keyLength, nonce.count == nonceLength, plaintext.count < Int(Int32.max),
-              associatedData.count < Int(Int32.max) else { throw .invalidKeyOrNonce }
+            associatedData.count < Int(Int32.max)
+        else { throw .invalidKeyOrNonce }
         defer { ERR_clear_error() }
         guard let context = EVP_CIPHER_CTX_new() else { throw .cipherFailed }
         defer { EVP_CIPHER_CTX_free(context) }
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count)
         var tag = [UInt8](repeating: 0, count: tagLength)
-        var ok = EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1
+        var ok =
+            EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1
             && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceLength), nil) == 1
             && EVP_EncryptInit_ex(context, nil, nil, key, nonce) == 1
         var length: Int32 = 0
@@ -70,16 +74,20 @@ public enum AES256GCM {
     /// - Returns: the plaintext. Nothing is returned unless the tag verifies.
     /// - Throws: `SealingError.authenticationFailed` (wrong key, nonce, data or tag; any changed
     ///   byte), `.invalidKeyOrNonce` for wrong lengths, `.cipherFailed` if OpenSSL fails.
-    public static func open(_ ciphertext: [UInt8], tag: [UInt8], key: [UInt8], nonce: [UInt8],
-                            associatedData: [UInt8] = []) throws(SealingError) -> [UInt8] {
+    public static func open(
+        _ ciphertext: [UInt8], tag: [UInt8], key: [UInt8], nonce: [UInt8],
+        associatedData: [UInt8] = []
+    ) throws(SealingError) -> [UInt8] {
         guard key.count == keyLength, nonce.count == nonceLength, ciphertext.count < Int(Int32.max),
-              associatedData.count < Int(Int32.max) else { throw .invalidKeyOrNonce }
+            associatedData.count < Int(Int32.max)
+        else { throw .invalidKeyOrNonce }
         guard tag.count == tagLength else { throw .authenticationFailed }
         defer { ERR_clear_error() }
         guard let context = EVP_CIPHER_CTX_new() else { throw .cipherFailed }
         defer { EVP_CIPHER_CTX_free(context) }
         var plaintext = [UInt8](repeating: 0, count: ciphertext.count)
-        var ok = EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1
+        var ok =
+            EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1
             && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceLength), nil) == 1
             && EVP_DecryptInit_ex(context, nil, nil, key, nonce) == 1
         var length: Int32 = 0
@@ -119,8 +127,10 @@ public enum HKDFSHA256 {
     ///   - length: 1…8160 bytes (255 × 32, RFC 5869 §2.3).
     /// - Throws: `SealingError.keyDerivationFailed` for an empty IKM, an out-of-range length or an
     ///   OpenSSL failure.
-    public static func deriveKey(inputKeyingMaterial: [UInt8], salt: [UInt8] = [], info: [UInt8] = [],
-                                 length: Int) throws(SealingError) -> [UInt8] {
+    public static func deriveKey(
+        inputKeyingMaterial: [UInt8], salt: [UInt8] = [], info: [UInt8] = [],
+        length: Int
+    ) throws(SealingError) -> [UInt8] {
         guard !inputKeyingMaterial.isEmpty, length > 0, length <= 255 * 32 else { throw .keyDerivationFailed }
         defer { ERR_clear_error() }
         guard let kdf = EVP_KDF_fetch(nil, "HKDF", nil) else { throw .keyDerivationFailed }
@@ -132,14 +142,16 @@ public enum HKDFSHA256 {
         // The builder keeps these pointers until `OSSL_PARAM_BLD_to_param`: they must outlive the
         // calls, so they are static strings, not bridged temporaries.
         guard let digestName = staticCString("digest"), let sha256 = staticCString("SHA256"), let keyName = staticCString("key"),
-              let saltName = staticCString("salt"), let infoName = staticCString("info") else { throw .keyDerivationFailed }
+            let saltName = staticCString("salt"), let infoName = staticCString("info")
+        else { throw .keyDerivationFailed }
         var output = [UInt8](repeating: 0, count: length)
         let derived: Bool = inputKeyingMaterial.withUnsafeBytes { ikm in
             salt.withUnsafeBytes { saltBytes in
                 info.withUnsafeBytes { infoBytes in
                     // `OSSL_PARAM_BLD_to_param` copies the octet strings into the parameter block.
                     guard OSSL_PARAM_BLD_push_utf8_string(builder, digestName, sha256, 0) == 1,
-                          OSSL_PARAM_BLD_push_octet_string(builder, keyName, ikm.baseAddress, ikm.count) == 1 else { return false }
+                        OSSL_PARAM_BLD_push_octet_string(builder, keyName, ikm.baseAddress, ikm.count) == 1
+                    else { return false }
                     if saltBytes.count > 0 {
                         guard OSSL_PARAM_BLD_push_octet_string(builder, saltName, saltBytes.baseAddress, saltBytes.count) == 1 else {
                             return false

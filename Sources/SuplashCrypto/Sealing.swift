@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Why sealing or opening a value failed. Descriptions are fixed strings: no plaintext, no
@@ -87,8 +87,10 @@ public struct SealingKey: Sendable, CustomStringConvertible {
     /// A key from exactly 32 bytes (`nil` otherwise).
     public init?(bytes: [UInt8]) {
         guard bytes.count == AES256GCM.keyLength,
-              let subkey = try? HKDFSHA256.deriveKey(inputKeyingMaterial: bytes, salt: Array("suplash blind index v1".utf8),
-                                                     info: Array("apns device token".utf8), length: 32) else { return nil }
+            let subkey = try? HKDFSHA256.deriveKey(
+                inputKeyingMaterial: bytes, salt: Array("suplash blind index v1".utf8),
+                info: Array("apns device token".utf8), length: 32)
+        else { return nil }
         self.bytes = bytes
         self.id = hexString(HMACSHA256.authenticationCode(key: bytes, message: Array("suplash sealing key id v1".utf8)).prefix(8))
         self.blindIndexKey = subkey
@@ -99,10 +101,10 @@ public struct SealingKey: Sendable, CustomStringConvertible {
 
     /// Reads a key file: a regular file of exactly 32 bytes that neither group nor others may
     /// read or write (mode `0600` or `0400`). Symbolic links are followed; the checks apply to
-    /// the file they lead to.
+    /// the file they lead to. Opened non-blocking, so a FIFO in its place is refused, not waited on.
     /// - Throws: `SealingKeyFileError` naming the file and the fix.
     public static func load(path: String) throws(SealingKeyFileError) -> SealingKey {
-        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw .unreadable(path: path, errno: errno) }
         defer { _ = Glibc.close(descriptor) }
         var info = stat()
@@ -342,7 +344,8 @@ public struct SealingKeyring: Sendable {
             throw .malformedEnvelope
         }
         guard let payload = Base64URL.decode(bytes: parts[2]),
-              payload.count >= AES256GCM.nonceLength + AES256GCM.tagLength else { throw .malformedEnvelope }
+            payload.count >= AES256GCM.nonceLength + AES256GCM.tagLength
+        else { throw .malformedEnvelope }
         return (version, keyID, payload)
     }
 }

@@ -3,6 +3,7 @@ import SuplashHTTPClient
 import SuplashJSON
 import Synchronization
 import XCTest
+
 @testable import SuplashAppleID
 
 /// A test-only P-256 key (PKCS#8 PEM, the `.p8` layout).
@@ -56,8 +57,9 @@ final class AppleClientSecretTests: XCTestCase {
 
     func testHeaderClaimsAndSignature() throws {
         let clock = ManualClock(start)
-        let issuer = AppleClientSecretIssuer(key: key, keyID: "ABC123DEFG", teamID: "TEAM123456", lifetimeSeconds: 86_400,
-                                             now: clock.now)
+        let issuer = AppleClientSecretIssuer(
+            key: key, keyID: "ABC123DEFG", teamID: "TEAM123456", lifetimeSeconds: 86_400,
+            now: clock.now)
         let secret = try issuer.secret(clientID: "app.suplash.Suplash")
         let (header, claims) = try parts(secret)
         XCTAssertEqual(header, .object([("alg", "ES256"), ("kid", "ABC123DEFG")]))
@@ -88,8 +90,9 @@ final class AppleClientSecretTests: XCTestCase {
 
     func testReusedUntilCloseToExpiryThenRenewed() throws {
         let clock = ManualClock(start)
-        let issuer = AppleClientSecretIssuer(key: key, keyID: "K", teamID: "T", lifetimeSeconds: 86_400, renewalMarginSeconds: 3_600,
-                                             now: clock.now)
+        let issuer = AppleClientSecretIssuer(
+            key: key, keyID: "K", teamID: "T", lifetimeSeconds: 86_400, renewalMarginSeconds: 3_600,
+            now: clock.now)
         let first = try issuer.secret(clientID: "app.suplash.Suplash")
         clock.advance(86_400 - 3_601)
         XCTAssertEqual(try issuer.secret(clientID: "app.suplash.Suplash"), first, "more than the margin left: reused")
@@ -126,44 +129,52 @@ final class AppleIDRequestTests: XCTestCase {
     }
 
     func testFormEncoding() {
-        XCTAssertEqual(String(decoding: FormURLEncoding.encode([("a", "b c"), ("x+y", "1&2=3"), ("t", "*-._~/é")]), as: UTF8.self),
-                       "a=b+c&x%2By=1%262%3D3&t=*-._%7E%2F%C3%A9")
+        XCTAssertEqual(
+            String(decoding: FormURLEncoding.encode([("a", "b c"), ("x+y", "1&2=3"), ("t", "*-._~/é")]), as: UTF8.self),
+            "a=b+c&x%2By=1%262%3D3&t=*-._%7E%2F%C3%A9")
         XCTAssertEqual(FormURLEncoding.encode([]), [])
         XCTAssertEqual(String(decoding: FormURLEncoding.encode([("empty", "")]), as: UTF8.self), "empty=")
     }
 
     func testTokenRequest() {
-        let request = AppleIDRequestBuilder.tokenRequest(clientID: "app.suplash.Suplash", clientSecret: "eyJ.a.b",
-                                                         code: "c0de.with/odd+chars")
+        let request = AppleIDRequestBuilder.tokenRequest(
+            clientID: "app.suplash.Suplash", clientSecret: "eyJ.a.b",
+            code: "c0de.with/odd+chars")
         XCTAssertEqual(request.method, "POST")
         XCTAssertEqual(request.url, "https://appleid.apple.com/auth/token")
         XCTAssertEqual(header(request, "content-type"), "application/x-www-form-urlencoded")
         XCTAssertEqual(header(request, "accept"), "application/json")
-        XCTAssertEqual(String(decoding: request.body, as: UTF8.self),
-                       "client_id=app.suplash.Suplash&client_secret=eyJ.a.b&code=c0de.with%2Fodd%2Bchars&grant_type=authorization_code")
-        let web = AppleIDRequestBuilder.tokenRequest(tokenURL: "https://127.0.0.1:9443/auth/token", clientID: "app.suplash.web",
-                                                     clientSecret: "s", code: "c", redirectURI: "https://suplash.app/apple/callback")
+        XCTAssertEqual(
+            String(decoding: request.body, as: UTF8.self),
+            "client_id=app.suplash.Suplash&client_secret=eyJ.a.b&code=c0de.with%2Fodd%2Bchars&grant_type=authorization_code")
+        let web = AppleIDRequestBuilder.tokenRequest(
+            tokenURL: "https://127.0.0.1:9443/auth/token", clientID: "app.suplash.web",
+            clientSecret: "s", code: "c", redirectURI: "https://suplash.app/apple/callback")
         XCTAssertEqual(web.url, "https://127.0.0.1:9443/auth/token")
-        XCTAssertEqual(String(decoding: web.body, as: UTF8.self),
-                       "client_id=app.suplash.web&client_secret=s&code=c&grant_type=authorization_code"
-                           + "&redirect_uri=https%3A%2F%2Fsuplash.app%2Fapple%2Fcallback")
+        XCTAssertEqual(
+            String(decoding: web.body, as: UTF8.self),
+            "client_id=app.suplash.web&client_secret=s&code=c&grant_type=authorization_code"
+                + "&redirect_uri=https%3A%2F%2Fsuplash.app%2Fapple%2Fcallback")
     }
 
     func testRevokeRequest() {
-        let request = AppleIDRequestBuilder.revokeRequest(clientID: "app.suplash.Suplash", clientSecret: "eyJ.a.b",
-                                                          refreshToken: "r1a2b3.0.abc")
+        let request = AppleIDRequestBuilder.revokeRequest(
+            clientID: "app.suplash.Suplash", clientSecret: "eyJ.a.b",
+            refreshToken: "r1a2b3.0.abc")
         XCTAssertEqual(request.method, "POST")
         XCTAssertEqual(request.url, "https://appleid.apple.com/auth/revoke")
         XCTAssertEqual(header(request, "content-type"), "application/x-www-form-urlencoded")
-        XCTAssertEqual(String(decoding: request.body, as: UTF8.self),
-                       "client_id=app.suplash.Suplash&client_secret=eyJ.a.b&token=r1a2b3.0.abc&token_type_hint=refresh_token")
+        XCTAssertEqual(
+            String(decoding: request.body, as: UTF8.self),
+            "client_id=app.suplash.Suplash&client_secret=eyJ.a.b&token=r1a2b3.0.abc&token_type_hint=refresh_token")
     }
 
     func testTokenResponseParsing() {
         let body = Array(#"{"access_token":"a","token_type":"Bearer","expires_in":3600,"refresh_token":"r.1","id_token":"h.p.s"}"#.utf8)
         XCTAssertEqual(AppleTokenResponse(body: body), AppleTokenResponse(refreshToken: "r.1", idToken: "h.p.s"))
-        XCTAssertEqual(AppleTokenResponse(body: Array(#"{"access_token":"a","id_token":"h.p.s"}"#.utf8)),
-                       AppleTokenResponse(refreshToken: nil, idToken: "h.p.s"))
+        XCTAssertEqual(
+            AppleTokenResponse(body: Array(#"{"access_token":"a","id_token":"h.p.s"}"#.utf8)),
+            AppleTokenResponse(refreshToken: nil, idToken: "h.p.s"))
         XCTAssertNil(AppleTokenResponse(body: Array(#"{"refresh_token":7}"#.utf8)))
         XCTAssertNil(AppleTokenResponse(body: Array(#"{"refresh_token":""}"#.utf8)))
         XCTAssertNil(AppleTokenResponse(body: Array(#"["refresh_token"]"#.utf8)))
@@ -186,8 +197,9 @@ final class AppleIDResponseClassifierTests: XCTestCase {
 
     func testOurConfigurationPausesAndAlarms() {
         for code in ["invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope"] {
-            XCTAssertEqual(AppleIDResponseClassifier.decide(status: 400, body: body(code)),
-                           .configurationError(AppleIDErrorCode(rawValue: code)!), code)
+            XCTAssertEqual(
+                AppleIDResponseClassifier.decide(status: 400, body: body(code)),
+                .configurationError(AppleIDErrorCode(rawValue: code)!), code)
         }
         XCTAssertEqual(AppleIDResponseClassifier.decide(status: 401, body: []), .configurationError(.invalidClient))
         XCTAssertEqual(AppleIDResponseClassifier.decide(error: .http2NotNegotiated(.http1_1)), .configurationError(.connectionFailed))
@@ -199,8 +211,9 @@ final class AppleIDResponseClassifierTests: XCTestCase {
         XCTAssertEqual(AppleIDResponseClassifier.decide(status: 503, body: [], retryAfter: "120"), .retryLater(.other, retryAfterSeconds: 120))
         let throttled = HTTPClientResponse(status: 429, headers: [HTTPClientHeader("retry-after", "30")], body: [], httpVersion: .http2)
         XCTAssertEqual(AppleIDResponseClassifier.decide(throttled), .retryLater(.other, retryAfterSeconds: 30))
-        XCTAssertEqual(AppleIDResponseClassifier.decide(status: 429, body: [], retryAfter: "Wed, 21 Oct 2026 07:28:00 GMT"),
-                       .retryLater(.other, retryAfterSeconds: nil))
+        XCTAssertEqual(
+            AppleIDResponseClassifier.decide(status: 429, body: [], retryAfter: "Wed, 21 Oct 2026 07:28:00 GMT"),
+            .retryLater(.other, retryAfterSeconds: nil))
         for error in [HTTPClientError.couldNotConnect, .couldNotResolve, .tls, .timedOut, .connectionLost, .shutDown, .curl(code: 7)] {
             XCTAssertEqual(AppleIDResponseClassifier.decide(error: error), .retryLater(.connectionFailed, retryAfterSeconds: nil))
         }
@@ -210,8 +223,9 @@ final class AppleIDResponseClassifierTests: XCTestCase {
         XCTAssertEqual(AppleIDResponseClassifier.decide(status: 400, body: body("invalid_request")), .rejected(.invalidRequest))
         XCTAssertEqual(AppleIDResponseClassifier.decide(status: 400, body: body("something_new")), .rejected(.other))
         XCTAssertEqual(AppleIDResponseClassifier.decide(status: 404, body: Array("<html>".utf8)), .rejected(.other))
-        XCTAssertEqual(AppleIDResponseClassifier.decide(status: 400, body: body("connection_failed")), .rejected(.other),
-                       "our own marker is not read from a body")
+        XCTAssertEqual(
+            AppleIDResponseClassifier.decide(status: 400, body: body("connection_failed")), .rejected(.other),
+            "our own marker is not read from a body")
         XCTAssertEqual(AppleIDResponseClassifier.decide(error: .responseTooLarge), .rejected(.other))
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import SuplashCrypto
 
 /// Bytes from hex text (test vectors).
@@ -77,8 +78,9 @@ final class AES256GCMTests: XCTestCase {
 final class HKDFTests: XCTestCase {
     /// RFC 5869 appendix A.1 (SHA-256, basic test case).
     func testRFC5869TestCase1() throws {
-        let okm = try HKDFSHA256.deriveKey(inputKeyingMaterial: [UInt8](repeating: 0x0b, count: 22),
-                                           salt: bytes("000102030405060708090a0b0c"), info: bytes("f0f1f2f3f4f5f6f7f8f9"), length: 42)
+        let okm = try HKDFSHA256.deriveKey(
+            inputKeyingMaterial: [UInt8](repeating: 0x0b, count: 22),
+            salt: bytes("000102030405060708090a0b0c"), info: bytes("f0f1f2f3f4f5f6f7f8f9"), length: 42)
         XCTAssertEqual(okm, bytes("3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"))
     }
 
@@ -125,8 +127,13 @@ final class SealingKeyringTests: XCTestCase {
         XCTAssertTrue(keyA.id.allSatisfy { $0.isHexDigit && !$0.isUppercase })
         XCTAssertNotEqual(keyA.id, keyB.id)
         XCTAssertEqual(keyA.id, SealingKey(bytes: [UInt8](repeating: 0xA1, count: 32))!.id, "stable for the same key")
-        XCTAssertEqual(keyA.id, hexString(HMACSHA256.authenticationCode(key: [UInt8](repeating: 0xA1, count: 32),
-                                                                         message: Array("suplash sealing key id v1".utf8)).prefix(8)))
+        XCTAssertEqual(
+            keyA.id,
+            hexString(
+                HMACSHA256.authenticationCode(
+                    key: [UInt8](repeating: 0xA1, count: 32),
+                    message: Array("suplash sealing key id v1".utf8)
+                ).prefix(8)))
         XCTAssertFalse(keyA.id.contains("a1a1"))
         XCTAssertEqual("\(keyA)", "SealingKey(\(keyA.id))")
         XCTAssertNil(SealingKey(bytes: [UInt8](repeating: 1, count: 31)))
@@ -234,16 +241,19 @@ final class SealingKeyringTests: XCTestCase {
         XCTAssertNotEqual(try ring.blindIndex(apnsDeviceToken: String(repeating: "ab02", count: 16)), index)
         XCTAssertNotEqual(try SealingKeyring(current: keyB)!.blindIndex(apnsDeviceToken: token), index, "keyed")
         // The subkey is HKDF of the sealing key, not the sealing key itself.
-        let expectedSubkey = try HKDFSHA256.deriveKey(inputKeyingMaterial: [UInt8](repeating: 0xA1, count: 32),
-                                                      salt: Array("suplash blind index v1".utf8), info: Array("apns device token".utf8),
-                                                      length: 32)
+        let expectedSubkey = try HKDFSHA256.deriveKey(
+            inputKeyingMaterial: [UInt8](repeating: 0xA1, count: 32),
+            salt: Array("suplash blind index v1".utf8), info: Array("apns device token".utf8),
+            length: 32)
         XCTAssertEqual(index, hexString(HMACSHA256.authenticationCode(key: expectedSubkey, message: Array(token.utf8))))
         XCTAssertNotEqual(index, hexString(HMACSHA256.authenticationCode(key: [UInt8](repeating: 0xA1, count: 32), message: Array(token.utf8))))
         XCTAssertFalse(index.contains(token))
         let both = try SealingKeyring(current: keyB, older: [keyA])!.blindIndexes(apnsDeviceToken: token)
         XCTAssertEqual(both, [try SealingKeyring(current: keyB)!.blindIndex(apnsDeviceToken: token), index])
-        for bad in ["", "abc", String(repeating: "a", count: 14), String(repeating: "a", count: 202), String(repeating: "g", count: 64),
-                    " " + String(repeating: "a", count: 63), String(repeating: "a", count: 63)] {
+        for bad in [
+            "", "abc", String(repeating: "a", count: 14), String(repeating: "a", count: 202), String(repeating: "g", count: 64),
+            " " + String(repeating: "a", count: 63), String(repeating: "a", count: 63),
+        ] {
             XCTAssertThrowsError(try ring.blindIndex(apnsDeviceToken: bad), bad) { XCTAssertEqual($0 as? SealingError, .invalidDeviceToken) }
         }
     }
@@ -283,6 +293,9 @@ final class SealingKeyringTests: XCTestCase {
         XCTAssertEqual(refusal(worldReadable), .tooPermissive(path: worldReadable, mode: 0o604))
         XCTAssertEqual(refusal(good, [worldReadable]), .tooPermissive(path: worldReadable, mode: 0o604), "older keys are checked too")
         XCTAssertEqual(refusal(directory.path), .notRegularFile(path: directory.path))
+        let fifo = directory.appendingPathComponent("fifo.key").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        XCTAssertEqual(refusal(fifo), .notRegularFile(path: fifo), "refused without waiting for a writer")
         XCTAssertEqual(refusal(good, [same]), .duplicateKey(path: same))
         guard case .unreadable(let path, let code)? = refusal(missing) else { return XCTFail("missing file accepted") }
         XCTAssertEqual(path, missing)
