@@ -162,6 +162,7 @@ public enum HKDFSHA256 {
                             return false
                         }
                     }
+                    // OpenSSL 3.0 has no `OSSL_PARAM_clear_free`: the block's copy of the key is freed, not wiped.
                     guard let params = OSSL_PARAM_BLD_to_param(builder) else { return false }
                     defer { OSSL_PARAM_free(params) }
                     return output.withUnsafeMutableBufferPointer { out in
