@@ -44,6 +44,9 @@ let package = Package(
         // MARK: Apple Push Notification service: provider tokens, requests, outcomes, sender
         .target(name: "SuplashAPNs", dependencies: ["SuplashHTTPClient", "SuplashCrypto", "SuplashJSON", "SuplashLogging"]),
 
+        // MARK: Sign in with Apple's REST API: client secret, token and revoke requests, outcomes (knows Apple, not water)
+        .target(name: "SuplashAppleID", dependencies: ["SuplashHTTPClient", "SuplashCrypto", "SuplashJSON"]),
+
         // MARK: Storage engine (SQLite connection, writer + reader pool, migrations)
         .target(name: "SuplashStorage", dependencies: ["CSQLite", "SuplashCrypto", "SuplashLogging"]),
 
@@ -97,6 +100,7 @@ let package = Package(
         .testTarget(name: "SuplashAPNsTests", dependencies: [
             "SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON",
         ]),
+        .testTarget(name: "SuplashAppleIDTests", dependencies: ["SuplashAppleID", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON"]),
         .testTarget(name: "SuplashStorageTests", dependencies: ["SuplashStorage"]),
         .testTarget(name: "SuplashDomainTests", dependencies: ["SuplashDomain", "SuplashJSON"]),
         .testTarget(name: "SuplashAPITests", dependencies: [

@@ -12,3 +12,4 @@
 #include <openssl/ecdsa.h>
 #include <openssl/pem.h>
 #include <openssl/bio.h>
+#include <openssl/kdf.h>

@@ -25,7 +25,7 @@ public enum ES256Error: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A NUL-terminated C string with static lifetime (for OSSL_PARAM names and values).
-private func staticCString(_ s: StaticString) -> UnsafePointer<CChar>? {
+func staticCString(_ s: StaticString) -> UnsafePointer<CChar>? {
     guard s.hasPointerRepresentation else { return nil }
     return UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self)
 }
