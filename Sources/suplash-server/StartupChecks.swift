@@ -62,12 +62,13 @@ enum StartupChecks {
     static let restoreHint = "restore the latest backup (docs/operations.md, \"Restore from backup\")"
 
     /// What in `dataDir` shows that a server has run there: the token secret, the database's
-    /// journal files, backups and the mail outbox (and, on PostgreSQL, a SQLite database).
+    /// journal files and WAL position file, backups and the mail outbox (and, on PostgreSQL,
+    /// a SQLite database).
     static func stateFiles(dataDir: String, databasePath: String?) -> [String] {
         var found: [String] = []
         let fm = FileManager.default
         var candidates = [dataDir + "/jwt-secret"]
-        if let databasePath { candidates += ["-wal", "-shm", "-journal"].map { databasePath + $0 } }
+        if let databasePath { candidates += ["-wal", "-shm", "-journal", "-position"].map { databasePath + $0 } }
         for path in candidates where fm.fileExists(atPath: path) { found.append(path) }
         for directory in ["backups", "mail"] {
             let path = dataDir + "/" + directory
@@ -175,7 +176,7 @@ enum StartupChecks {
         // --init-empty: keep the leftovers for inspection, out of the way.
         let stamp = Int(Date().timeIntervalSince1970)
         var moved = 0
-        for file in [path, path + "-wal", path + "-shm", path + "-journal", dataDir + "/jwt-secret"]
+        for file in [path, path + "-wal", path + "-shm", path + "-journal", path + "-position", dataDir + "/jwt-secret"]
         where FileManager.default.fileExists(atPath: file) && !(secretConfigured && file.hasSuffix("/jwt-secret")) {
             guard rename(file, "\(file).orphaned-\(stamp)") == 0 else {
                 throw StartupRefusal(

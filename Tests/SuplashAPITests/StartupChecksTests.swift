@@ -85,6 +85,26 @@ final class StartupChecksTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: database), "no empty database was created")
     }
 
+    /// With the token secret in the configuration (no `jwt-secret` file), a database deleted
+    /// with its WAL (and no mail outbox) still leaves the WAL position file: state, so the
+    /// start is refused.
+    func testDatabaseAndWALDeletedBesideThePositionFileIsRefused() throws {
+        let dir = try usedDataDir()
+        let database = dir + "/suplash.sqlite"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: database + "-position"))
+        for file in [database, database + "-wal", database + "-shm", dir + "/jwt-secret", dir + "/mail"] {
+            try? FileManager.default.removeItem(atPath: file)
+        }
+        let secret = ["SUPLASH_AUTH_JWT_SECRET": String(repeating: "s", count: 64)]
+        assertRefused(try serve(dir, environment: secret), code: 65,
+                      mentions: [database, "is missing", "suplash.sqlite-position", "--init-empty"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: database), "no empty database was created")
+
+        XCTAssertNil(try serve(dir, ["--init-empty"], environment: secret), "--init-empty starts over on purpose")
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir)
+        XCTAssertTrue(names.contains { $0.hasPrefix("suplash.sqlite-position.orphaned-") }, "\(names)")
+    }
+
     func testLostOrBadTokenSecretBesideAccountsIsRefused() throws {
         let dir = try usedDataDir()
         let secret = dir + "/jwt-secret"
