@@ -230,6 +230,36 @@ final class StartupChecksTests: XCTestCase {
         XCTAssertEqual(try again.request("GET", "/v1/users/me", token: user.token).status, 200)
     }
 
+    /// kill -9 during the very first start, before its first migration committed, leaves the database's own
+    /// journal files beside a database that holds nothing (no secret, no position file yet):
+    /// nothing was lost, so the next start must not be refused as "the database was lost".
+    func testFirstStartKilledBeforeItsFirstCommitStartsAgain() throws {
+        let fm = FileManager.default
+        // Killed after the switch to WAL: an empty database, an empty WAL and its index.
+        let walDir = TestServer.makeDataDir()
+        let database = walDir + "/suplash.sqlite"
+        let (status, _, _) = try shell("/usr/bin/sqlite3", [database, "PRAGMA journal_mode=WAL;"])
+        guard status == 0 else { throw XCTSkip("sqlite3 is not installed") }
+        XCTAssertTrue(fm.createFile(atPath: database + "-wal", contents: Data()))
+        XCTAssertTrue(fm.createFile(atPath: database + "-shm", contents: Data(count: 32768)))
+        XCTAssertNil(try serve(walDir), "a first start that never committed is no lost database")
+        // Killed after the migrations table was created, before the first migration committed.
+        let tableDir = TestServer.makeDataDir()
+        let tableDatabase = tableDir + "/suplash.sqlite"
+        _ = try shell("/usr/bin/sqlite3", [tableDatabase, """
+            PRAGMA journal_mode=WAL; CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+            checksum TEXT NOT NULL, applied_at TEXT NOT NULL);
+            """])
+        XCTAssertTrue(fm.createFile(atPath: tableDatabase + "-wal", contents: Data()))
+        XCTAssertTrue(fm.createFile(atPath: tableDatabase + "-shm", contents: Data(count: 32768)))
+        XCTAssertNil(try serve(tableDir), "an empty migrations table is no lost database")
+        // Killed while switching to WAL: a zero-length database and a rollback journal.
+        let journalDir = TestServer.makeDataDir()
+        XCTAssertTrue(fm.createFile(atPath: journalDir + "/suplash.sqlite", contents: Data()))
+        XCTAssertTrue(fm.createFile(atPath: journalDir + "/suplash.sqlite-journal", contents: Data(count: 512)))
+        XCTAssertNil(try serve(journalDir), "a first start that never committed is no lost database")
+    }
+
     /// An empty SQLite database put in place of the lost one (beside the old state) is refused.
     func testEmptyStandInDatabaseBesideStateIsRefused() throws {
         let dir = try usedDataDir()
