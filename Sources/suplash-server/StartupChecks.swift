@@ -228,6 +228,12 @@ enum StartupChecks {
 
     /// The refusal for a damaged database file.
     static func damaged(_ path: String, _ problem: SQLiteStartupCheck.Problem) -> StartupRefusal {
+        if case .foreignWAL = problem {
+            return StartupRefusal(
+                description: "\(path) \(problem). When restoring a backup, move \(path)-wal and \(path)-shm "
+                    + "aside (keep them until the restore is verified) and start again; otherwise \(restoreHint)",
+                exitCode: ExitCode.dataError)
+        }
         if case .unreadable = problem {
             return StartupRefusal(
                 description: "\(path) \(problem): fix its owner or mode (0600), or \(restoreHint)",

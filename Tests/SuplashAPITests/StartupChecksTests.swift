@@ -260,6 +260,31 @@ final class StartupChecksTests: XCTestCase {
         XCTAssertNil(try serve(journalDir), "a first start that never committed is no lost database")
     }
 
+    /// A backup copied over the database while the old database's WAL is still beside it (the
+    /// server was killed, or crashed): opening would replay that WAL onto the backup — the
+    /// restore silently undone, or pages of two databases mixed. Refused, naming the WAL.
+    func testABackupRestoredBesideTheOldDatabasesWALIsRefused() throws {
+        let server = try TestServer()
+        let user = try server.signUp()
+        let backup = server.dataDir + "/restore-me.sqlite"
+        let (status, _, err) = try TestServer.runCLI(["backup", "--to", backup, "--data-dir", server.dataDir])
+        XCTAssertEqual(status, 0, err)
+        let r = try server.request(
+            "POST", "/v1/water_logs/me/entries",
+            json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date()))], token: user.token)
+        XCTAssertEqual(r.status, 201)
+        kill(server.process.processIdentifier, SIGKILL)
+        server.process.waitUntilExit()
+        let database = server.dataDir + "/suplash.sqlite"
+        XCTAssertGreaterThan(try XCTUnwrap(FileManager.default.attributesOfItem(atPath: database + "-wal")[.size] as? Int), 0)
+        try FileManager.default.removeItem(atPath: database)
+        try FileManager.default.copyItem(atPath: backup, toPath: database)
+        assertRefused(try serve(server.dataDir), code: 65, mentions: [database, "suplash.sqlite-wal", "backup"])
+
+        for suffix in ["-wal", "-shm"] { try FileManager.default.removeItem(atPath: database + suffix) }
+        XCTAssertNil(try serve(server.dataDir), "the backup alone is restored")
+    }
+
     /// An empty SQLite database put in place of the lost one (beside the old state) is refused.
     func testEmptyStandInDatabaseBesideStateIsRefused() throws {
         let dir = try usedDataDir()
