@@ -287,9 +287,11 @@ final class LocalStore {
     /// documents with unsent writes.
     ///
     /// While healing (`beginSnapshot(healing: true)`), for water entries without unsent
-    /// writes: a local version (or local delete) stamped later than the snapshot's version
-    /// is kept and queued for push; on the last page, local entries the snapshot did not
-    /// show are kept and queued too. Other collections follow the snapshot.
+    /// writes: a stamped local version (or local delete) that differs from the snapshot's
+    /// version is kept and queued for push with its own stamp (the server's last write wins
+    /// decides; a superseded push takes the winner); on the last page, local entries and
+    /// local deletes the snapshot did not show are queued too. Other collections follow the
+    /// snapshot.
     /// - Returns: how many push-backs were queued.
     @discardableResult
     func applyPage(_ changes: [PulledChange], nextToken: String, hasMore: Bool) throws -> Int {
@@ -302,11 +304,16 @@ final class LocalStore {
                 let pending = try hasPending(change.collection, change.id)
                 let data = change.deleted ? SQLValue.null : (change.data.map(SQLValue.text) ?? .null)
                 if healing, !pending, !change.deleted, change.collection == Self.healedCollection,
-                   let snapshotAt = change.updatedAtMillis {
+                   change.updatedAtMillis != nil {
                     let local = try db.query("SELECT data, stamp_ms FROM documents WHERE collection = ? AND id = ?", key).first
                     let tombstone = try db.query("SELECT stamp_ms FROM tombstones WHERE collection = ? AND id = ?", key)
                         .first?.first?.int
-                    if let row = local, let view = row[0].string, let stamp = row[1].int, stamp > snapshotAt,
+                    // The snapshot's `updatedAt` is when the restored server took that version (a
+                    // version another device pushed back while healing carries the heal's time),
+                    // not its last-write-wins stamp: a differing local version is pushed back with
+                    // its own stamp, and the server's last write wins decides (a losing push is
+                    // answered `superseded` and the winner replaces the local view).
+                    if let row = local, let view = row[0].string, let stamp = row[1].int,
                        WaterEntry(json: view) != change.data.flatMap(WaterEntry.init(json:)) {
                         try db.query("UPDATE documents SET server_data = ?, stale = 0 WHERE collection = ? AND id = ?",
                                      [data] + key)
@@ -314,7 +321,7 @@ final class LocalStore {
                         queued += 1
                         continue
                     }
-                    if local?[0].string == nil, let stamp = tombstone, stamp > snapshotAt {
+                    if local?[0].string == nil, let stamp = tombstone {
                         try db.query("""
                             INSERT INTO documents(collection, id, data, server_data, stamp_ms, stale) VALUES(?, ?, NULL, ?, ?, 0)
                             ON CONFLICT(collection, id) DO UPDATE SET data = NULL, server_data = excluded.server_data,
@@ -356,6 +363,19 @@ final class LocalStore {
                                       stamp: min(row[2].int ?? now, now), deviceID: deviceID)
                         try db.query("UPDATE documents SET stale = 0 WHERE collection = ? AND id = ?",
                                      [.text(Self.healedCollection), .text(id)])
+                        queued += 1
+                    }
+                    // Deletes the restored server lacks: give them back too, so that a device that
+                    // missed a delete and pushes the entry back loses to it (last write wins).
+                    let deletes = try db.query("""
+                        SELECT id, stamp_ms FROM tombstones t WHERE collection = ?
+                          AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.collection = t.collection AND d.id = t.id
+                                          AND d.stale = 0)
+                          AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.collection = t.collection AND o.doc_id = t.id)
+                        """, [.text(Self.healedCollection)])
+                    for row in deletes {
+                        guard let id = row[0].string, let stamp = row[1].int else { continue }
+                        try queueHeal(collection: Self.healedCollection, id: id, view: nil, stamp: stamp, deviceID: deviceID)
                         queued += 1
                     }
                 }

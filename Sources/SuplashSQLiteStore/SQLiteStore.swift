@@ -76,6 +76,11 @@ public final class SQLiteStore: Sendable {
     /// The database's id (`database_identity`), which sync tokens carry and a backup forks.
     public static let databaseIdentitySQL = "SELECT database_id FROM database_identity WHERE singleton = 1"
 
+    /// Gives the database a new id (32 hex digits), as a backup copy gets: every sync token
+    /// issued before is then `sync_history_changed` (spec §5).
+    public static let forkDatabaseIdentitySQL =
+        "UPDATE database_identity SET database_id = lower(hex(randomblob(16))) WHERE singleton = 1"
+
     /// Takes the next position of the change sequence inside the current transaction
     /// (position order = commit order, no gaps across committed transactions).
     ///

@@ -154,6 +154,12 @@ public enum AcknowledgedPositionCheck: Sendable, Equatable {
     /// The side file belongs to another database (a restored backup, whose id was forked, or a
     /// deliberately replaced database): rewritten with this database's position and id.
     case rewrittenOtherDatabase
+    /// No readable side file for a database that already holds changes (the operator deleted
+    /// it to accept a database behind it, or it was lost): nothing vouches that the database
+    /// holds every position it handed out, so its id was forked (`forkIdentitySQL`) before
+    /// the file was written — every earlier sync token is then `sync_history_changed`, and
+    /// no token can resume past positions that new writes take again.
+    case forked
     /// The database holds every acknowledged position.
     case consistent(database: Int64, acknowledged: Int64)
 }
@@ -172,19 +178,27 @@ extension SQLiteDatabase {
     ///     `INTEGER`); a missing table or row counts as position 0.
     ///   - identitySQL: a query returning the database's id (one `TEXT`); a file recorded for
     ///     another id is not compared (see `AcknowledgedPositionCheck.rewrittenOtherDatabase`).
+    ///   - forkIdentitySQL: a statement giving the database a new id; run (with `identitySQL`)
+    ///     when the side file is absent or unreadable while the database's position is above 0
+    ///     (see `AcknowledgedPositionCheck.forked`).
     /// - Returns: what the side file held.
     /// - Throws: `AcknowledgedPositionBehind` when the database's position is lower than the
     ///   file's (nothing is changed then); `StorageError` when the file cannot be written.
     @discardableResult
-    public func trackAcknowledgedPosition(positionSQL: String, identitySQL: String? = nil) throws
-        -> AcknowledgedPositionCheck {
+    public func trackAcknowledgedPosition(positionSQL: String, identitySQL: String? = nil,
+                                          forkIdentitySQL: String? = nil) throws -> AcknowledgedPositionCheck {
         let file = acknowledgedPositionPath
         let writer = self.writer
         return try writeExclusive { context in
             let database = Self.currentPosition(context.connection, positionSQL) ?? 0
-            var databaseID = ""
-            if let identitySQL, case .text(let id)? = (try? context.connection.scalar(identitySQL)) ?? nil { databaseID = id }
-            let outcome: AcknowledgedPositionCheck
+            func readID() -> String {
+                guard let identitySQL, case .text(let id)? = (try? context.connection.scalar(identitySQL)) ?? nil else {
+                    return ""
+                }
+                return id
+            }
+            var databaseID = readID()
+            var outcome: AcknowledgedPositionCheck
             switch AcknowledgedPositionFile.read(file) {
             case .absent:
                 outcome = .created
@@ -198,6 +212,11 @@ extension SQLiteDatabase {
                                                      file: file)
                 }
                 outcome = .consistent(database: database, acknowledged: acknowledged)
+            }
+            if outcome == .created || outcome == .rewrittenUnreadable, database > 0, let forkIdentitySQL {
+                try context.connection.execute(forkIdentitySQL)
+                databaseID = readID()
+                outcome = .forked
             }
             writer.positionFile = try AcknowledgedPositionFile(path: file, positionSQL: positionSQL,
                                                                databaseID: databaseID, position: database)

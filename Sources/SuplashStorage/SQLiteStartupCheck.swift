@@ -34,6 +34,10 @@ public enum SQLiteStartupCheck {
         /// An integrity check failed: the check's name and its first message (SQLite's text
         /// names pages and b-trees, never row content).
         case corrupt(check: String, finding: String)
+        /// The file is in rollback-journal mode (as a `backup` copy is) but a non-empty WAL
+        /// lies beside it: that WAL belongs to another database (the one the copy replaced),
+        /// and opening would replay it onto this file.
+        case foreignWAL
         /// The file could not be read (`errno`).
         case unreadable(errno: Int32)
 
@@ -43,6 +47,9 @@ public enum SQLiteStartupCheck {
             case .truncated(let expected, let actual):
                 "is truncated: its header records \(expected) bytes but the file holds \(actual)"
             case .corrupt(let check, let finding): "is damaged: \(check) reports \"\(finding)\""
+            case .foreignWAL:
+                "is not in WAL mode (a backup copy?) but a WAL file lies beside it, which belongs to the database "
+                    + "it replaced: opening would replay that WAL onto it"
             case .unreadable(let code): "cannot be read (\(String(cString: strerror(code))))"
             }
         }
@@ -62,7 +69,9 @@ public enum SQLiteStartupCheck {
     /// - Returns: true when the file is shorter than its header records (only acceptable
     ///   when a WAL may hold the missing pages; the caller then forces a full `quick_check`).
     /// - Throws: `Problem` (`.notADatabase`, `.unreadable`, `.truncated` when `walPresent`
-    ///   is false).
+    ///   is false, `.foreignWAL` when `walPresent` beside a file in rollback-journal mode:
+    ///   header bytes 18 and 19 are 1; the server's database is in WAL mode, 2, from its first
+    ///   open, before it has a WAL).
     @discardableResult
     public static func checkHeader(path: String, walPresent: Bool) throws -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -77,6 +86,7 @@ public enum SQLiteStartupCheck {
         let raw = Int64(header[16]) << 8 | Int64(header[17])
         let pageSize = raw == 1 ? 65_536 : raw
         guard pageSize >= 512, pageSize & (pageSize - 1) == 0 else { throw Problem.notADatabase }
+        if walPresent, header[18] == 1, header[19] == 1 { throw Problem.foreignWAL }
         func be32(_ at: Int) -> Int64 { header[at..<(at + 4)].reduce(0) { $0 << 8 | Int64($1) } }
         // The in-header page count is valid only when the change counter matches "version-valid-for".
         let pageCount = be32(24) == be32(92) ? be32(28) : 0

@@ -62,12 +62,13 @@ enum StartupChecks {
     static let restoreHint = "restore the latest backup (docs/operations.md, \"Restore from backup\")"
 
     /// What in `dataDir` shows that a server has run there: the token secret, the database's
-    /// journal files, backups and the mail outbox (and, on PostgreSQL, a SQLite database).
+    /// journal files and WAL position file, backups and the mail outbox (and, on PostgreSQL,
+    /// a SQLite database).
     static func stateFiles(dataDir: String, databasePath: String?) -> [String] {
         var found: [String] = []
         let fm = FileManager.default
         var candidates = [dataDir + "/jwt-secret"]
-        if let databasePath { candidates += ["-wal", "-shm", "-journal"].map { databasePath + $0 } }
+        if let databasePath { candidates += ["-wal", "-shm", "-journal", "-position"].map { databasePath + $0 } }
         for path in candidates where fm.fileExists(atPath: path) { found.append(path) }
         for directory in ["backups", "mail"] {
             let path = dataDir + "/" + directory
@@ -122,6 +123,11 @@ enum StartupChecks {
         /// The data dir holds state: the opened database must hold the Suplash schema
         /// (else it is an empty stand-in for a lost one). Lists the state for the message.
         var stateSeen: [String] = []
+        /// The state is only the database's own `-wal`, `-shm` and `-journal` files, which
+        /// opening the database creates: a database that (with its WAL applied) holds no
+        /// table but an empty `schema_migrations` is then a first start killed before its
+        /// first migration committed, not a lost one.
+        var journalFilesOnly = false
     }
 
     /// - Returns: what the checks after opening must do.
@@ -137,6 +143,8 @@ enum StartupChecks {
         let exists = stat(path, &info) == 0
         var state = stateFiles(dataDir: dataDir, databasePath: path)
         if secretConfigured { state.removeAll { $0 == dataDir + "/jwt-secret" } }
+        let journalFiles = ["-wal", "-shm", "-journal"].map { path + $0 }
+        let journalFilesOnly = !state.isEmpty && state.allSatisfy(journalFiles.contains)
         let walPresent = (fileSize(path + "-wal") ?? 0) > 0
         // A database that was never checkpointed is an empty main file and a WAL holding
         // everything (kill -9 soon after the first start): open it and let the checks decide.
@@ -153,13 +161,20 @@ enum StartupChecks {
                         + "(\(String(cString: strerror(errno)))): fix its owner or mode (0600)",
                     exitCode: ExitCode.notWritable)
             }
-            guard info.st_size > 0 else { return SQLitePlan(forceQuickCheck: true, stateSeen: state) }
+            guard info.st_size > 0 else {
+                return SQLitePlan(forceQuickCheck: true, stateSeen: state, journalFilesOnly: journalFilesOnly)
+            }
             do {
                 let short = try SQLiteStartupCheck.checkHeader(path: path, walPresent: walPresent)
-                return SQLitePlan(forceQuickCheck: short, stateSeen: state)
+                return SQLitePlan(forceQuickCheck: short, stateSeen: state, journalFilesOnly: journalFilesOnly)
             } catch let problem as SQLiteStartupCheck.Problem {
                 throw damaged(path, problem)
             }
+        }
+        // A zero-length database beside nothing but its own journal files (kill -9 while the
+        // first start switched it to WAL): open it and let the checks after opening decide.
+        if exists, journalFilesOnly, !options.initEmpty {
+            return SQLitePlan(forceQuickCheck: true, stateSeen: state, journalFilesOnly: true)
         }
         if exists { state.insert(path, at: 0) }
         guard !state.isEmpty else { return SQLitePlan() }  // a new data dir: the first start
@@ -175,7 +190,7 @@ enum StartupChecks {
         // --init-empty: keep the leftovers for inspection, out of the way.
         let stamp = Int(Date().timeIntervalSince1970)
         var moved = 0
-        for file in [path, path + "-wal", path + "-shm", path + "-journal", dataDir + "/jwt-secret"]
+        for file in [path, path + "-wal", path + "-shm", path + "-journal", path + "-position", dataDir + "/jwt-secret"]
         where FileManager.default.fileExists(atPath: file) && !(secretConfigured && file.hasSuffix("/jwt-secret")) {
             guard rename(file, "\(file).orphaned-\(stamp)") == 0 else {
                 throw StartupRefusal(
@@ -197,6 +212,13 @@ enum StartupChecks {
                 && (try c.scalarInt64("SELECT count(*) FROM schema_migrations") ?? 0) > 0
         }
         guard !migrated else { return }
+        // Nothing but (an empty) `schema_migrations`, which the migrator creates before the
+        // first migration: a first start killed before its first migration; nothing was lost.
+        if plan.journalFilesOnly, try database.read({
+            try $0.scalarInt64("SELECT count(*) FROM sqlite_schema WHERE name <> 'schema_migrations'") ?? 0
+        }) == 0 {
+            return
+        }
         throw StartupRefusal(
             description: "\(database.path) holds no Suplash data but the data dir holds a server's "
                 + "state (\(names(plan.stateSeen))): the database was lost or replaced. To recover, "
@@ -206,6 +228,12 @@ enum StartupChecks {
 
     /// The refusal for a damaged database file.
     static func damaged(_ path: String, _ problem: SQLiteStartupCheck.Problem) -> StartupRefusal {
+        if case .foreignWAL = problem {
+            return StartupRefusal(
+                description: "\(path) \(problem). When restoring a backup, move \(path)-wal and \(path)-shm "
+                    + "aside (keep them until the restore is verified) and start again; otherwise \(restoreHint)",
+                exitCode: ExitCode.dataError)
+        }
         if case .unreadable = problem {
             return StartupRefusal(
                 description: "\(path) \(problem): fix its owner or mode (0600), or \(restoreHint)",

@@ -14,7 +14,8 @@ enum WALPositionCheck {
         let outcome: AcknowledgedPositionCheck
         do {
             outcome = try database.trackAcknowledgedPosition(positionSQL: SQLiteStore.changePositionSQL,
-                                                             identitySQL: SQLiteStore.databaseIdentitySQL)
+                                                             identitySQL: SQLiteStore.databaseIdentitySQL,
+                                                             forkIdentitySQL: SQLiteStore.forkDatabaseIdentitySQL)
         } catch let behind as AcknowledgedPositionBehind {
             logger.error("wal_position_behind", .count("databasePosition", Int(behind.databasePosition)),
                          .count("acknowledgedPosition", Int(behind.acknowledgedPosition)))
@@ -24,6 +25,7 @@ enum WALPositionCheck {
         case .created: logger.info("wal_position_file_created")
         case .rewrittenUnreadable: logger.warning("wal_position_file_unreadable")
         case .rewrittenOtherDatabase: logger.info("wal_position_file_other_database")
+        case .forked: logger.warning("wal_position_file_missing_database_id_forked")
         case .consistent: break
         }
     }

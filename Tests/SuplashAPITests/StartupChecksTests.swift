@@ -85,6 +85,26 @@ final class StartupChecksTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: database), "no empty database was created")
     }
 
+    /// With the token secret in the configuration (no `jwt-secret` file), a database deleted
+    /// with its WAL (and no mail outbox) still leaves the WAL position file: state, so the
+    /// start is refused.
+    func testDatabaseAndWALDeletedBesideThePositionFileIsRefused() throws {
+        let dir = try usedDataDir()
+        let database = dir + "/suplash.sqlite"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: database + "-position"))
+        for file in [database, database + "-wal", database + "-shm", dir + "/jwt-secret", dir + "/mail"] {
+            try? FileManager.default.removeItem(atPath: file)
+        }
+        let secret = ["SUPLASH_AUTH_JWT_SECRET": String(repeating: "s", count: 64)]
+        assertRefused(try serve(dir, environment: secret), code: 65,
+                      mentions: [database, "is missing", "suplash.sqlite-position", "--init-empty"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: database), "no empty database was created")
+
+        XCTAssertNil(try serve(dir, ["--init-empty"], environment: secret), "--init-empty starts over on purpose")
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir)
+        XCTAssertTrue(names.contains { $0.hasPrefix("suplash.sqlite-position.orphaned-") }, "\(names)")
+    }
+
     func testLostOrBadTokenSecretBesideAccountsIsRefused() throws {
         let dir = try usedDataDir()
         let secret = dir + "/jwt-secret"
@@ -208,6 +228,61 @@ final class StartupChecksTests: XCTestCase {
         let again = try TestServer(dataDir: server.dataDir)
         defer { again.stop() }
         XCTAssertEqual(try again.request("GET", "/v1/users/me", token: user.token).status, 200)
+    }
+
+    /// kill -9 during the very first start, before its first migration committed, leaves the database's own
+    /// journal files beside a database that holds nothing (no secret, no position file yet):
+    /// nothing was lost, so the next start must not be refused as "the database was lost".
+    func testFirstStartKilledBeforeItsFirstCommitStartsAgain() throws {
+        let fm = FileManager.default
+        // Killed after the switch to WAL: an empty database, an empty WAL and its index.
+        let walDir = TestServer.makeDataDir()
+        let database = walDir + "/suplash.sqlite"
+        let (status, _, _) = try shell("/usr/bin/sqlite3", [database, "PRAGMA journal_mode=WAL;"])
+        guard status == 0 else { throw XCTSkip("sqlite3 is not installed") }
+        XCTAssertTrue(fm.createFile(atPath: database + "-wal", contents: Data()))
+        XCTAssertTrue(fm.createFile(atPath: database + "-shm", contents: Data(count: 32768)))
+        XCTAssertNil(try serve(walDir), "a first start that never committed is no lost database")
+        // Killed after the migrations table was created, before the first migration committed.
+        let tableDir = TestServer.makeDataDir()
+        let tableDatabase = tableDir + "/suplash.sqlite"
+        _ = try shell("/usr/bin/sqlite3", [tableDatabase, """
+            PRAGMA journal_mode=WAL; CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+            checksum TEXT NOT NULL, applied_at TEXT NOT NULL);
+            """])
+        XCTAssertTrue(fm.createFile(atPath: tableDatabase + "-wal", contents: Data()))
+        XCTAssertTrue(fm.createFile(atPath: tableDatabase + "-shm", contents: Data(count: 32768)))
+        XCTAssertNil(try serve(tableDir), "an empty migrations table is no lost database")
+        // Killed while switching to WAL: a zero-length database and a rollback journal.
+        let journalDir = TestServer.makeDataDir()
+        XCTAssertTrue(fm.createFile(atPath: journalDir + "/suplash.sqlite", contents: Data()))
+        XCTAssertTrue(fm.createFile(atPath: journalDir + "/suplash.sqlite-journal", contents: Data(count: 512)))
+        XCTAssertNil(try serve(journalDir), "a first start that never committed is no lost database")
+    }
+
+    /// A backup copied over the database while the old database's WAL is still beside it (the
+    /// server was killed, or crashed): opening would replay that WAL onto the backup — the
+    /// restore silently undone, or pages of two databases mixed. Refused, naming the WAL.
+    func testABackupRestoredBesideTheOldDatabasesWALIsRefused() throws {
+        let server = try TestServer()
+        let user = try server.signUp()
+        let backup = server.dataDir + "/restore-me.sqlite"
+        let (status, _, err) = try TestServer.runCLI(["backup", "--to", backup, "--data-dir", server.dataDir])
+        XCTAssertEqual(status, 0, err)
+        let r = try server.request(
+            "POST", "/v1/water_logs/me/entries",
+            json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date()))], token: user.token)
+        XCTAssertEqual(r.status, 201)
+        kill(server.process.processIdentifier, SIGKILL)
+        server.process.waitUntilExit()
+        let database = server.dataDir + "/suplash.sqlite"
+        XCTAssertGreaterThan(try XCTUnwrap(FileManager.default.attributesOfItem(atPath: database + "-wal")[.size] as? Int), 0)
+        try FileManager.default.removeItem(atPath: database)
+        try FileManager.default.copyItem(atPath: backup, toPath: database)
+        assertRefused(try serve(server.dataDir), code: 65, mentions: [database, "suplash.sqlite-wal", "backup"])
+
+        for suffix in ["-wal", "-shm"] { try FileManager.default.removeItem(atPath: database + suffix) }
+        XCTAssertNil(try serve(server.dataDir), "the backup alone is restored")
     }
 
     /// An empty SQLite database put in place of the lost one (beside the old state) is refused.

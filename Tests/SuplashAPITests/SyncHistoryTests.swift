@@ -49,10 +49,10 @@ final class SyncHistoryTests: XCTestCase {
         XCTAssertEqual(later.first?["deleted"], .bool(true), next.text)
     }
 
-    /// A cold copy of the database (same database id) put back after more writes: tokens
-    /// issued since are ahead of its head → 410 `sync_history_changed`; tokens it had
-    /// already seen still work. A snapshot made with `backup` is a fork of the history
-    /// (a new database id): every earlier token is `sync_history_changed`.
+    /// A cold copy of the database (same database id) put back after more writes is refused
+    /// behind the WAL position file; accepted by deleting that file, its id is forked, so
+    /// every earlier token is 410 `sync_history_changed`. A snapshot made with `backup` is a
+    /// fork of the history (a new database id): every earlier token is `sync_history_changed`.
     func testTokensAheadOfARestoredDatabaseAreHistoryChanged() throws {
         let secret = ["SUPLASH_AUTH_JWT_SECRET": String(repeating: "s", count: 64)]
         let first = try TestServer(environment: secret)
@@ -78,13 +78,13 @@ final class SyncHistoryTests: XCTestCase {
         // operator deletes that file on purpose (docs/operations.md "The WAL position file").
         XCTAssertThrowsError(try TestServer(dataDir: first.dataDir, environment: secret))
         try FileManager.default.removeItem(atPath: database + "-position")
+        // Accepted so, its id is forked: no earlier token can resume in the reused positions.
         let restored = try TestServer(dataDir: first.dataDir, environment: secret)
-        let ahead = try restored.request("GET", "/v1/sync?since=\(late)", token: user.token)
-        XCTAssertEqual(ahead.status, 410)
-        XCTAssertEqual(ahead.json?["code"]?.stringValue, "sync_history_changed")
-        XCTAssertEqual(
-            try restored.request("GET", "/v1/sync?since=\(early)", token: user.token).status, 200,
-            "a token the restored history holds stays valid")
+        for token in [early, late] {
+            let r = try restored.request("GET", "/v1/sync?since=\(token)", token: user.token)
+            XCTAssertEqual(r.status, 410)
+            XCTAssertEqual(r.json?["code"]?.stringValue, "sync_history_changed")
+        }
         XCTAssertEqual(restored.stop(), 0)
 
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
@@ -101,5 +101,38 @@ final class SyncHistoryTests: XCTestCase {
         XCTAssertEqual(
             snapshot.filter { $0["collection"]?.stringValue == "water_entries" }.count, 2,
             "the backup holds both entries")
+    }
+    /// A database accepted behind its WAL position file (the operator deleted the file, as
+    /// told, after a damaged WAL or a cold copy) reuses the change positions of the lost
+    /// commits. A device whose token came from the lost history must be told its history
+    /// changed even after new writes took those positions — else it resumes past them and
+    /// never sees the new writes, nor pushes back what the server lost.
+    func testADatabaseAcceptedBehindItsPositionFileForksItsHistory() throws {
+        let secret = ["SUPLASH_AUTH_JWT_SECRET": String(repeating: "s", count: 64)]
+        let first = try TestServer(environment: secret)
+        let user = try first.signUp()
+        _ = try create(first, user.token, 100)
+        XCTAssertEqual(first.stop(), 0)
+        let database = first.dataDir + "/suplash.sqlite"
+        let coldCopy = first.dataDir + "/cold-copy.sqlite"
+        try FileManager.default.copyItem(atPath: database, toPath: coldCopy)
+
+        let second = try TestServer(dataDir: first.dataDir, environment: secret)
+        _ = try create(second, user.token, 200)
+        let (_, late) = try second.pullAll(token: user.token)
+        XCTAssertEqual(second.stop(), 0)
+
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
+        try FileManager.default.moveItem(atPath: coldCopy, toPath: database)
+        XCTAssertThrowsError(try TestServer(dataDir: first.dataDir, environment: secret))
+        try FileManager.default.removeItem(atPath: database + "-position")
+        let restored = try TestServer(dataDir: first.dataDir, environment: secret)
+        defer { restored.stop() }
+        // Another device writes first: its entry takes the position the lost entry had.
+        let newer = try create(restored, user.token, 300)
+        let r = try restored.request("GET", "/v1/sync?since=\(late)", token: user.token)
+        let seen = (r.json?["changes"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+        XCTAssertEqual(r.status, 410, "a token from the lost history resumed past \(newer): it sees \(seen)")
+        XCTAssertEqual(r.json?["code"]?.stringValue, "sync_history_changed")
     }
 }

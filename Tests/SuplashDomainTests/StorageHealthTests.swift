@@ -68,6 +68,25 @@ final class StorageHealthTests: XCTestCase {
         XCTAssertEqual(health.writeProbes, 4)
     }
 
+    /// A write probe that never returns (an fsync hung on a dying disk or a lost network
+    /// mount, every write stuck behind it) must not leave `/readyz` at its last success.
+    func testAProbeThatDoesNotFinishMakesStorageNotReady() {
+        let (health, clock, _) = make()
+        health.probeSucceeded()
+        health.probeStarted()
+        clock.advance(StorageHealth.probeStallSeconds - 1)
+        XCTAssertNil(health.problem, "a probe still within its time")
+        clock.advance(2)
+        XCTAssertEqual(health.problem, StorageHealth.Problem(failure: .io, fromWriteProbe: true, stalled: true))
+        health.probeSucceeded()
+        XCTAssertNil(health.problem)
+        health.probeStarted()
+        health.probeFailed(.full)
+        clock.advance(StorageHealth.probeStallSeconds + 1)
+        XCTAssertEqual(health.problem, StorageHealth.Problem(failure: .full, fromWriteProbe: true),
+                       "a finished probe is not stalled")
+    }
+
     func testPermanentKindsAreCorruptAndReadOnly() {
         XCTAssertEqual(StorageFailure.allCases.filter(\.isPermanent), [.corrupt, .readOnly])
     }

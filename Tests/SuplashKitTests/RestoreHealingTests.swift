@@ -90,4 +90,69 @@ final class RestoreHealingTests: XCTestCase {
             })
         XCTAssertEqual(onServer, expected)
     }
+    /// A device that missed the newest writes heals first: what it pushes back is written
+    /// at the restored server's time, but last write wins must still follow the writes'
+    /// own stamps. An edit made after the backup must not be lost, and a deliberate
+    /// delete must not be undone, because a stale device healed before the others.
+    func testAStaleDeviceHealingFirstLosesNoEditAndUndoesNoDelete() async throws {
+        try await healWithAStaleDevice(staleDeviceFirst: true)
+    }
+
+    /// The same, with the stale device healing last: the up-to-date devices give back the
+    /// delete the restored server lacks, so the stale device's push-back of the entry loses.
+    func testAStaleDeviceHealingLastUndoesNoDelete() async throws {
+        try await healWithAStaleDevice(staleDeviceFirst: false)
+    }
+
+    private func healWithAStaleDevice(staleDeviceFirst: Bool) async throws {
+        let server = try KitTestServer()
+        let phone = try server.client("phone")
+        let watch = try server.client("watch")
+        let tablet = try server.client("tablet")
+        let email = testEmail()
+        try await phone.signUp(email: email, password: testPassword)
+        try await watch.signIn(email: email, password: testPassword)
+        try await tablet.signIn(email: email, password: testPassword)
+        _ = try await phone.logWater(100, at: Date().addingTimeInterval(-9000))
+        _ = try await phone.sync()
+
+        // The backup holds neither G nor F.
+        let snapshot = server.dataDir + "/older.sqlite"
+        try backup(server, to: snapshot)
+
+        // After the backup: G and F are logged and every device sees them ...
+        let g = try await phone.logWater(600, at: Date().addingTimeInterval(-3600))
+        let f = try await watch.logWater(200, at: Date().addingTimeInterval(-1800), source: .watch)
+        for device in [phone, watch, tablet, phone] { _ = try await device.sync() }
+        // ... then the phone edits G and the watch deletes F on purpose; the tablet is offline.
+        var editedG = g
+        editedG.amountMl = 700
+        try await phone.save(editedG)
+        try await watch.deleteEntry(id: f.id)
+        for device in [phone, watch, phone] { _ = try await device.sync() }
+
+        // The server is restored from the backup; the stale tablet syncs first.
+        server.stop()
+        let database = server.dataDir + "/suplash.sqlite"
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
+        try FileManager.default.moveItem(atPath: snapshot, toPath: database)
+        try server.restart()
+        let order = staleDeviceFirst ? [tablet, phone, watch] : [phone, watch, tablet]
+        for device in order + order { _ = try await device.sync() }
+
+        for (name, device) in [("phone", phone), ("watch", watch), ("tablet", tablet)] {
+            let amounts = Dictionary(uniqueKeysWithValues: try await device.entries(from: .distantPast, to: .distantFuture)
+                .map { ($0.id, $0.amountMl) })
+            XCTAssertEqual(amounts[g.id], 700, "\(name): the edit made after the backup is kept")
+            XCTAssertNil(amounts[f.id], "\(name): the delete made after the backup stays done")
+        }
+        let token = try await phone.currentAccessToken()
+        let (status, list, _) = try await server.request("GET", "/v1/water_logs/me/entries?pageSize=100", token: token)
+        XCTAssertEqual(status, 200)
+        let onServer = Dictionary(uniqueKeysWithValues: ((list?["entries"] as? [[String: Any]]) ?? []).map {
+            (JSONRead.string($0["id"]) ?? "", JSONRead.int($0["amountMl"]) ?? 0)
+        })
+        XCTAssertEqual(onServer[g.id], 700, "the server holds the edit")
+        XCTAssertNil(onServer[f.id], "the server keeps the delete")
+    }
 }

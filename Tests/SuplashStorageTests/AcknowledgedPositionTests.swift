@@ -139,6 +139,40 @@ final class AcknowledgedPositionTests: XCTestCase {
         XCTAssertThrowsError(try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL, identitySQL: identitySQL))
     }
 
+    func testAMissingOrUnreadableSideFileForksTheIdOfADatabaseThatHoldsChanges() throws {
+        let db = try SQLiteDatabase(path: directory.file("app.sqlite"))
+        defer { db.close() }
+        try db.write { try $0.connection.execute(
+            "CREATE TABLE seq (singleton INTEGER PRIMARY KEY, position INTEGER); INSERT INTO seq VALUES (1, 0);"
+                + "CREATE TABLE ident (singleton INTEGER PRIMARY KEY, id TEXT); INSERT INTO ident VALUES (1, 'first-id')") }
+        let identitySQL = "SELECT id FROM ident WHERE singleton = 1"
+        let forkSQL = "UPDATE ident SET id = 'fork-' || lower(hex(randomblob(4))) WHERE singleton = 1"
+        func id() throws -> String {
+            guard case .text(let id)? = try db.read({ try $0.scalar(identitySQL) }) else { return "" }
+            return id
+        }
+        // A new database (position 0): nothing was handed out yet, no fork.
+        XCTAssertEqual(try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL, identitySQL: identitySQL,
+                                                        forkIdentitySQL: forkSQL), .created)
+        XCTAssertEqual(try id(), "first-id")
+        try db.write { try $0.connection.run("UPDATE seq SET position = 5") }
+        // The file deleted (or torn) beside a database with changes: forked, and the file names the new id.
+        for damage in [{ try FileManager.default.removeItem(atPath: db.acknowledgedPositionPath) },
+                       { try Data("garbage".utf8).write(to: URL(fileURLWithPath: db.acknowledgedPositionPath)) }] {
+            let before = try id()
+            try damage()
+            XCTAssertEqual(try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL, identitySQL: identitySQL,
+                                                            forkIdentitySQL: forkSQL), .forked)
+            XCTAssertNotEqual(try id(), before)
+            XCTAssertEqual(AcknowledgedPositionFile.read(db.acknowledgedPositionPath), .position(5, databaseID: try id()))
+        }
+        // An intact file: no fork.
+        let kept = try id()
+        XCTAssertEqual(try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL, identitySQL: identitySQL,
+                                                        forkIdentitySQL: forkSQL), .consistent(database: 5, acknowledged: 5))
+        XCTAssertEqual(try id(), kept)
+    }
+
     func testTheRecordFormat() {
         XCTAssertEqual(AcknowledgedPositionFile.record(42, databaseID: "db1"), "00000000000000000042 00000000000000000042 db1\n")
     }

@@ -133,7 +133,8 @@ public struct APIError: Error, Sendable {
         var error = storage(problem.failure)
         let kind = problem.failure == .readOnly ? "read_only" : problem.failure.rawValue
         error.detail = "Storage is not ready: \(kind) ("
-            + (problem.fromWriteProbe ? "the latest write probe failed)." : "reported by a query).")
+            + (problem.stalled ? "a write probe has not returned)."
+                : problem.fromWriteProbe ? "the latest write probe failed)." : "reported by a query).")
         return error
     }
 

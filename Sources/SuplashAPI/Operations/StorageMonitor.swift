@@ -56,6 +56,7 @@ public final class StorageMonitor: @unchecked Sendable {
 
     /// One probe: records its result, logs a change of state, flushes due log lines. On `queue`.
     private func runProbe(_ probe: any StorageWriteProbe, logger: Logger) {
+        health.probeStarted()
         do {
             try probe.probeWrite()
             health.probeSucceeded()

@@ -55,12 +55,21 @@ public final class StorageHealth: @unchecked Sendable {
         public var failure: StorageFailure
         /// `true` when the write probe failed; `false` when a query reported it.
         public var fromWriteProbe: Bool
+        /// `true` when a write probe has been running for `probeStallSeconds` or more without
+        /// returning (reported as `.io` from the write probe).
+        public var stalled: Bool
 
-        public init(failure: StorageFailure, fromWriteProbe: Bool) {
+        public init(failure: StorageFailure, fromWriteProbe: Bool, stalled: Bool = false) {
             self.failure = failure
             self.fromWriteProbe = fromWriteProbe
+            self.stalled = stalled
         }
     }
+
+    /// Seconds after which a write probe that has not returned makes storage not ready (30):
+    /// far above a healthy probe (an `fallocate`, then a `BEGIN IMMEDIATE` behind the queued
+    /// group commits, within the busy timeout), so only a hung file system or disk reaches it.
+    public static let probeStallSeconds: Double = 30
 
     /// Receives the rate-limited log lines: the kind and its occurrences since the last line.
     public typealias LogSink = @Sendable (_ failure: StorageFailure, _ occurrences: Int) -> Void
@@ -76,6 +85,7 @@ public final class StorageHealth: @unchecked Sendable {
     private var probeRuns = 0
     private var corruptionSeen = false
     private var readOnlySeen = false
+    private var probeStartedAt: Double?
 
     /// - Parameters:
     ///   - logInterval: seconds between two log lines of one kind (60 in production).
@@ -103,11 +113,19 @@ public final class StorageHealth: @unchecked Sendable {
         if let (sink, count) = line { sink(failure, count) }
     }
 
+    /// Records that a write probe starts: until it returns (`probeSucceeded` /
+    /// `probeFailed`), a probe running for `probeStallSeconds` or more makes storage not
+    /// ready — a probe stuck in a hung `fsync` would otherwise leave the last success standing.
+    public func probeStarted() {
+        lock.withLock { probeStartedAt = clock() }
+    }
+
     /// Records a successful write probe: clears a probe failure and a reported read-only state.
     public func probeSucceeded() {
         lock.withLock {
             probeRuns += 1
             probeFailure = nil
+            probeStartedAt = nil
             readOnlySeen = false
         }
     }
@@ -118,6 +136,7 @@ public final class StorageHealth: @unchecked Sendable {
         lock.withLock {
             probeRuns += 1
             probeFailure = failure
+            probeStartedAt = nil
         }
     }
 
@@ -143,11 +162,15 @@ public final class StorageHealth: @unchecked Sendable {
     }
 
     /// Why the store is not ready, or nil when it is: corruption reported by a query first,
-    /// then the latest write probe's failure, then a read-only report not yet cleared by a probe.
+    /// then the latest write probe's failure, then a write probe that has not returned for
+    /// `probeStallSeconds` (`.io`, stalled), then a read-only report not yet cleared by a probe.
     public var problem: Problem? {
         lock.withLock {
             if corruptionSeen { return Problem(failure: .corrupt, fromWriteProbe: false) }
             if let probeFailure { return Problem(failure: probeFailure, fromWriteProbe: true) }
+            if let probeStartedAt, clock() - probeStartedAt >= Self.probeStallSeconds {
+                return Problem(failure: .io, fromWriteProbe: true, stalled: true)
+            }
             if readOnlySeen { return Problem(failure: .readOnly, fromWriteProbe: false) }
             return nil
         }
