@@ -1,5 +1,5 @@
 import SuplashDomain
-import SuplashStorage
+import SuplashSQL
 
 /// The row mappings both repository adapters share (SQLite and PostgreSQL have the same
 /// tables and column types): the column lists they select, row → model decoders, and

@@ -1,8 +1,10 @@
-/// One SQLite value, as bound to a statement parameter or read from a result column.
+/// One SQL value, as bound to a statement parameter or read from a result column, on either
+/// engine (SQLite through `SuplashStorage`, PostgreSQL through `SuplashPostgres`).
 ///
 /// The five cases are SQLite's storage classes (https://sqlite.org/datatype3.html §2):
 /// `NULL`, `INTEGER` (64-bit signed), `REAL` (IEEE-754 double), `TEXT` (UTF-8) and `BLOB`.
-/// Binding a `.real(.nan)` stores `NULL` (SQLite's rule).
+/// Binding a `.real(.nan)` stores `NULL` under SQLite (SQLite's rule). The libpq driver maps
+/// them to and from PostgreSQL's types (`BIGINT`, `DOUBLE PRECISION`, `TEXT`, `BYTEA`).
 public enum SQLValue: Sendable, Hashable {
     /// SQL `NULL`.
     case null
