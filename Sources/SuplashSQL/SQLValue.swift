@@ -52,3 +52,37 @@ extension SQLValue {
     /// `.real(value)` or `.null` when `value` is `nil`.
     public static func optionalReal(_ value: Double?) -> SQLValue { value.map(SQLValue.real) ?? .null }
 }
+
+/// Column accessors for row mappings on either engine: a value as the Swift type a model
+/// field wants, nil for NULL or another storage class (never a throw, never a trap).
+extension SQLValue {
+    /// An integer; a real with an exact integral value too (PostgreSQL `numeric`).
+    public var int64: Int64? {
+        switch self {
+        case .integer(let i): i
+        case .real(let d): Int64(exactly: d)
+        default: nil
+        }
+    }
+
+    /// A real; an integer too.
+    public var double: Double? {
+        switch self {
+        case .real(let d): d
+        case .integer(let i): Double(i)
+        default: nil
+        }
+    }
+
+    /// Text.
+    public var text: String? {
+        if case .text(let s) = self { return s }
+        return nil
+    }
+
+    /// A blob.
+    public var bytes: [UInt8]? {
+        if case .blob(let b) = self { return b }
+        return nil
+    }
+}

@@ -200,37 +200,3 @@ public enum StoreRows {
         ]
     }
 }
-
-/// Column accessors shared by both adapters: a value as the Swift type a model field wants,
-/// nil for NULL or another storage class.
-extension SQLValue {
-    /// An integer; a real with an exact integral value too (PostgreSQL `numeric`).
-    public var int64: Int64? {
-        switch self {
-        case .integer(let i): i
-        case .real(let d): Int64(exactly: d)
-        default: nil
-        }
-    }
-
-    /// A real; an integer too.
-    public var double: Double? {
-        switch self {
-        case .real(let d): d
-        case .integer(let i): Double(i)
-        default: nil
-        }
-    }
-
-    /// Text.
-    public var text: String? {
-        if case .text(let s) = self { return s }
-        return nil
-    }
-
-    /// A blob.
-    public var bytes: [UInt8]? {
-        if case .blob(let b) = self { return b }
-        return nil
-    }
-}
