@@ -194,9 +194,9 @@ public enum MigrationPlan {
         let digits = stem[..<underscore]
         let name = stem[stem.index(after: underscore)...]
         guard digits.count >= 4, digits.count <= 9, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
-              let version = Int(digits), version >= 1,
-              !name.isEmpty,
-              name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+            let version = Int(digits), version >= 1,
+            !name.isEmpty,
+            name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
         else { return nil }
         return (version, String(name))
     }

@@ -27,7 +27,9 @@ final class SQLDialectTests: XCTestCase {
             SELECT 'it''s ?1', "odd?2", data ? 'key', data ?| ?3 -- ?4 stays
             FROM t /* ?5 stays */ WHERE id = ?6
             """
-        XCTAssertEqual(SQLDialect.postgres.render(sql), """
+        XCTAssertEqual(
+            SQLDialect.postgres.render(sql),
+            """
             SELECT 'it''s ?1', "odd?2", data ? 'key', data ?| $3 -- ?4 stays
             FROM t /* ?5 stays */ WHERE id = $6
             """)
