@@ -47,24 +47,33 @@ let package = Package(
         // MARK: Sign in with Apple's REST API: client secret, token and revoke requests, outcomes (knows Apple, not water)
         .target(name: "SuplashAppleID", dependencies: ["SuplashHTTPClient", "SuplashCrypto", "SuplashJSON"]),
 
+        // MARK: Dialect-neutral SQL layer (no C): values, row access, migration planning, dialects
+        .target(name: "SuplashSQL"),
+
         // MARK: Storage engine (SQLite connection, writer + reader pool, migrations)
-        .target(name: "SuplashStorage", dependencies: ["CSQLite", "SuplashCrypto", "SuplashLogging"]),
+        .target(name: "SuplashStorage", dependencies: ["CSQLite", "SuplashCrypto", "SuplashLogging", "SuplashSQL"]),
 
         // MARK: Domain: models, validation, rules, repository protocols (pure, no I/O)
         .target(name: "SuplashDomain", dependencies: ["SuplashJSON"]),
 
         // MARK: Row mappings shared by both repository adapters (columns, row → model, model → values)
-        .target(name: "SuplashStoreRows", dependencies: ["SuplashDomain", "SuplashStorage"]),
+        .target(name: "SuplashStoreRows", dependencies: ["SuplashDomain", "SuplashSQL"]),
 
         // MARK: Repository adapters for SQLite
-        .target(name: "SuplashSQLiteStore", dependencies: ["SuplashDomain", "SuplashStorage", "SuplashStoreRows", "SuplashJSON"]),
+        .target(name: "SuplashSQLiteStore", dependencies: [
+            "SuplashDomain", "SuplashSQL", "SuplashStorage", "SuplashStoreRows", "SuplashJSON",
+        ]),
 
         // MARK: PostgreSQL: libpq connection + pool + migrator, and the repository adapters on it
         // (`storage.driver = postgres`, any number of instances on one database).
-        .target(name: "SuplashPostgres", dependencies: ["CPostgreSQL", "SuplashStorage"]),
+        .target(name: "SuplashPostgres", dependencies: ["CPostgreSQL", "SuplashSQL"]),
         .target(name: "SuplashPostgresStore", dependencies: [
-            "SuplashDomain", "SuplashPostgres", "SuplashStorage", "SuplashStoreRows", "SuplashJSON",
+            "SuplashDomain", "SuplashPostgres", "SuplashSQL", "SuplashStoreRows", "SuplashJSON",
         ]),
+
+        // MARK: `migrate-data`: copies a SQLite deployment into PostgreSQL — the one library
+        // that sees both engines (used by the executable only).
+        .target(name: "SuplashDataMigration", dependencies: ["SuplashPostgres", "SuplashSQL", "SuplashStorage"]),
 
         // MARK: The API: routes, auth, problems
         .target(name: "SuplashAPI", dependencies: [
@@ -74,7 +83,8 @@ let package = Package(
         // MARK: The executable: CLI, config, wiring
         .executableTarget(name: "suplash-server", dependencies: [
             "CMalloc", "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
-            "SuplashCrypto", "SuplashLogging", "SuplashJSON", "SuplashPostgres", "SuplashPostgresStore",
+            "SuplashCrypto", "SuplashLogging", "SuplashJSON", "SuplashPostgres", "SuplashPostgresStore", "SuplashSQL",
+            "SuplashDataMigration",
         ]),
 
         // MARK: The client side: SuplashKit serves the apps too, so it uses only
@@ -101,10 +111,11 @@ let package = Package(
             "SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON",
         ]),
         .testTarget(name: "SuplashAppleIDTests", dependencies: ["SuplashAppleID", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON"]),
-        .testTarget(name: "SuplashStorageTests", dependencies: ["SuplashStorage"]),
+                .testTarget(name: "SuplashSQLTests", dependencies: ["SuplashSQL"]),
+        .testTarget(name: "SuplashStorageTests", dependencies: ["SuplashStorage", "SuplashSQL"]),
         .testTarget(name: "SuplashDomainTests", dependencies: ["SuplashDomain", "SuplashJSON"]),
         .testTarget(name: "SuplashAPITests", dependencies: [
-            "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
+            "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashSQL", "SuplashDomain",
             "SuplashCrypto", "SuplashJSON",
             // Test-only RSA key generation and RS256 signing for Sign in with Apple tokens.
             "COpenSSL",
@@ -113,7 +124,7 @@ let package = Package(
         // (scripts/with-postgres). The behavioural checks also run against SQLite.
         .testTarget(name: "SuplashPostgresTests", dependencies: [
             "SuplashPostgres", "SuplashPostgresStore", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain", "SuplashAPI",
-            "SuplashHTTP",
+            "SuplashHTTP", "SuplashSQL", "SuplashDataMigration",
         ]),
         .testTarget(name: "SuplashKitTests", dependencies: ["SuplashKit", "SuplashHealthImport"],
                     exclude: ["Fixtures"]),

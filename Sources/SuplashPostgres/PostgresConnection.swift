@@ -1,5 +1,5 @@
 import CPostgreSQL
-import SuplashStorage
+import SuplashSQL
 
 /// One row of a result: values by column index or name, decoded by column type.
 ///

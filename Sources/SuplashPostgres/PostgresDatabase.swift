@@ -1,5 +1,5 @@
 import Foundation
-import SuplashStorage
+import SuplashSQL
 
 /// Transaction isolation levels (https://www.postgresql.org/docs/15/transaction-iso.html).
 public enum PostgresIsolation: String, Sendable {

@@ -1,7 +1,7 @@
-import SuplashStorage
+import SuplashSQL
 
 /// Applies `Migrations/postgres/NNNN_name.sql` with the same rules as the SQLite
-/// `Migrator` (it reuses its loader and its `plan`): each migration runs in its own
+/// `Migrator` (both use `MigrationPlan` of `SuplashSQL` to load and plan): each migration runs in its own
 /// transaction together with its `schema_migrations(version, name, checksum, applied_at)`
 /// row; a changed, renamed or missing applied file, or a pending file older than the newest
 /// applied one, refuses to start (nothing is applied).
@@ -28,7 +28,7 @@ public enum PostgresMigrator {
     ///   this call stay applied), or `PostgresError`.
     @discardableResult
     public static func migrate(_ db: PostgresDatabase, _ migrations: [Migration]) throws -> Int {
-        let sorted = try Migrator.checkedSorted(migrations)
+        let sorted = try MigrationPlan.checkedSorted(migrations)
         return try db.pool.withConnection { connection in
             try connection.query("SELECT pg_advisory_lock($1::bigint)", [.integer(lockKey)])
             defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [.integer(lockKey)]) }
@@ -37,7 +37,7 @@ public enum PostgresMigrator {
             while true {
                 try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
                 do {
-                    let pending = try Migrator.plan(recorded: try readApplied(connection), sorted)
+                    let pending = try MigrationPlan.plan(recorded: try readApplied(connection), sorted)
                     guard let next = pending.first else {
                         try connection.execute("COMMIT")
                         return applied
@@ -64,8 +64,8 @@ public enum PostgresMigrator {
     /// The migrations not applied yet, in order (ready when empty).
     /// - Throws: the consistency errors of `migrate`, or `PostgresError`.
     public static func pending(_ db: PostgresDatabase, _ migrations: [Migration]) throws -> [Migration] {
-        let sorted = try Migrator.checkedSorted(migrations)
-        return try Migrator.plan(recorded: try applied(db), sorted)
+        let sorted = try MigrationPlan.checkedSorted(migrations)
+        return try MigrationPlan.plan(recorded: try applied(db), sorted)
     }
 
     /// The rows of `schema_migrations` in version order (empty when the table is absent).

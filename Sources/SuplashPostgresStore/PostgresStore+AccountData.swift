@@ -1,6 +1,6 @@
 import SuplashDomain
 import SuplashPostgres
-import SuplashStorage
+import SuplashSQL
 import SuplashStoreRows
 
 extension PostgresStore: AccountDataRepository {

@@ -1,6 +1,5 @@
 import SuplashDomain
 import SuplashPostgres
-import SuplashStorage
 import SuplashStoreRows
 
 /// Keeps `daily_totals` and `achievements` current inside the transaction of the write that

@@ -1,6 +1,5 @@
 import SuplashDomain
 import SuplashPostgres
-import SuplashStorage
 import SuplashStoreRows
 
 /// Sign in with Apple. Two first sign-ins of one `sub` (or one email) on two instances at

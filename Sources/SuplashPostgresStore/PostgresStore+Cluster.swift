@@ -1,7 +1,6 @@
 import Foundation
 import SuplashDomain
 import SuplashPostgres
-import SuplashStorage
 
 /// The `LISTEN/NOTIFY` channels several server instances on one database share.
 public enum PostgresClusterChannel {

@@ -1,6 +1,5 @@
 import SuplashDomain
 import SuplashPostgres
-import SuplashStorage
 import SuplashStoreRows
 
 /// Water entries; every write recomputes the touched days' totals and the achievements in

@@ -1,7 +1,6 @@
 import SuplashDomain
 import SuplashJSON
 import SuplashPostgres
-import SuplashStorage
 import SuplashStoreRows
 
 /// Idempotency-Key requests (spec §7), shared by every instance on the database: a retry

@@ -1,7 +1,6 @@
 import Foundation
 import SuplashDomain
 import SuplashPostgres
-import SuplashStorage
 import SuplashStoreRows
 
 extension PostgresStore: OperationsRepository {

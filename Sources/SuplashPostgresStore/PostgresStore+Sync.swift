@@ -1,7 +1,7 @@
 import SuplashDomain
 import SuplashJSON
 import SuplashPostgres
-import SuplashStorage
+import SuplashSQL
 import SuplashStoreRows
 
 /// The sync feed and push on PostgreSQL — the storage side of `SQLiteStore+Sync.swift`'s

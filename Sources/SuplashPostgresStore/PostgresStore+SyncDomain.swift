@@ -1,6 +1,6 @@
 import SuplashDomain
 import SuplashPostgres
-import SuplashStorage
+import SuplashSQL
 import SuplashStoreRows
 
 /// The domain collections of the change feed and the sync push (spec §5): `bills`, `days`

@@ -1,6 +1,5 @@
 import SuplashDomain
 import SuplashPostgres
-import SuplashStorage
 import SuplashStoreRows
 
 extension PostgresStore: UserRepository {

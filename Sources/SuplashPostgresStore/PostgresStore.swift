@@ -1,7 +1,7 @@
 import Foundation
 import SuplashDomain
 import SuplashPostgres
-import SuplashStorage
+import SuplashSQL
 import SuplashStoreRows
 
 /// The PostgreSQL adapter of the repository protocols of `SuplashDomain`, for any number of

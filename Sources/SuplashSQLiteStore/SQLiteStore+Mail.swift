@@ -1,4 +1,5 @@
 import SuplashDomain
+import SuplashSQL
 import SuplashStorage
 import SuplashStoreRows
 

@@ -1,4 +1,5 @@
 import CSQLite
+import SuplashSQL
 
 /// One SQLite connection (`sqlite3*`), opened with `SQLITE_OPEN_NOMUTEX`.
 ///

@@ -1,3 +1,5 @@
+import SuplashSQL
+
 /// The column names of one result set, shared by all its rows.
 public final class SQLiteColumns: Sendable {
     /// Column names in result order (`sqlite3_column_name`).
@@ -23,16 +25,6 @@ public final class SQLiteColumns: Sendable {
         }
         return indexByName[name]
     }
-}
-
-/// A result row of any SQL driver the stores run on (SQLite, PostgreSQL): values by
-/// 0-based column index or by column name, as `SQLValue`s. The shared row mappings of the
-/// store adapters (`SuplashStoreRows`) read rows through it.
-public protocol SQLRowValues {
-    /// The value of column `index` (0-based).
-    subscript(_ index: Int) -> SQLValue { get }
-    /// The value of the column called `name`, or `.null` when there is no such column.
-    subscript(_ name: String) -> SQLValue { get }
 }
 
 /// One result row: values by index or by column name, plus typed accessors.

@@ -1,5 +1,5 @@
 import SuplashDomain
-import SuplashStorage
+import SuplashSQL
 
 /// The row mappings both repository adapters share (SQLite and PostgreSQL have the same
 /// tables and column types): the column lists they select, row → model decoders, and
@@ -198,39 +198,5 @@ public enum StoreRows {
             .text(b.provider), .text(b.subscriberNo), .text(b.period.description), .integer(b.consumptionMilliM3),
             .integer(b.amountMinor), .text(b.currency), .text(b.dueDate.description), .optionalInteger(b.paidAt),
         ]
-    }
-}
-
-/// Column accessors shared by both adapters: a value as the Swift type a model field wants,
-/// nil for NULL or another storage class.
-extension SQLValue {
-    /// An integer; a real with an exact integral value too (PostgreSQL `numeric`).
-    public var int64: Int64? {
-        switch self {
-        case .integer(let i): i
-        case .real(let d): Int64(exactly: d)
-        default: nil
-        }
-    }
-
-    /// A real; an integer too.
-    public var double: Double? {
-        switch self {
-        case .real(let d): d
-        case .integer(let i): Double(i)
-        default: nil
-        }
-    }
-
-    /// Text.
-    public var text: String? {
-        if case .text(let s) = self { return s }
-        return nil
-    }
-
-    /// A blob.
-    public var bytes: [UInt8]? {
-        if case .blob(let b) = self { return b }
-        return nil
     }
 }

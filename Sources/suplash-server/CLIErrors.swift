@@ -1,6 +1,7 @@
 import Foundation
 import SuplashDomain
 import SuplashPostgres
+import SuplashSQL
 import SuplashSQLiteStore
 import SuplashStorage
 

@@ -1,4 +1,5 @@
 import Foundation
+import SuplashDataMigration
 import SuplashLogging
 import SuplashPostgres
 import SuplashPostgresStore

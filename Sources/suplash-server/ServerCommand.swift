@@ -8,6 +8,7 @@ import SuplashJSON
 import SuplashLogging
 import SuplashPostgres
 import SuplashPostgresStore
+import SuplashSQL
 import SuplashSQLiteStore
 import SuplashStorage
 

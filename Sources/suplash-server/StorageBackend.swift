@@ -2,6 +2,7 @@ import Foundation
 import SuplashDomain
 import SuplashPostgres
 import SuplashPostgresStore
+import SuplashSQL
 import SuplashSQLiteStore
 import SuplashStorage
 

@@ -1,5 +1,6 @@
 import Foundation
 import SuplashDomain
+import SuplashSQL
 import SuplashSQLiteStore
 import SuplashStorage
 import XCTest

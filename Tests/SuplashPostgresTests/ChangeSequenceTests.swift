@@ -1,5 +1,6 @@
 import Foundation
 import SuplashPostgres
+import SuplashSQL
 import SuplashStorage
 import XCTest
 

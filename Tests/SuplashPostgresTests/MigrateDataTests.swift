@@ -1,4 +1,5 @@
 import Foundation
+import SuplashDataMigration
 import SuplashDomain
 import SuplashPostgres
 import SuplashPostgresStore

@@ -1,4 +1,5 @@
 import Foundation
+import SuplashSQL
 import XCTest
 @testable import SuplashStorage
 import SuplashCrypto

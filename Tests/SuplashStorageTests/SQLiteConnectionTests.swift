@@ -1,3 +1,4 @@
+import SuplashSQL
 import XCTest
 @testable import SuplashStorage
 

@@ -1,5 +1,6 @@
 import Foundation
 import SuplashPostgres
+import SuplashSQL
 import SuplashStorage
 
 /// Copies a (possibly live) SQLite deployment into PostgreSQL: `suplash-server migrate-data`.

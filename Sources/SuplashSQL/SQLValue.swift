@@ -1,8 +1,10 @@
-/// One SQLite value, as bound to a statement parameter or read from a result column.
+/// One SQL value, as bound to a statement parameter or read from a result column, on either
+/// engine (SQLite through `SuplashStorage`, PostgreSQL through `SuplashPostgres`).
 ///
 /// The five cases are SQLite's storage classes (https://sqlite.org/datatype3.html §2):
 /// `NULL`, `INTEGER` (64-bit signed), `REAL` (IEEE-754 double), `TEXT` (UTF-8) and `BLOB`.
-/// Binding a `.real(.nan)` stores `NULL` (SQLite's rule).
+/// Binding a `.real(.nan)` stores `NULL` under SQLite (SQLite's rule). The libpq driver maps
+/// them to and from PostgreSQL's types (`BIGINT`, `DOUBLE PRECISION`, `TEXT`, `BYTEA`).
 public enum SQLValue: Sendable, Hashable {
     /// SQL `NULL`.
     case null
@@ -49,4 +51,38 @@ extension SQLValue {
 
     /// `.real(value)` or `.null` when `value` is `nil`.
     public static func optionalReal(_ value: Double?) -> SQLValue { value.map(SQLValue.real) ?? .null }
+}
+
+/// Column accessors for row mappings on either engine: a value as the Swift type a model
+/// field wants, nil for NULL or another storage class (never a throw, never a trap).
+extension SQLValue {
+    /// An integer; a real with an exact integral value too (PostgreSQL `numeric`).
+    public var int64: Int64? {
+        switch self {
+        case .integer(let i): i
+        case .real(let d): Int64(exactly: d)
+        default: nil
+        }
+    }
+
+    /// A real; an integer too.
+    public var double: Double? {
+        switch self {
+        case .real(let d): d
+        case .integer(let i): Double(i)
+        default: nil
+        }
+    }
+
+    /// Text.
+    public var text: String? {
+        if case .text(let s) = self { return s }
+        return nil
+    }
+
+    /// A blob.
+    public var bytes: [UInt8]? {
+        if case .blob(let b) = self { return b }
+        return nil
+    }
 }
