@@ -29,10 +29,11 @@ enum ConnectionAction {
     /// or asks for the next one; a later deadline is not armed until the earlier fires.
     case armTimer(deadline: UInt64)
     /// The client half-closed: tell every in-flight sink; if one is parked (has `onClose`),
-    /// report it with `parkedRequestFound()`.
+    /// report the earliest such with `requestParked(sequence:)`.
     case notifyPeerFinished
-    /// Every in-flight request will not be answered: tell their sinks the client is gone.
-    case abandonRequests
+    /// The in-flight requests from sequence `from` on will not be answered: tell their sinks
+    /// the client is gone.
+    case abandonRequests(from: UInt64)
     /// The last answer is out: shut down the write side and linger (RFC 9112 §9.6).
     case shutdownWrite
     /// Close the descriptor.
@@ -296,7 +297,8 @@ struct ConnectionStateMachine {
     /// still answered, in order, and the connection then closes; nothing more is read. A
     /// partial request is discarded without an answer (it was never dispatched). If an
     /// in-flight request is parked (`onClose` registered), the loop reports it through
-    /// `parkedRequestFound()` and the connection closes at once.
+    /// `requestParked(sequence:)`: it and every later request are abandoned, and the
+    /// connection closes once the answers before it are written.
     mutating func peerHalfClosed<E: ConnectionEnvironment>(_ env: E) -> [ConnectionAction] {
         switch phase {
         case .closed:
@@ -320,23 +322,21 @@ struct ConnectionStateMachine {
         return finish(env)
     }
 
-    /// An in-flight request is parked (its sink has `onClose`) while the client has
-    /// half-closed: close now instead of waiting for an answer nobody may read.
-    mutating func parkedRequestFound() -> [ConnectionAction] {
-        guard inputEnded, phase != .closed else { return [] }
-        closeNow()
-        return takeActions()
-    }
-
-    /// A responder registered `onClose` for `sequence` after the client half-closed.
-    mutating func requestParked(sequence: UInt64) -> [ConnectionAction] {
+    /// In-flight request `sequence` is parked (its sink has `onClose`) while the client has
+    /// half-closed: it and every later request are abandoned instead of waiting for an
+    /// answer nobody may read; the answers to earlier requests are still written (RFC 9112
+    /// §9.6), then the connection closes.
+    mutating func requestParked<E: ConnectionEnvironment>(sequence: UInt64, _ env: E) -> [ConnectionAction] {
         guard inputEnded, phase != .closed,
-              slots.contains(where: { slot in
-                  if slot.sequence == sequence, case .running = slot.stage { return true }
-                  return false
-              }) else { return [] }
-        closeNow()
-        return takeActions()
+              let index = slots.firstIndex(where: { $0.sequence == sequence }),
+              case .running = slots[index].stage else { return [] }
+        while slots.count > index {
+            setStage(.interim([]), at: slots.count - 1)
+            slots.removeLast()
+        }
+        actions.append(.abandonRequests(from: sequence))
+        progress(env)
+        return finish(env)
     }
 
     /// The responder answered request `sequence`.
@@ -631,9 +631,9 @@ struct ConnectionStateMachine {
     }
 
     private mutating func abandonRemaining() {
-        guard !slots.isEmpty else { return }
+        guard let first = slots.first else { return }
         removeAllSlots()
-        actions.append(.abandonRequests)
+        actions.append(.abandonRequests(from: first.sequence))
     }
 
     /// After any change: write what is ready, close or linger when done, resume parsing
