@@ -660,6 +660,21 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(idle.readResponse()?.status, 200, "a rejected connection closes no idle keep-alive one")
     }
 
+    func testAnIPv4ClientOfADualStackListenerHasItsIPv4Address() throws {
+        try startServer { configuration in
+            configuration.host = "::"
+            configuration.maxConnectionsPerAddress = 1
+            configuration.unlimitedAddresses = ["127.0.0.1"]
+        }
+        let clients = try (0..<2).map { _ in try client() }
+        for c in clients {
+            c.send("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n")
+            let r = c.readResponse()
+            XCTAssertEqual(r?.status, 200, "an exempt IPv4 address is exempt on an IPv6 listener too")
+            XCTAssertEqual(r?.header("x-remote"), "127.0.0.1", "not ::ffff:127.0.0.1")
+        }
+    }
+
     func testPerAddressLimitFreesSlotsAndExemptsUnlimitedAddresses() throws {
         try startServer { configuration in
             configuration.maxConnectionsPerAddress = 1
