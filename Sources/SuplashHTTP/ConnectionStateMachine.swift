@@ -236,7 +236,15 @@ struct ConnectionStateMachine {
     /// True when another request may be read: few enough requests outstanding, and the
     /// bytes held within the budget.
     private var mayReadMore: Bool {
-        slots.count < configuration.maxPipelined && queuedBytes <= configuration.memoryBudget
+        mayParseMore && queuedBytes <= configuration.memoryBudget
+    }
+
+    /// True when another request may be parsed from input already read: as `mayReadMore`,
+    /// but not counting that unparsed input (at most about one read, left over by
+    /// back-pressure), which would otherwise keep itself from ever being parsed.
+    private var mayParseMore: Bool {
+        slots.count < configuration.maxPipelined
+            && queuedBytes - (inbound.count - inboundStart) <= configuration.memoryBudget
     }
 
     /// True when input is read only to be discarded (after the last answered request).
@@ -448,7 +456,7 @@ struct ConnectionStateMachine {
     }
 
     private mutating func processBuffered<E: ConnectionEnvironment>(_ env: E) {
-        guard inboundStart < inbound.count, phase == .open, mayReadMore else { return }
+        guard inboundStart < inbound.count, phase == .open, mayParseMore else { return }
         let start = inboundStart
         let buffer = inbound
         let used = buffer.withUnsafeBytes { processInput(UnsafeRawBufferPointer(rebasing: $0[start...]), env) }
@@ -466,7 +474,7 @@ struct ConnectionStateMachine {
     /// - Returns: how many bytes were consumed.
     private mutating func processInput<E: ConnectionEnvironment>(_ bytes: UnsafeRawBufferPointer, _ env: E) -> Int {
         var offset = 0
-        while phase == .open && (readingBody || mayReadMore) {
+        while phase == .open && (readingBody || mayParseMore) {
             let (consumed, event) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
             offset += consumed
             guard let event else { break }
@@ -651,7 +659,7 @@ struct ConnectionStateMachine {
                     if inputEnded { closeNow() } else { startLingering(env) }
                 }
             case .open:
-                if mayReadMore && inboundStart < inbound.count {
+                if mayParseMore && inboundStart < inbound.count {
                     processBuffered(env)
                     continue
                 }

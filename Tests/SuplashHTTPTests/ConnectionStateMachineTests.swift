@@ -286,6 +286,26 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertTrue(h.reading)
     }
 
+    func testBufferedInputLargerThanTheBudgetIsStillParsed() {
+        var h = Harness {
+            $0.connectionMemoryBudget = 1000
+            $0.maxPipelined = 2
+        }
+        // One read of pipelined requests: what is left after the pipeline limit exceeds the
+        // budget on its own.
+        h.receive(String(repeating: "GET /p HTTP/1.1\r\nHost: x\r\n\r\n", count: 40))
+        XCTAssertFalse(h.reading)
+        XCTAssertGreaterThan(h.machine.queuedBytes, 1000)
+        var answered: UInt64 = 0
+        while answered < UInt64(h.dispatched.count) {
+            h.answer(answered)
+            answered += 1
+        }
+        XCTAssertEqual(h.dispatched.count, 40, "every request read is parsed and answered")
+        XCTAssertEqual(statusLines(h.takeSent()).count, 40)
+        XCTAssertTrue(h.reading)
+    }
+
     func testOneLargeRequestOverTheBudgetStillRuns() {
         var h = Harness { $0.connectionMemoryBudget = 100 }
         h.receive("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n" + String(repeating: "z", count: 500))
