@@ -78,7 +78,14 @@ int cepoll_accept4(int fd, char *addr_text, size_t addr_text_len) {
         if (addr.ss_family == AF_INET) {
             inet_ntop(AF_INET, &((struct sockaddr_in *)&addr)->sin_addr, addr_text, (socklen_t)addr_text_len);
         } else if (addr.ss_family == AF_INET6) {
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&addr)->sin6_addr, addr_text, (socklen_t)addr_text_len);
+            const struct in6_addr *a6 = &((struct sockaddr_in6 *)&addr)->sin6_addr;
+            if (IN6_IS_ADDR_V4MAPPED(a6)) {
+                /* An IPv4 client of a dual-stack listener: its IPv4 address (RFC 4291 §2.5.5.2),
+                 * so limits and trusted proxies see one spelling per client. */
+                inet_ntop(AF_INET, &a6->s6_addr[12], addr_text, (socklen_t)addr_text_len);
+            } else {
+                inet_ntop(AF_INET6, a6, addr_text, (socklen_t)addr_text_len);
+            }
         }
     }
     return c;

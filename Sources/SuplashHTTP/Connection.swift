@@ -108,11 +108,11 @@ final class Connection {
     }
 
     /// A responder registered `onClose` on a sink after the client half-closed: the
-    /// request is parked, so the connection closes now (running the handlers) instead of
-    /// waiting — unless it was answered meanwhile.
+    /// request is parked, so it is abandoned now (running the handlers) instead of waiting —
+    /// unless it was answered meanwhile — and the connection closes after earlier answers.
     func parkedAfterEndOfInput(sequence: UInt64) {
         guard !isClosed else { return }
-        perform(machine.requestParked(sequence: sequence))
+        perform(machine.requestParked(sequence: sequence, environment))
     }
 
     /// A heap entry for this connection came due.
@@ -189,11 +189,11 @@ final class Connection {
         case .armTimer(let deadline):
             loop.scheduleConnectionTimer(fd: fd, serial: serial, deadline: deadline)
         case .notifyPeerFinished:
-            var parked = false
-            for sink in sinks where sink.peerFinishedSending() { parked = true }
-            if parked { perform(machine.parkedRequestFound()) }
-        case .abandonRequests:
-            abandonSinks()
+            var parked: UInt64?
+            for sink in sinks where sink.peerFinishedSending() { parked = min(parked ?? sink.sequence, sink.sequence) }
+            if let parked { perform(machine.requestParked(sequence: parked, environment)) }
+        case .abandonRequests(let from):
+            abandonSinks(from: from)
         case .shutdownWrite:
             _ = cepoll_shutdown_write(fd)
             lingering = true
@@ -254,10 +254,11 @@ final class Connection {
         }
     }
 
-    private func abandonSinks() {
-        guard !sinks.isEmpty else { return }
-        let abandoned = sinks
-        sinks = []
+    /// Tells the sinks of requests from sequence `from` on that the client is gone.
+    private func abandonSinks(from: UInt64 = 0) {
+        let abandoned = sinks.filter { $0.sequence >= from }
+        guard !abandoned.isEmpty else { return }
+        sinks.removeAll { $0.sequence >= from }
         for sink in abandoned { sink.connectionClosed() }
     }
 

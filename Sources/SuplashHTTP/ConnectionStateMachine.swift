@@ -29,10 +29,11 @@ enum ConnectionAction {
     /// or asks for the next one; a later deadline is not armed until the earlier fires.
     case armTimer(deadline: UInt64)
     /// The client half-closed: tell every in-flight sink; if one is parked (has `onClose`),
-    /// report it with `parkedRequestFound()`.
+    /// report the earliest such with `requestParked(sequence:)`.
     case notifyPeerFinished
-    /// Every in-flight request will not be answered: tell their sinks the client is gone.
-    case abandonRequests
+    /// The in-flight requests from sequence `from` on will not be answered: tell their sinks
+    /// the client is gone.
+    case abandonRequests(from: UInt64)
     /// The last answer is out: shut down the write side and linger (RFC 9112 §9.6).
     case shutdownWrite
     /// Close the descriptor.
@@ -235,7 +236,15 @@ struct ConnectionStateMachine {
     /// True when another request may be read: few enough requests outstanding, and the
     /// bytes held within the budget.
     private var mayReadMore: Bool {
-        slots.count < configuration.maxPipelined && queuedBytes <= configuration.memoryBudget
+        mayParseMore && queuedBytes <= configuration.memoryBudget
+    }
+
+    /// True when another request may be parsed from input already read: as `mayReadMore`,
+    /// but not counting that unparsed input (at most about one read, left over by
+    /// back-pressure), which would otherwise keep itself from ever being parsed.
+    private var mayParseMore: Bool {
+        slots.count < configuration.maxPipelined
+            && queuedBytes - (inbound.count - inboundStart) <= configuration.memoryBudget
     }
 
     /// True when input is read only to be discarded (after the last answered request).
@@ -296,7 +305,8 @@ struct ConnectionStateMachine {
     /// still answered, in order, and the connection then closes; nothing more is read. A
     /// partial request is discarded without an answer (it was never dispatched). If an
     /// in-flight request is parked (`onClose` registered), the loop reports it through
-    /// `parkedRequestFound()` and the connection closes at once.
+    /// `requestParked(sequence:)`: it and every later request are abandoned, and the
+    /// connection closes once the answers before it are written.
     mutating func peerHalfClosed<E: ConnectionEnvironment>(_ env: E) -> [ConnectionAction] {
         switch phase {
         case .closed:
@@ -320,23 +330,21 @@ struct ConnectionStateMachine {
         return finish(env)
     }
 
-    /// An in-flight request is parked (its sink has `onClose`) while the client has
-    /// half-closed: close now instead of waiting for an answer nobody may read.
-    mutating func parkedRequestFound() -> [ConnectionAction] {
-        guard inputEnded, phase != .closed else { return [] }
-        closeNow()
-        return takeActions()
-    }
-
-    /// A responder registered `onClose` for `sequence` after the client half-closed.
-    mutating func requestParked(sequence: UInt64) -> [ConnectionAction] {
+    /// In-flight request `sequence` is parked (its sink has `onClose`) while the client has
+    /// half-closed: it and every later request are abandoned instead of waiting for an
+    /// answer nobody may read; the answers to earlier requests are still written (RFC 9112
+    /// §9.6), then the connection closes.
+    mutating func requestParked<E: ConnectionEnvironment>(sequence: UInt64, _ env: E) -> [ConnectionAction] {
         guard inputEnded, phase != .closed,
-              slots.contains(where: { slot in
-                  if slot.sequence == sequence, case .running = slot.stage { return true }
-                  return false
-              }) else { return [] }
-        closeNow()
-        return takeActions()
+              let index = slots.firstIndex(where: { $0.sequence == sequence }),
+              case .running = slots[index].stage else { return [] }
+        while slots.count > index {
+            setStage(.interim([]), at: slots.count - 1)
+            slots.removeLast()
+        }
+        actions.append(.abandonRequests(from: sequence))
+        progress(env)
+        return finish(env)
     }
 
     /// The responder answered request `sequence`.
@@ -448,7 +456,7 @@ struct ConnectionStateMachine {
     }
 
     private mutating func processBuffered<E: ConnectionEnvironment>(_ env: E) {
-        guard inboundStart < inbound.count, phase == .open, mayReadMore else { return }
+        guard inboundStart < inbound.count, phase == .open, mayParseMore else { return }
         let start = inboundStart
         let buffer = inbound
         let used = buffer.withUnsafeBytes { processInput(UnsafeRawBufferPointer(rebasing: $0[start...]), env) }
@@ -466,7 +474,7 @@ struct ConnectionStateMachine {
     /// - Returns: how many bytes were consumed.
     private mutating func processInput<E: ConnectionEnvironment>(_ bytes: UnsafeRawBufferPointer, _ env: E) -> Int {
         var offset = 0
-        while phase == .open && (readingBody || mayReadMore) {
+        while phase == .open && (readingBody || mayParseMore) {
             let (consumed, event) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
             offset += consumed
             guard let event else { break }
@@ -631,9 +639,9 @@ struct ConnectionStateMachine {
     }
 
     private mutating func abandonRemaining() {
-        guard !slots.isEmpty else { return }
+        guard let first = slots.first else { return }
         removeAllSlots()
-        actions.append(.abandonRequests)
+        actions.append(.abandonRequests(from: first.sequence))
     }
 
     /// After any change: write what is ready, close or linger when done, resume parsing
@@ -651,7 +659,7 @@ struct ConnectionStateMachine {
                     if inputEnded { closeNow() } else { startLingering(env) }
                 }
             case .open:
-                if mayReadMore && inboundStart < inbound.count {
+                if mayParseMore && inboundStart < inbound.count {
                     processBuffered(env)
                     continue
                 }

@@ -262,6 +262,17 @@ public final class EventLoop: @unchecked Sendable {
                 if reserved { context.releaseConnection() }
                 return
             }
+            guard context.admit(address: accepted.address) else {
+                // Past the per-address limit: closed at once, before any byte is read (and
+                // before it could make an idle connection of another client close).
+                Sys.close(accepted.fd)
+                if reserved { context.releaseConnection() }
+                rejectedByAddressLimit += 1
+                if rejectedByAddressLimit == 1 || rejectedByAddressLimit % 1000 == 0 {
+                    context.logger.warning("http.address_limit_reached", .count("rejected", rejectedByAddressLimit))
+                }
+                continue
+            }
             if !reserved {
                 // At the cap and a client is really waiting: the oldest idle keep-alive
                 // connection makes room for it (RFC 9112 §9.6 lets a server close idle ones).
@@ -270,19 +281,10 @@ public final class EventLoop: @unchecked Sendable {
                 if !reserved {
                     // Another loop took the slot meanwhile.
                     Sys.close(accepted.fd)
+                    context.release(address: accepted.address)
                     pauseListener()
                     return
                 }
-            }
-            guard context.admit(address: accepted.address) else {
-                // Past the per-address limit: closed at once, before any byte is read.
-                Sys.close(accepted.fd)
-                context.releaseConnection()
-                rejectedByAddressLimit += 1
-                if rejectedByAddressLimit == 1 || rejectedByAddressLimit % 1000 == 0 {
-                    context.logger.warning("http.address_limit_reached", .count("rejected", rejectedByAddressLimit))
-                }
-                continue
             }
             _ = cepoll_set_nodelay(accepted.fd)
             nextSerial &+= 1

@@ -286,6 +286,26 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertTrue(h.reading)
     }
 
+    func testBufferedInputLargerThanTheBudgetIsStillParsed() {
+        var h = Harness {
+            $0.connectionMemoryBudget = 1000
+            $0.maxPipelined = 2
+        }
+        // One read of pipelined requests: what is left after the pipeline limit exceeds the
+        // budget on its own.
+        h.receive(String(repeating: "GET /p HTTP/1.1\r\nHost: x\r\n\r\n", count: 40))
+        XCTAssertFalse(h.reading)
+        XCTAssertGreaterThan(h.machine.queuedBytes, 1000)
+        var answered: UInt64 = 0
+        while answered < UInt64(h.dispatched.count) {
+            h.answer(answered)
+            answered += 1
+        }
+        XCTAssertEqual(h.dispatched.count, 40, "every request read is parsed and answered")
+        XCTAssertEqual(statusLines(h.takeSent()).count, 40)
+        XCTAssertTrue(h.reading)
+    }
+
     func testOneLargeRequestOverTheBudgetStillRuns() {
         var h = Harness { $0.connectionMemoryBudget = 100 }
         h.receive("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n" + String(repeating: "z", count: 500))
@@ -453,7 +473,39 @@ final class ConnectionStateMachineTests: XCTestCase {
         var h = Harness()
         h.receive("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
         h.run(h.machine.peerHalfClosed(h.env))
-        h.run(h.machine.parkedRequestFound())
+        h.run(h.machine.requestParked(sequence: 0, h.env))
+        XCTAssertTrue(h.closed)
+    }
+
+    func testParkedRequestAtHalfCloseStillDeliversEarlierAnswers() {
+        var h = Harness()
+        h.receive("POST /1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\nGET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.run(h.machine.peerHalfClosed(h.env))
+        // The kernel takes nothing yet: the POST's answer is still queued when the long poll
+        // it unblocked parks (as in the event loop, where the send comes after the dispatch).
+        h.socketFull = true
+        h.answer(0, status: 201)
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/wait"])
+        h.run(h.machine.requestParked(sequence: 1, h.env))
+        XCTAssertFalse(h.closed, "the answer to the POST is written first")
+        XCTAssertEqual(h.abandoned, 1, "the parked request is abandoned (its onClose runs)")
+        h.socketFull = false
+        h.flush()
+        XCTAssertEqual(statusLines(h.takeSent()), ["HTTP/1.1 201 Created"])
+        XCTAssertTrue(h.closed)
+    }
+
+    func testParkedRequestAtHalfCloseWaitsForAnEarlierRunningRequest() {
+        var h = Harness()
+        h.receive("GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.count, 2)
+        h.run(h.machine.peerHalfClosed(h.env))
+        h.run(h.machine.requestParked(sequence: 1, h.env))
+        XCTAssertFalse(h.closed, "the request received before the parked one is still answered")
+        h.answer(0, body: "slow")
+        let text = h.takeSent()
+        XCTAssertEqual(statusLines(text), ["HTTP/1.1 200 OK"])
+        XCTAssertTrue(text.hasSuffix("slow"))
         XCTAssertTrue(h.closed)
     }
 

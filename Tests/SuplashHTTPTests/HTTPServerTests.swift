@@ -641,6 +641,40 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(b.readResponse()?.status, 200, "the admitted connections are unaffected")
     }
 
+    func testAConnectionPastItsAddressLimitEvictsNoIdleConnectionAtTheCap() throws {
+        try startServer { configuration in
+            configuration.connectionCap = 3
+            configuration.maxConnectionsPerAddress = 2
+            configuration.loopCount = 1
+        }
+        let idle = try client()
+        idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(idle.readResponse()?.status, 200)
+        // Another address fills the cap (and its own limit) with busy connections.
+        let busy = try (0..<2).map { _ in try RawClient(port: port, source: "127.0.0.2") }
+        for c in busy { c.send("GET /never HTTP/1.1\r\nHost: x\r\n\r\n") }
+        usleep(50_000)
+        let rejected = try RawClient(port: port, source: "127.0.0.2")
+        XCTAssertTrue(rejected.waitForClose(), "past its address's limit")
+        idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(idle.readResponse()?.status, 200, "a rejected connection closes no idle keep-alive one")
+    }
+
+    func testAnIPv4ClientOfADualStackListenerHasItsIPv4Address() throws {
+        try startServer { configuration in
+            configuration.host = "::"
+            configuration.maxConnectionsPerAddress = 1
+            configuration.unlimitedAddresses = ["127.0.0.1"]
+        }
+        let clients = try (0..<2).map { _ in try client() }
+        for c in clients {
+            c.send("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n")
+            let r = c.readResponse()
+            XCTAssertEqual(r?.status, 200, "an exempt IPv4 address is exempt on an IPv6 listener too")
+            XCTAssertEqual(r?.header("x-remote"), "127.0.0.1", "not ::ffff:127.0.0.1")
+        }
+    }
+
     func testPerAddressLimitFreesSlotsAndExemptsUnlimitedAddresses() throws {
         try startServer { configuration in
             configuration.maxConnectionsPerAddress = 1

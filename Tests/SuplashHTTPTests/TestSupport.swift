@@ -10,9 +10,25 @@ final class RawClient {
     private var buffer: [UInt8] = []
     private(set) var sawEOF = false
 
-    init(port: Int, receiveTimeout: Double = 5) throws {
+    /// Connects to 127.0.0.1:`port`, from the loopback address `source` when given.
+    init(port: Int, receiveTimeout: Double = 5, source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw SyscallError(call: "socket", errno: errno) }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let rc = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard rc == 0 else {
+                let e = errno
+                Glibc.close(fd)
+                throw SyscallError(call: "bind", errno: e)
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

@@ -57,7 +57,8 @@ ssize_t cepoll_eventfd_signal(int fd);
 ssize_t cepoll_eventfd_drain(int fd);
 
 /* accept4(fd, ..., SOCK_NONBLOCK | SOCK_CLOEXEC); writes the peer's IP text
- * (NUL-terminated, inet_ntop) into addr_text (at least 64 bytes). */
+ * (NUL-terminated, inet_ntop) into addr_text (at least 64 bytes); an IPv4-mapped
+ * IPv6 peer (dual-stack listener) is written as its IPv4 address. */
 int cepoll_accept4(int fd, char *addr_text, size_t addr_text_len);
 
 /* A non-blocking, close-on-exec TCP listening socket with SO_REUSEADDR and
