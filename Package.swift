@@ -60,7 +60,7 @@ let package = Package(
         .target(name: "SuplashStoreRows", dependencies: ["SuplashDomain", "SuplashSQL"]),
 
         // MARK: Use cases written once over a transaction protocol (no C engine); both adapters conform
-        .target(name: "SuplashStoreCore", dependencies: ["SuplashDomain", "SuplashSQL", "SuplashStoreRows"]),
+        .target(name: "SuplashStoreCore", dependencies: ["SuplashDomain", "SuplashSQL"]),
 
         // MARK: Repository adapters for SQLite
         .target(name: "SuplashSQLiteStore", dependencies: [
