@@ -3,43 +3,35 @@ import SuplashSQL
 import SuplashStorage
 import SuplashStoreCore
 
-/// `SQLiteStore` as a `SQLStore`: the use cases of `SuplashStoreCore` run on the single
-/// writer's group commit (`transaction`) and on the reader pool (`reading`).
+/// `SQLiteStore` as a `SQLStore`: the use cases of `SuplashStoreCore` run as jobs of the single
+/// writer's group commit (`transaction`, durable before it returns) and on the reader pool
+/// (`reading`).
 extension SQLiteStore: SQLStore {
-    public func transaction<T: Sendable>(_ body: @escaping @Sendable (SQLiteStatements) throws -> T) throws -> T {
-        try write { ctx in try body(SQLiteStatements(ctx.connection)) }
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) throws -> T {
+        try write(body)
     }
 
-    public func reading<T>(_ body: (SQLiteStatements) throws -> T) throws -> T {
-        try read { c in try body(SQLiteStatements(c)) }
+    public func reading<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try read(body)
     }
 }
 
-/// A SQLite connection as a `StoreTransaction` (the writer's, inside a write job) or a
-/// `SQLExecutor` (a reader's). Valid only during the job or read that made it.
-public struct SQLiteStatements: StoreTransaction {
-    let connection: SQLiteConnection
-
-    init(_ connection: SQLiteConnection) {
-        self.connection = connection
-    }
-
+/// A reader's (or the writer's) connection runs the statements of a use case.
+extension SQLiteConnection: SQLExecutor {
     /// Always `.sqlite`.
     public var dialect: SQLDialect { .sqlite }
 
-    /// `SQLiteConnection.query` of `sql.sqlite`.
-    public func query(_ sql: SQLText, _ args: [SQLValue]) throws -> [SQLiteRow] {
-        try connection.query(sql.sqlite, args)
+    /// `run(sql, args)`: the rows changed.
+    public func execute(_ sql: String, _ args: [SQLValue]) throws -> Int {
+        try run(sql, args)
     }
+}
 
-    /// `SQLiteConnection.run` of `sql.sqlite`: the rows changed.
-    @discardableResult
-    public func execute(_ sql: SQLText, _ args: [SQLValue]) throws -> Int {
-        try connection.run(sql.sqlite, args)
-    }
-
+/// A write job is the transaction of a use case.
+extension WriteContext: StoreTransaction {
     /// A no-op: one process, whose routes update its revocation view themselves.
     public func announce(_ revocation: StoreRevocation) {}
 }
 
 extension SQLiteStore: AdminKeyRepository {}
+extension SQLiteStore: SessionRepository {}

@@ -7,7 +7,7 @@ import SuplashSQL
 /// family, exactly as SQLite's serialised writer does.
 extension SessionRepository where Self: SQLStore {
     public func createSession(_ session: NewSession) throws {
-        try transaction { tx in try SessionStatements.insert(tx, session) }
+        try transaction { tx in try SessionStatements.insert(tx.connection, session) }
     }
 
     public func rotateRefreshToken(hash: [UInt8], newHash: [UInt8], now: Int64, newExpiresAt: Int64) throws -> RefreshOutcome {
@@ -65,12 +65,12 @@ extension SessionRepository where Self: SQLStore {
 /// Session statements other use cases run inside their own transactions (sign-up, Sign in
 /// with Apple).
 public enum SessionStatements {
-    /// Inserts `session` and its first refresh token (two statements, two round trips on
-    /// PostgreSQL).
+    /// Inserts `session` and its first refresh token on `connection`, the connection of an
+    /// open write transaction (two statements, two round trips on PostgreSQL).
     /// - Throws: the engine's error (a duplicate id or token hash violates a unique index).
-    public static func insert(_ tx: some SQLExecutor, _ session: NewSession) throws {
-        try tx.execute(SessionSQL.insertSession, [.text(session.id), .text(session.userID), .integer(session.createdAt)])
-        try tx.execute(SessionSQL.insertToken, [
+    public static func insert(_ connection: some SQLExecutor, _ session: NewSession) throws {
+        try connection.execute(SessionSQL.insertSession, [.text(session.id), .text(session.userID), .integer(session.createdAt)])
+        try connection.execute(SessionSQL.insertToken, [
             .blob(session.refreshTokenHash), .text(session.id), .integer(session.createdAt),
             .integer(session.refreshExpiresAt),
         ])

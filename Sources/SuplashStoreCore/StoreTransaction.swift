@@ -33,29 +33,43 @@ public struct SQLText: Sendable {
 }
 
 /// What a use case runs its statements on: an open transaction (`StoreTransaction`) or a read
-/// (`SQLStore.reading`). Each engine adapter implements it over its own connection, so a use
-/// case is written once (docs/store.md, "Writing a use case once").
+/// (`SQLStore.reading`). Each engine implements it on its own connection, so a use case is
+/// written once (docs/store.md, "Writing a use case once").
 public protocol SQLExecutor {
     /// The engine's row type (values by column name or index).
     associatedtype Row: SQLRowValues
-    /// The engine this executor runs on; statements are sent as `SQLText.text(for: dialect)`.
+    /// The engine this executor runs on: statements are sent as `SQLText.text(for: dialect)`.
     var dialect: SQLDialect { get }
-    /// Runs `sql` with `args` bound to `?1`, `?2`, … and returns every row (none for a
-    /// statement without a result). One round trip on PostgreSQL.
+    /// Runs `sql` (already in this dialect) with `args` bound to its placeholders and returns
+    /// every row (none for a statement without a result). One round trip on PostgreSQL.
     /// - Throws: the engine's error (the store maps it to `RepositoryError` around the
     ///   transaction).
-    func query(_ sql: SQLText, _ args: [SQLValue]) throws -> [Row]
-    /// Runs `sql` and returns the number of rows it inserted, updated or deleted. One round
-    /// trip on PostgreSQL.
+    func query(_ sql: String, _ args: [SQLValue]) throws -> [Row]
+    /// Runs `sql` (already in this dialect) and returns the number of rows it inserted,
+    /// updated or deleted. One round trip on PostgreSQL.
     /// - Throws: the engine's error, as `query`.
-    @discardableResult
-    func execute(_ sql: SQLText, _ args: [SQLValue]) throws -> Int
+    func execute(_ sql: String, _ args: [SQLValue]) throws -> Int
 }
 
 extension SQLExecutor {
+    /// Every row of `sql` in this executor's dialect (`query(_:_:)` of `sql.text(for: dialect)`).
+    /// - Throws: the engine's error.
+    public func query(_ sql: SQLText, _ args: [SQLValue]) throws -> [Row] {
+        try query(sql.text(for: dialect), args)
+    }
+
     /// The first row of `query(sql, args)`, or nil when there is none.
+    /// - Throws: the engine's error.
     public func queryOne(_ sql: SQLText, _ args: [SQLValue]) throws -> Row? {
         try query(sql, args).first
+    }
+
+    /// The rows `sql` in this executor's dialect changed (`execute(_:_:)` of
+    /// `sql.text(for: dialect)`).
+    /// - Throws: the engine's error.
+    @discardableResult
+    public func execute(_ sql: SQLText, _ args: [SQLValue]) throws -> Int {
+        try execute(sql.text(for: dialect), args)
     }
 }
 
@@ -73,10 +87,39 @@ public enum StoreRevocation: Sendable, Equatable {
 /// the single writer's group commit (serialised, durable before the call returns); on
 /// PostgreSQL READ COMMITTED, re-run on unique violations, serialization failures and
 /// deadlocks — rows read to be changed are locked with `SQLDialect.forUpdate(of:skipLocked:)`.
-public protocol StoreTransaction: SQLExecutor {
+/// Its statements run on `connection`; `query`, `queryOne`, `execute` and `dialect` forward there.
+public protocol StoreTransaction {
+    /// The connection the transaction is open on.
+    associatedtype Connection: SQLExecutor
+    /// The connection the transaction is open on (valid only inside the transaction).
+    var connection: Connection { get }
     /// Tells every server instance about `revocation` after this transaction commits (nothing is
     /// sent if it rolls back). A no-op on SQLite.
     func announce(_ revocation: StoreRevocation)
+}
+
+extension StoreTransaction {
+    /// The engine of `connection`.
+    public var dialect: SQLDialect { connection.dialect }
+
+    /// `connection.query(sql, args)`.
+    /// - Throws: the engine's error.
+    public func query(_ sql: SQLText, _ args: [SQLValue]) throws -> [Connection.Row] {
+        try connection.query(sql, args)
+    }
+
+    /// `connection.queryOne(sql, args)`.
+    /// - Throws: the engine's error.
+    public func queryOne(_ sql: SQLText, _ args: [SQLValue]) throws -> Connection.Row? {
+        try connection.queryOne(sql, args)
+    }
+
+    /// `connection.execute(sql, args)`: the rows changed.
+    /// - Throws: the engine's error.
+    @discardableResult
+    public func execute(_ sql: SQLText, _ args: [SQLValue]) throws -> Int {
+        try connection.execute(sql, args)
+    }
 }
 
 /// A store whose use cases are written once over `StoreTransaction` and `SQLExecutor`
