@@ -18,8 +18,9 @@ extension AdminKeyRepository where Self: SQLStore {
     public func adminKeys() throws -> [AdminKeyRecord] {
         try reading { c in
             try c.query(AdminKeySQL.all, []).map {
-                AdminKeyRecord(name: $0["name"].text ?? "", createdAt: $0["created_at"].int64 ?? 0,
-                               revokedAt: $0["revoked_at"].int64)
+                AdminKeyRecord(
+                    name: $0["name"].text ?? "", createdAt: $0["created_at"].int64 ?? 0,
+                    revokedAt: $0["revoked_at"].int64)
             }
         }
     }

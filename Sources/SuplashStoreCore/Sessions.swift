@@ -15,8 +15,10 @@ extension SessionRepository where Self: SQLStore {
             guard let row = try tx.queryOne(SessionSQL.lockToken, [.blob(hash)]) else { return .unknown }
             let sessionID = row["session_id"].text ?? ""
             let userID = row["user_id"].text ?? ""
-            switch RefreshTokenRules.verdict(sessionRevoked: !row["revoked_at"].isNull, tokenUsed: !row["used_at"].isNull,
-                                             expiresAt: row["expires_at"].int64 ?? 0, now: now) {
+            switch RefreshTokenRules.verdict(
+                sessionRevoked: !row["revoked_at"].isNull, tokenUsed: !row["used_at"].isNull,
+                expiresAt: row["expires_at"].int64 ?? 0, now: now)
+            {
             case .revoked:
                 return .revoked
             case .reused:
@@ -70,10 +72,12 @@ public enum SessionStatements {
     /// - Throws: the engine's error (a duplicate id or token hash violates a unique index).
     public static func insert(_ connection: some SQLExecutor, _ session: NewSession) throws {
         try connection.execute(SessionSQL.insertSession, [.text(session.id), .text(session.userID), .integer(session.createdAt)])
-        try connection.execute(SessionSQL.insertToken, [
-            .blob(session.refreshTokenHash), .text(session.id), .integer(session.createdAt),
-            .integer(session.refreshExpiresAt),
-        ])
+        try connection.execute(
+            SessionSQL.insertToken,
+            [
+                .blob(session.refreshTokenHash), .text(session.id), .integer(session.createdAt),
+                .integer(session.refreshExpiresAt),
+            ])
     }
 }
 
