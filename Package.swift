@@ -116,6 +116,7 @@ let package = Package(
         .testTarget(name: "SuplashAppleIDTests", dependencies: ["SuplashAppleID", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON"]),
                 .testTarget(name: "SuplashSQLTests", dependencies: ["SuplashSQL"]),
         .testTarget(name: "SuplashStorageTests", dependencies: ["SuplashStorage", "SuplashSQL"]),
+        .testTarget(name: "SuplashStoreCoreTests", dependencies: ["SuplashStoreCore", "SuplashSQL"]),
         .testTarget(name: "SuplashDomainTests", dependencies: ["SuplashDomain", "SuplashJSON"]),
         .testTarget(name: "SuplashAPITests", dependencies: [
             "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashSQL", "SuplashDomain",
