@@ -59,16 +59,19 @@ let package = Package(
         // MARK: Row mappings shared by both repository adapters (columns, row → model, model → values)
         .target(name: "SuplashStoreRows", dependencies: ["SuplashDomain", "SuplashSQL"]),
 
+        // MARK: Use cases written once over a transaction protocol (no C engine); both adapters conform
+        .target(name: "SuplashStoreCore", dependencies: ["SuplashDomain", "SuplashSQL"]),
+
         // MARK: Repository adapters for SQLite
         .target(name: "SuplashSQLiteStore", dependencies: [
-            "SuplashDomain", "SuplashSQL", "SuplashStorage", "SuplashStoreRows", "SuplashJSON",
+            "SuplashDomain", "SuplashSQL", "SuplashStorage", "SuplashStoreCore", "SuplashStoreRows", "SuplashJSON",
         ]),
 
         // MARK: PostgreSQL: libpq connection + pool + migrator, and the repository adapters on it
         // (`storage.driver = postgres`, any number of instances on one database).
         .target(name: "SuplashPostgres", dependencies: ["CPostgreSQL", "SuplashSQL"]),
         .target(name: "SuplashPostgresStore", dependencies: [
-            "SuplashDomain", "SuplashPostgres", "SuplashSQL", "SuplashStoreRows", "SuplashJSON",
+            "SuplashDomain", "SuplashPostgres", "SuplashSQL", "SuplashStoreCore", "SuplashStoreRows", "SuplashJSON",
         ]),
 
         // MARK: `migrate-data`: copies a SQLite deployment into PostgreSQL — the one library
@@ -113,6 +116,7 @@ let package = Package(
         .testTarget(name: "SuplashAppleIDTests", dependencies: ["SuplashAppleID", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON"]),
                 .testTarget(name: "SuplashSQLTests", dependencies: ["SuplashSQL"]),
         .testTarget(name: "SuplashStorageTests", dependencies: ["SuplashStorage", "SuplashSQL"]),
+        .testTarget(name: "SuplashStoreCoreTests", dependencies: ["SuplashStoreCore", "SuplashSQL"]),
         .testTarget(name: "SuplashDomainTests", dependencies: ["SuplashDomain", "SuplashJSON"]),
         .testTarget(name: "SuplashAPITests", dependencies: [
             "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashSQL", "SuplashDomain",

@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashPostgres
+import SuplashStoreCore
 import SuplashStoreRows
 
 /// Sign in with Apple. Two first sign-ins of one `sub` (or one email) on two instances at
@@ -17,7 +18,7 @@ extension PostgresStore: AppleIdentityRepository {
                 """, [.text(sub)]).first {
                 let user = StoreRows.user(row).profile
                 session.userID = user.id
-                try PostgresStore.insertSession(c, session)
+                try SessionStatements.insert(c, session)
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: [])
             }
             // 2. An existing account with the same email: linked only when Apple verified it.
@@ -45,7 +46,7 @@ extension PostgresStore: AppleIdentityRepository {
                 try c.update("INSERT INTO apple_identities (sub, user_id, created_at) VALUES ($1, $2, $3)",
                               [.text(sub), .text(user.id), .integer(now)])
                 session.userID = user.id
-                try PostgresStore.insertSession(c, session)
+                try SessionStatements.insert(c, session)
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: revoked)
             }
             // 3. A new user without a password.
@@ -62,7 +63,7 @@ extension PostgresStore: AppleIdentityRepository {
             try c.update("INSERT INTO apple_identities (sub, user_id, created_at) VALUES ($1, $2, $3)",
                           [.text(sub), .text(p.id), .integer(now)])
             session.userID = p.id
-            try PostgresStore.insertSession(c, session)
+            try SessionStatements.insert(c, session)
             return AppleSignInResult(user: p, created: true, revokedSessionIDs: [])
         }
     }

@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashPostgres
+import SuplashStoreCore
 import SuplashStoreRows
 
 extension PostgresStore: UserRepository {
@@ -19,7 +20,7 @@ extension PostgresStore: UserRepository {
                 """, StoreRows.profileValues(p) + [
                     .text(p.id), .text(passwordHash), .integer(p.createdAt), .integer(position), .integer(p.updatedAt),
                 ])
-            try PostgresStore.insertSession(c, session)
+            try SessionStatements.insert(c, session)
             return p
         }
     }

@@ -103,11 +103,13 @@ public enum SQLDialect: String, Sendable, Hashable, CaseIterable {
     /// `FOR UPDATE`, or `FOR UPDATE SKIP LOCKED` (rows another transaction holds are left out:
     /// for work queues such as the outbox, where any instance may take any free row); on
     /// SQLite `""`, since its single writer already excludes every other writer for the
-    /// whole transaction.
-    public func forUpdate(skipLocked: Bool = false) -> String {
+    /// whole transaction. `tables` (names or aliases of the `FROM` list) limits the lock to
+    /// those tables' rows: `forUpdate(of: ["t", "s"])` is `FOR UPDATE OF t, s`.
+    public func forUpdate(of tables: [String] = [], skipLocked: Bool = false) -> String {
         switch self {
         case .sqlite: ""
-        case .postgres: skipLocked ? "FOR UPDATE SKIP LOCKED" : "FOR UPDATE"
+        case .postgres:
+            "FOR UPDATE" + (tables.isEmpty ? "" : " OF " + tables.joined(separator: ", ")) + (skipLocked ? " SKIP LOCKED" : "")
         }
     }
 

@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashStorage
+import SuplashStoreCore
 import SuplashStoreRows
 
 extension SQLiteStore: AppleIdentityRepository {
@@ -14,7 +15,7 @@ extension SQLiteStore: AppleIdentityRepository {
                 """, [.text(sub)]).first {
                 let user = StoreRows.user(row).profile
                 session.userID = user.id
-                try SQLiteStore.insertSession(c, session)
+                try SessionStatements.insert(c, session)
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: [])
             }
             // 2. An existing account with the same email: linked only when Apple verified it.
@@ -38,7 +39,7 @@ extension SQLiteStore: AppleIdentityRepository {
                 _ = try c.run("INSERT INTO apple_identities (sub, user_id, created_at) VALUES (?, ?, ?)",
                               [.text(sub), .text(user.id), .integer(now)])
                 session.userID = user.id
-                try SQLiteStore.insertSession(c, session)
+                try SessionStatements.insert(c, session)
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: revoked)
             }
             // 3. A new user without a password.
@@ -55,7 +56,7 @@ extension SQLiteStore: AppleIdentityRepository {
             _ = try c.run("INSERT INTO apple_identities (sub, user_id, created_at) VALUES (?, ?, ?)",
                           [.text(sub), .text(p.id), .integer(now)])
             session.userID = p.id
-            try SQLiteStore.insertSession(c, session)
+            try SessionStatements.insert(c, session)
             return AppleSignInResult(user: p, created: true, revokedSessionIDs: [])
         }
     }

@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashSQL
 import SuplashStorage
+import SuplashStoreCore
 import SuplashStoreRows
 
 extension SQLiteStore: UserRepository {
@@ -19,7 +20,7 @@ extension SQLiteStore: UserRepository {
                 """, StoreRows.profileValues(p) + [
                     .text(p.id), .text(passwordHash), .integer(p.createdAt), .integer(position), .integer(p.updatedAt),
                 ])
-            try SQLiteStore.insertSession(c, session)
+            try SessionStatements.insert(c, session)
             return p
         }
     }

@@ -47,6 +47,9 @@ final class SQLDialectTests: XCTestCase {
         XCTAssertEqual(SQLDialect.sqlite.forUpdate(skipLocked: true), "")
         XCTAssertEqual(SQLDialect.postgres.forUpdate(), "FOR UPDATE")
         XCTAssertEqual(SQLDialect.postgres.forUpdate(skipLocked: true), "FOR UPDATE SKIP LOCKED")
+        XCTAssertEqual(SQLDialect.postgres.forUpdate(of: ["t", "s"]), "FOR UPDATE OF t, s")
+        XCTAssertEqual(SQLDialect.postgres.forUpdate(of: ["t"], skipLocked: true), "FOR UPDATE OF t SKIP LOCKED")
+        XCTAssertEqual(SQLDialect.sqlite.forUpdate(of: ["t", "s"]), "")
     }
 
     func testColumnTypesAndTableOptions() {
