@@ -17,7 +17,8 @@ enum ConnectionAction {
     /// Hand `request` to the responder with a sink for response `sequence`, then report
     /// `requestStarted()` (the next request is decided only after this one started, so a
     /// synchronous answer counts against the budget before another request starts).
-    case dispatch(HTTPRequest, sequence: UInt64)
+    /// Boxed, so that an action is a few words and action arrays copy cheaply.
+    indirect case dispatch(HTTPRequest, sequence: UInt64)
     /// Bytes are waiting in `ConnectionStateMachine.output`: send what the kernel takes.
     case write
     /// Stop asking for readability (back-pressure, or input ended).
@@ -108,6 +109,17 @@ struct ConnectionStateMachine {
             case answered(HTTPResponse)
             /// A ready interim answer (`100 Continue`), written as is.
             case interim([UInt8])
+
+            /// What a slot in this stage holds, for `heldBytes` (read in place: a static
+            /// function taking the stage by value copied the request or answer first).
+            var cost: Int {
+                switch self {
+                case .waiting(let request): request.body.count + ConnectionStateMachine.perMessageOverhead
+                case .running: ConnectionStateMachine.perMessageOverhead
+                case .answered(let response): response.body.count + ConnectionStateMachine.perMessageOverhead
+                case .interim(let bytes): bytes.count
+                }
+            }
         }
         let sequence: UInt64
         let requestID: String
@@ -189,12 +201,7 @@ struct ConnectionStateMachine {
 
     /// What a slot in `stage` holds, for `heldBytes`.
     private static func cost(_ stage: Slot.Stage) -> Int {
-        switch stage {
-        case .waiting(let request): request.body.count + perMessageOverhead
-        case .running: perMessageOverhead
-        case .answered(let response): response.body.count + perMessageOverhead
-        case .interim(let bytes): bytes.count
-        }
+        stage.cost
     }
 
     /// `heldBytes` recomputed from the slots (for the debug-build consistency check).
@@ -209,9 +216,9 @@ struct ConnectionStateMachine {
         case .waiting: waitingCount -= 1
         case .answered, .interim: break
         }
-        heldBytes -= Self.cost(slots[index].stage)
+        heldBytes -= slots[index].stage.cost
+        heldBytes += stage.cost
         slots[index].stage = stage
-        heldBytes += Self.cost(stage)
         switch stage {
         case .running: runningCount += 1
         case .waiting: waitingCount += 1
@@ -360,6 +367,9 @@ struct ConnectionStateMachine {
 
     /// The responder returned from `respond(to:sink:)` for the last `dispatch`.
     mutating func requestStarted<E: ConnectionEnvironment>(_ env: E) -> [ConnectionAction] {
+        // Only a one-at-a-time start holds the next request back; the other starts of a
+        // batch changed nothing since the event that produced them ran `progress`.
+        guard dispatchPending else { return [] }
         dispatchPending = false
         guard phase != .closed else { return [] }
         progress(env)
@@ -538,6 +548,8 @@ struct ConnectionStateMachine {
     /// run in parallel; answers are written in request order regardless.
     private mutating func dispatchReady() {
         guard !dispatchPending, waitingCount > 0 else { return }
+        // Room for a batch of starts at once (the array grew one doubling at a time per event).
+        if actions.capacity < actions.count + 2 { actions.reserveCapacity(Swift.max(16, 2 * actions.count)) }
         var earlierUnanswered = false
         var earlierUnsafeUnanswered = false
         for index in slots.indices {
@@ -547,9 +559,11 @@ struct ConnectionStateMachine {
                 continue
             case .running:
                 break
-            case .waiting(let request):
+            case .waiting:
+                // The stage is matched without binding its request: a binding copies the
+                // request (and retains its fields) for every waiting slot on every walk.
                 let allowed = isSafe ? !earlierUnsafeUnanswered : !earlierUnanswered
-                if allowed && mayStartRequest {
+                if allowed && mayStartRequest, case .waiting(let request) = slots[index].stage {
                     setStage(.running, at: index)
                     actions.append(.dispatch(request, sequence: slots[index].sequence))
                     // A request started after the client's EOF learns it too (a long poll
@@ -606,8 +620,10 @@ struct ConnectionStateMachine {
 
     /// Moves every answer at the head of the order into `output`.
     private mutating func writeReadySlots<E: ConnectionEnvironment>(_ env: E) {
-        while let first = slots.first {
-            switch first.stage {
+        // The first slot is read in place (a copy of the whole slot cost more than its answer's
+        // head); only the answer is taken out before the slot goes.
+        while !slots.isEmpty {
+            switch slots[0].stage {
             case .running, .waiting:
                 return finishWriteReady(env)
             case .interim(let bytes):
@@ -615,6 +631,8 @@ struct ConnectionStateMachine {
                 output.appendOwned { $0.append(contentsOf: bytes) }
                 outputAdded = true
             case .answered(let response):
+                let first = (requestID: slots[0].requestID, isHead: slots[0].isHead, closeAfter: slots[0].closeAfter,
+                             http10KeepAlive: slots[0].http10KeepAlive)
                 removeFirstSlot()
                 var closing = first.closeAfter || responseAsksToClose(response)
                 if !closing && slots.isEmpty {
