@@ -215,7 +215,7 @@ struct ConnectionStateMachine {
     /// `waitingCount` and `unsafeOutstanding` in step.
     /// - Returns: the stage replaced, moved out of the slot (not copied).
     @discardableResult
-    private mutating func setStage(_ stage: Slot.Stage, at index: Int) -> Slot.Stage {
+    private mutating func setStage(_ stage: consuming Slot.Stage, at index: Int) -> Slot.Stage {
         var old = stage
         swap(&old, &slots[index].stage)
         let unsafe = !slots[index].isSafe
