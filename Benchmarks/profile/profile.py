@@ -68,8 +68,12 @@ def call(port, method, path, body=None, auth=None):
     return r.status, (json.loads(data) if data[:1] in b"{[" else None)
 
 
-def drive(port, raw, total, connections):
-    """Sends `total` copies of `raw` over `connections` keep-alive sockets; counts statuses."""
+def drive(port, raw, total, connections, depth=1):
+    """Sends `total` copies of `raw` over `connections` keep-alive sockets; counts statuses.
+    With `depth` > 1 each write holds `depth` copies (pipelined) and a connection writes its
+    next batch once every answer to the previous one arrived; `total` counts requests."""
+    raw = raw * depth
+    total = max(1, total // depth)
     sel = selectors.DefaultSelector()
     socks = []
     for _ in range(connections):
@@ -81,6 +85,7 @@ def drive(port, raw, total, connections):
     done = 0
     statuses = {}
     state = {}
+    answered = {}
     for s in socks:
         if sent < total:
             s.sendall(raw)
@@ -106,6 +111,9 @@ def drive(port, raw, total, connections):
                 code = int(head.split(" ", 2)[1])
                 statuses[code] = statuses.get(code, 0) + 1
                 buf = buf[end + 4 + length:]
+                answered[s] = answered.get(s, 0) + 1
+                if answered[s] % depth:
+                    continue
                 done += 1
                 if sent < total:
                     s.sendall(raw)
@@ -123,6 +131,8 @@ def main():
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--connections", type=int, default=2)
+    ap.add_argument("--pipeline", type=int, default=1, metavar="N",
+                    help="N requests per write (pipelined); --requests and --warmup still count requests")
     ap.add_argument("--entries", type=int, default=10000)
     ap.add_argument("--callgrind", metavar="OUTFILE")
     ap.add_argument("--memory", action="store_true")
@@ -188,7 +198,7 @@ def main():
         else:
             raw = (f"POST {base} HTTP/1.1\r\n{hdr}Content-Type: application/json\r\n"
                    f"Content-Length: {len(body)}\r\n\r\n").encode() + body
-        drive(port, raw, args.warmup, args.connections)
+        drive(port, raw, args.warmup, args.connections, args.pipeline)
         if args.callgrind:
             subprocess.run(["callgrind_control", "-z", str(pid)], check=True, stdout=subprocess.DEVNULL)
         t0 = time.time()
@@ -209,7 +219,7 @@ def main():
             bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
             statuses = {"requests": int(m.group(1)) if m else -1, "non2xx": int(bad.group(1)) if bad else 0}
         else:
-            statuses = drive(port, raw, args.requests, args.connections)
+            statuses = drive(port, raw, args.requests, args.connections, args.pipeline)
         elapsed = time.time() - t0
         cpu1 = cpu_seconds(pid)
         done = statuses.get("requests", args.requests) if args.wrk else args.requests

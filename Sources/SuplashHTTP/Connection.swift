@@ -149,9 +149,17 @@ final class Connection {
 
     private func perform(_ actions: [ConnectionAction]) {
         guard !actions.isEmpty else { return }
-        queue.append(contentsOf: actions)
-        guard !running else { return }
+        guard !running else {
+            queue.append(contentsOf: actions)
+            return
+        }
         running = true
+        // The outermost event's actions run straight from its array; actions of events raised
+        // meanwhile queue behind them, in order.
+        for action in actions {
+            if isClosed { break }
+            execute(action)
+        }
         var index = 0
         while !isClosed {
             if index < queue.count {
@@ -168,7 +176,7 @@ final class Connection {
             }
         }
         needsFlush = false
-        queue.removeAll(keepingCapacity: queue.capacity <= 64)
+        if !queue.isEmpty { queue.removeAll(keepingCapacity: queue.capacity <= 64) }
         running = false
         if !isClosed { updateInterest() }
     }

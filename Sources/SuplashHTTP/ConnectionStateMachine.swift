@@ -17,7 +17,8 @@ enum ConnectionAction {
     /// Hand `request` to the responder with a sink for response `sequence`, then report
     /// `requestStarted()` (the next request is decided only after this one started, so a
     /// synchronous answer counts against the budget before another request starts).
-    case dispatch(HTTPRequest, sequence: UInt64)
+    /// Boxed, so that an action is a few words and action arrays copy cheaply.
+    indirect case dispatch(HTTPRequest, sequence: UInt64)
     /// Bytes are waiting in `ConnectionStateMachine.output`: send what the kernel takes.
     case write
     /// Stop asking for readability (back-pressure, or input ended).
@@ -108,6 +109,17 @@ struct ConnectionStateMachine {
             case answered(HTTPResponse)
             /// A ready interim answer (`100 Continue`), written as is.
             case interim([UInt8])
+
+            /// What a slot in this stage holds, for `heldBytes` (read in place: a static
+            /// function taking the stage by value copied the request or answer first).
+            var cost: Int {
+                switch self {
+                case .waiting(let request): request.body.count + ConnectionStateMachine.perMessageOverhead
+                case .running: ConnectionStateMachine.perMessageOverhead
+                case .answered(let response): response.body.count + ConnectionStateMachine.perMessageOverhead
+                case .interim(let bytes): bytes.count
+                }
+            }
         }
         let sequence: UInt64
         let requestID: String
@@ -153,6 +165,8 @@ struct ConnectionStateMachine {
     private var runningCount = 0
     /// Slots in `.waiting`.
     private var waitingCount = 0
+    /// Slots of unsafe requests in `.waiting` or `.running` (not answered yet).
+    private var unsafeOutstanding = 0
 
     private var headDeadline: UInt64 = 0
     private var idleDeadline: UInt64 = 0
@@ -189,12 +203,7 @@ struct ConnectionStateMachine {
 
     /// What a slot in `stage` holds, for `heldBytes`.
     private static func cost(_ stage: Slot.Stage) -> Int {
-        switch stage {
-        case .waiting(let request): request.body.count + perMessageOverhead
-        case .running: perMessageOverhead
-        case .answered(let response): response.body.count + perMessageOverhead
-        case .interim(let bytes): bytes.count
-        }
+        stage.cost
     }
 
     /// `heldBytes` recomputed from the slots (for the debug-build consistency check).
@@ -202,27 +211,36 @@ struct ConnectionStateMachine {
         slots.reduce(0) { $0 + Self.cost($1.stage) }
     }
 
-    /// Replaces the stage of `slots[index]`, keeping `heldBytes` and `runningCount` in step.
-    private mutating func setStage(_ stage: Slot.Stage, at index: Int) {
+    /// Replaces the stage of `slots[index]`, keeping `heldBytes`, `runningCount`,
+    /// `waitingCount` and `unsafeOutstanding` in step.
+    /// - Returns: the stage replaced, moved out of the slot (not copied).
+    @discardableResult
+    private mutating func setStage(_ stage: consuming Slot.Stage, at index: Int) -> Slot.Stage {
+        var old = stage
+        swap(&old, &slots[index].stage)
+        let unsafe = !slots[index].isSafe
+        switch old {
+        case .running: runningCount -= 1; if unsafe { unsafeOutstanding -= 1 }
+        case .waiting: waitingCount -= 1; if unsafe { unsafeOutstanding -= 1 }
+        case .answered, .interim: break
+        }
+        heldBytes -= old.cost
+        heldBytes += slots[index].stage.cost
         switch slots[index].stage {
-        case .running: runningCount -= 1
-        case .waiting: waitingCount -= 1
+        case .running: runningCount += 1; if unsafe { unsafeOutstanding += 1 }
+        case .waiting: waitingCount += 1; if unsafe { unsafeOutstanding += 1 }
         case .answered, .interim: break
         }
-        heldBytes -= Self.cost(slots[index].stage)
-        slots[index].stage = stage
-        heldBytes += Self.cost(stage)
-        switch stage {
-        case .running: runningCount += 1
-        case .waiting: waitingCount += 1
-        case .answered, .interim: break
-        }
+        return old
     }
 
     /// Removes the first slot (written or abandoned).
-    private mutating func removeFirstSlot() {
-        setStage(.interim([]), at: 0)
+    /// - Returns: its stage.
+    @discardableResult
+    private mutating func removeFirstSlot() -> Slot.Stage {
+        let old = setStage(.interim([]), at: 0)
         slots.removeFirst()
+        return old
     }
 
     /// Drops every slot.
@@ -231,6 +249,7 @@ struct ConnectionStateMachine {
         heldBytes = 0
         runningCount = 0
         waitingCount = 0
+        unsafeOutstanding = 0
     }
 
     /// True when another request may be read: few enough requests outstanding, and the
@@ -360,6 +379,9 @@ struct ConnectionStateMachine {
 
     /// The responder returned from `respond(to:sink:)` for the last `dispatch`.
     mutating func requestStarted<E: ConnectionEnvironment>(_ env: E) -> [ConnectionAction] {
+        // Only a one-at-a-time start holds the next request back; the other starts of a
+        // batch changed nothing since the event that produced them ran `progress`.
+        guard dispatchPending else { return [] }
         dispatchPending = false
         guard phase != .closed else { return [] }
         progress(env)
@@ -538,6 +560,16 @@ struct ConnectionStateMachine {
     /// run in parallel; answers are written in request order regardless.
     private mutating func dispatchReady() {
         guard !dispatchPending, waitingCount > 0 else { return }
+        // Room for a batch of starts at once (the array grew one doubling at a time per event).
+        if actions.capacity < actions.count + 2 { actions.reserveCapacity(Swift.max(16, 2 * actions.count)) }
+        // The usual case, a request just read behind started ones: the order rule needs only
+        // the counters (every earlier slot is started or answered), not a walk over the slots.
+        let last = slots.count - 1
+        if waitingCount == 1, case .waiting = slots[last].stage {
+            let allowed = slots[last].isSafe ? unsafeOutstanding == 0 : runningCount == 0
+            if allowed && mayStartRequest { _ = startRequest(at: last) }
+            return
+        }
         var earlierUnanswered = false
         var earlierUnsafeUnanswered = false
         for index in slots.indices {
@@ -547,27 +579,34 @@ struct ConnectionStateMachine {
                 continue
             case .running:
                 break
-            case .waiting(let request):
+            case .waiting:
+                // The stage is matched without binding its request: a binding copies the
+                // request (and retains its fields) for every waiting slot on every walk.
                 let allowed = isSafe ? !earlierUnsafeUnanswered : !earlierUnanswered
-                if allowed && mayStartRequest {
-                    setStage(.running, at: index)
-                    actions.append(.dispatch(request, sequence: slots[index].sequence))
-                    // A request started after the client's EOF learns it too (a long poll
-                    // must not keep a half-closed connection open).
-                    if inputEnded { actions.append(.notifyPeerFinished) }
-                    // Until an answer's size is known, one request starts at a time (the next
-                    // after `requestStarted`, when a synchronous answer already counts); after
-                    // that, running requests count as large as the largest answer, so several
-                    // may start at once while the estimate fits the budget.
-                    if largestAnswer == 0 {
-                        dispatchPending = true
-                        return
-                    }
-                }
+                if allowed && mayStartRequest && !startRequest(at: index) { return }
             }
             earlierUnanswered = true
             if !isSafe { earlierUnsafeUnanswered = true }
         }
+    }
+
+    /// Starts the waiting request in `slots[index]`.
+    /// - Returns: false when no further request may start before `requestStarted`.
+    private mutating func startRequest(at index: Int) -> Bool {
+        guard case .waiting(let request) = setStage(.running, at: index) else { return true }
+        actions.append(.dispatch(request, sequence: slots[index].sequence))
+        // A request started after the client's EOF learns it too (a long poll
+        // must not keep a half-closed connection open).
+        if inputEnded { actions.append(.notifyPeerFinished) }
+        // Until an answer's size is known, one request starts at a time (the next
+        // after `requestStarted`, when a synchronous answer already counts); after
+        // that, running requests count as large as the largest answer, so several
+        // may start at once while the estimate fits the budget.
+        if largestAnswer == 0 {
+            dispatchPending = true
+            return false
+        }
+        return true
     }
 
     /// Memory allows starting a request: within the budget, or nothing else is in flight or
@@ -589,7 +628,10 @@ struct ConnectionStateMachine {
         slots.append(Slot(sequence: sequence, requestID: requestID, isHead: isHead, closeAfter: closeAfter,
                           http10KeepAlive: http10KeepAlive, isSafe: isSafe, stage: stage))
         heldBytes += Self.cost(stage)
-        if case .waiting = stage { waitingCount += 1 }
+        if case .waiting = stage {
+            waitingCount += 1
+            if !isSafe { unsafeOutstanding += 1 }
+        }
         return sequence
     }
 
@@ -606,16 +648,20 @@ struct ConnectionStateMachine {
 
     /// Moves every answer at the head of the order into `output`.
     private mutating func writeReadySlots<E: ConnectionEnvironment>(_ env: E) {
-        while let first = slots.first {
-            switch first.stage {
+        // The first slot is read in place (a copy of the whole slot cost more than its answer's
+        // head); only the answer is taken out before the slot goes.
+        while !slots.isEmpty {
+            switch slots[0].stage {
             case .running, .waiting:
                 return finishWriteReady(env)
-            case .interim(let bytes):
-                removeFirstSlot()
+            case .interim:
+                guard case .interim(let bytes) = removeFirstSlot() else { continue }
                 output.appendOwned { $0.append(contentsOf: bytes) }
                 outputAdded = true
-            case .answered(let response):
-                removeFirstSlot()
+            case .answered:
+                let first = (requestID: slots[0].requestID, isHead: slots[0].isHead, closeAfter: slots[0].closeAfter,
+                             http10KeepAlive: slots[0].http10KeepAlive)
+                guard case .answered(let response) = removeFirstSlot() else { continue }
                 var closing = first.closeAfter || responseAsksToClose(response)
                 if !closing && slots.isEmpty {
                     if phase == .closing { closing = true }
@@ -714,6 +760,12 @@ struct ConnectionStateMachine {
         assert(heldBytes == recomputedHeldBytes, "heldBytes \(heldBytes) != \(recomputedHeldBytes)")
         assert(runningCount == slots.count { if case .running = $0.stage { true } else { false } }, "runningCount")
         assert(waitingCount == slots.count { if case .waiting = $0.stage { true } else { false } }, "waitingCount")
+        assert(unsafeOutstanding == slots.count { slot in
+            switch slot.stage {
+            case .waiting, .running: !slot.isSafe
+            case .answered, .interim: false
+            }
+        }, "unsafeOutstanding")
         if phase != .closed {
             if outputAdded && !output.isEmpty { actions.append(.write) }
             outputAdded = false

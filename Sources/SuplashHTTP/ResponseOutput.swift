@@ -92,10 +92,10 @@ struct OutputQueue {
     /// Drops `count` written bytes from the front.
     mutating func consume(_ count: Int) {
         var left = count
-        while left > 0, let first = chunks.first {
-            let size = Self.size(first) - firstOffset
+        while left > 0, !chunks.isEmpty {
+            let size = Self.size(chunks[0]) - firstOffset
             let inMemory: Bool
-            if case .file = first { inMemory = false } else { inMemory = true }
+            if case .file = chunks[0] { inMemory = false } else { inMemory = true }
             if left < size {
                 firstOffset += left
                 if inMemory { memoryBytes -= left }
@@ -104,8 +104,13 @@ struct OutputQueue {
             left -= size
             if inMemory { memoryBytes -= size }
             firstOffset = 0
-            let removed = chunks.removeFirst()
-            if case .owned(var buffer) = removed, buffer.capacity <= 256 * 1024, spare.capacity < buffer.capacity {
+            // The buffer is taken out before its chunk is dropped, so it is the only reference
+            // and is emptied in place (binding the removed chunk instead kept a second
+            // reference, and `removeAll(keepingCapacity:)` then allocated a fresh buffer).
+            var buffer: [UInt8] = []
+            if case .owned(let owned) = chunks[0] { buffer = owned }
+            chunks.removeFirst()
+            if buffer.capacity <= 256 * 1024, spare.capacity < buffer.capacity {
                 buffer.removeAll(keepingCapacity: true)
                 spare = buffer
             }

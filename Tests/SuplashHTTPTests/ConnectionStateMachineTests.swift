@@ -188,6 +188,31 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(dispatches.count, 4, "small answers: the whole batch starts in one step")
     }
 
+    /// Requests read one at a time behind started ones (answer sizes known, so nothing holds
+    /// the next start back) follow the order rule too: the decision made from the counters.
+    func testRequestsReadBehindStartedOnesFollowTheOrderRule() {
+        var h = Harness()
+        h.receive("GET /0 HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.answer(0, body: "small")
+        h.receive("POST /1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/0", "/1"], "nothing earlier is unanswered")
+        h.receive("GET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.count, 2, "a safe request waits for a running unsafe one")
+        h.answer(1, status: 201)
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/0", "/1", "/2"])
+        h.receive("HEAD /3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.count, 4, "safe behind safe starts at once")
+        h.receive("DELETE /4 HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(h.dispatched.count, 4, "an unsafe request waits for running safe ones")
+        h.answer(3)
+        XCTAssertEqual(h.dispatched.count, 4, "and for every earlier one")
+        h.answer(2)
+        XCTAssertEqual(h.dispatched.map(\.request.path), ["/0", "/1", "/2", "/3", "/4"])
+        h.answer(4, status: 204, body: "")
+        XCTAssertEqual(statusLines(h.takeSent()),
+                       ["HTTP/1.1 200 OK", "HTTP/1.1 201 Created", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 204 No Content"])
+    }
+
     func testEveryUnsafeMethodWaits() {
         for method in ["POST", "PUT", "PATCH", "DELETE", "PROPFIND"] {
             var h = Harness()
