@@ -43,8 +43,11 @@ public struct HTTPClientRequest: Sendable {
 
 /// The HTTP version a response arrived over (`CURLINFO_HTTP_VERSION`).
 public enum HTTPClientVersion: String, Sendable, Hashable {
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // (`http1_0` and `http1_1` spell the protocol versions, as `HTTPVersion` does.)
     /// HTTP/1.0 (RFC 1945).
     case http1_0 = "HTTP/1.0"
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     /// HTTP/1.1 (RFC 9112).
     case http1_1 = "HTTP/1.1"
     /// HTTP/2 (RFC 9113).
