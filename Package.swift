@@ -14,21 +14,27 @@ let package = Package(
         // MARK: C libraries (system-library targets and one tiny shim)
         .target(name: "CEpoll", path: "Sources/CEpoll"),
         .target(name: "CMalloc", path: "Sources/CMalloc"),
-        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
-                       providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
-                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CArgon2", path: "Sources/CArgon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
-        .systemLibrary(name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0",
-                       providers: [.apt(["libxml2-dev"])]),
-        .systemLibrary(name: "CPostgreSQL", path: "Sources/CPostgreSQL", pkgConfig: "libpq",
-                       providers: [.apt(["libpq-dev"])]),
-        .systemLibrary(name: "CArchive", path: "Sources/CArchive", pkgConfig: "libarchive",
-                       providers: [.apt(["libarchive-dev"])]),
+        .systemLibrary(
+            name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(
+            name: "CPostgreSQL", path: "Sources/CPostgreSQL", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CArchive", path: "Sources/CArchive", pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"])]),
         // libcurl built with nghttp2 (Debian's OpenSSL flavour) for outbound HTTP/2.
-        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // MARK: Leaf libraries
         .target(name: "SuplashLogging"),
@@ -63,45 +69,56 @@ let package = Package(
         .target(name: "SuplashStoreCore", dependencies: ["SuplashDomain", "SuplashSQL"]),
 
         // MARK: Repository adapters for SQLite
-        .target(name: "SuplashSQLiteStore", dependencies: [
-            "SuplashDomain", "SuplashSQL", "SuplashStorage", "SuplashStoreCore", "SuplashStoreRows", "SuplashJSON",
-        ]),
+        .target(
+            name: "SuplashSQLiteStore",
+            dependencies: [
+                "SuplashDomain", "SuplashSQL", "SuplashStorage", "SuplashStoreCore", "SuplashStoreRows", "SuplashJSON",
+            ]),
 
         // MARK: PostgreSQL: libpq connection + pool + migrator, and the repository adapters on it
         // (`storage.driver = postgres`, any number of instances on one database).
         .target(name: "SuplashPostgres", dependencies: ["CPostgreSQL", "SuplashSQL"]),
-        .target(name: "SuplashPostgresStore", dependencies: [
-            "SuplashDomain", "SuplashPostgres", "SuplashSQL", "SuplashStoreCore", "SuplashStoreRows", "SuplashJSON",
-        ]),
+        .target(
+            name: "SuplashPostgresStore",
+            dependencies: [
+                "SuplashDomain", "SuplashPostgres", "SuplashSQL", "SuplashStoreCore", "SuplashStoreRows", "SuplashJSON",
+            ]),
 
         // MARK: `migrate-data`: copies a SQLite deployment into PostgreSQL — the one library
         // that sees both engines (used by the executable only).
         .target(name: "SuplashDataMigration", dependencies: ["SuplashPostgres", "SuplashSQL", "SuplashStorage"]),
 
         // MARK: The API: routes, auth, problems
-        .target(name: "SuplashAPI", dependencies: [
-            "SuplashHTTP", "SuplashDomain", "SuplashJSON", "SuplashCrypto", "SuplashLogging", "CZlib",
-        ]),
+        .target(
+            name: "SuplashAPI",
+            dependencies: [
+                "SuplashHTTP", "SuplashDomain", "SuplashJSON", "SuplashCrypto", "SuplashLogging", "CZlib",
+            ]),
 
         // MARK: The executable: CLI, config, wiring
-        .executableTarget(name: "suplash-server", dependencies: [
-            "CMalloc", "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
-            "SuplashCrypto", "SuplashLogging", "SuplashJSON", "SuplashPostgres", "SuplashPostgresStore", "SuplashSQL",
-            "SuplashDataMigration",
-        ]),
+        .executableTarget(
+            name: "suplash-server",
+            dependencies: [
+                "CMalloc", "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
+                "SuplashCrypto", "SuplashLogging", "SuplashJSON", "SuplashPostgres", "SuplashPostgresStore", "SuplashSQL",
+                "SuplashDataMigration",
+            ]),
 
         // MARK: The client side: SuplashKit serves the apps too, so it uses only
         // Foundation (URLSession), SQLite and zlib — SQLite3 on Apple platforms, CSQLite here.
-        .target(name: "SuplashKit", dependencies: [
-            .target(name: "CSQLite", condition: .when(platforms: [.linux])), "CZlib",
-        ]),
+        .target(
+            name: "SuplashKit",
+            dependencies: [
+                .target(name: "CSQLite", condition: .when(platforms: [.linux])), "CZlib",
+            ]),
         // Apple Health export reader (Linux CLI only): libxml2 SAX, libarchive for export.zip.
         .target(name: "SuplashHealthImport", dependencies: ["SuplashKit", "SuplashCrypto", "CLibXML2", "CArchive"]),
         .executableTarget(name: "suplash", dependencies: ["SuplashKit", "SuplashHealthImport"]),
 
         // MARK: Benchmarks run by hand (Benchmarks/apns/README.md), not in CI
-        .executableTarget(name: "apns-bench", dependencies: ["SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON", "SuplashLogging"],
-                          path: "Benchmarks/apns", exclude: ["README.md"]),
+        .executableTarget(
+            name: "apns-bench", dependencies: ["SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON", "SuplashLogging"],
+            path: "Benchmarks/apns", exclude: ["README.md"]),
 
         // MARK: Tests mirror the targets
         .testTarget(name: "SuplashJSONTests", dependencies: ["SuplashJSON"]),
@@ -110,28 +127,35 @@ let package = Package(
         // Outbound client and APNs: unit tests, plus integration tests against the mock APNs
         // server (Tests/Mocks/apns_mock.py), skipped unless SUPLASH_TEST_APNS_MOCK is set
         // (scripts/with-apns-mock).
-        .testTarget(name: "SuplashAPNsTests", dependencies: [
-            "SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON",
-        ]),
+        .testTarget(
+            name: "SuplashAPNsTests",
+            dependencies: [
+                "SuplashAPNs", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON",
+            ]),
         .testTarget(name: "SuplashAppleIDTests", dependencies: ["SuplashAppleID", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON"]),
-                .testTarget(name: "SuplashSQLTests", dependencies: ["SuplashSQL"]),
+        .testTarget(name: "SuplashSQLTests", dependencies: ["SuplashSQL"]),
         .testTarget(name: "SuplashStorageTests", dependencies: ["SuplashStorage", "SuplashSQL"]),
         .testTarget(name: "SuplashStoreCoreTests", dependencies: ["SuplashStoreCore", "SuplashSQL"]),
         .testTarget(name: "SuplashDomainTests", dependencies: ["SuplashDomain", "SuplashJSON"]),
-        .testTarget(name: "SuplashAPITests", dependencies: [
-            "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashSQL", "SuplashDomain",
-            "SuplashCrypto", "SuplashJSON",
-            // Test-only RSA key generation and RS256 signing for Sign in with Apple tokens.
-            "COpenSSL",
-        ]),
+        .testTarget(
+            name: "SuplashAPITests",
+            dependencies: [
+                "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashSQL", "SuplashDomain",
+                "SuplashCrypto", "SuplashJSON",
+                // Test-only RSA key generation and RS256 signing for Sign in with Apple tokens.
+                "COpenSSL",
+            ]),
         // PostgreSQL store tests: skipped unless SUPLASH_TEST_POSTGRES_URL is set
         // (scripts/with-postgres). The behavioural checks also run against SQLite.
-        .testTarget(name: "SuplashPostgresTests", dependencies: [
-            "SuplashPostgres", "SuplashPostgresStore", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain", "SuplashAPI",
-            "SuplashHTTP", "SuplashSQL", "SuplashDataMigration",
-        ]),
-        .testTarget(name: "SuplashKitTests", dependencies: ["SuplashKit", "SuplashHealthImport"],
-                    exclude: ["Fixtures"]),
+        .testTarget(
+            name: "SuplashPostgresTests",
+            dependencies: [
+                "SuplashPostgres", "SuplashPostgresStore", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain", "SuplashAPI",
+                "SuplashHTTP", "SuplashSQL", "SuplashDataMigration",
+            ]),
+        .testTarget(
+            name: "SuplashKitTests", dependencies: ["SuplashKit", "SuplashHealthImport"],
+            exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

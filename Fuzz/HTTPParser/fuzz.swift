@@ -11,7 +11,7 @@
 // parser's contract (see `check` calls below). A broken invariant aborts with a message.
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // MARK: - Invariant checks
@@ -94,8 +94,9 @@ func checkHead(_ p: ParsedHead, limits: HTTPParserLimits, bodyLimit: Int) {
         section += field.name.utf8.count + 1 + receivedLength(field.value) + 2
         check(!field.name.isEmpty && field.name.utf8.allSatisfy(isTokenByte), "field name not a token")
         check(field.value.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }, "field value has a control byte")
-        check(field.value.utf8.first != 0x20 && field.value.utf8.first != 0x09
-              && field.value.utf8.last != 0x20 && field.value.utf8.last != 0x09, "field value not trimmed")
+        check(
+            field.value.utf8.first != 0x20 && field.value.utf8.first != 0x09
+                && field.value.utf8.last != 0x20 && field.value.utf8.last != 0x09, "field value not trimmed")
     }
     check(section <= limits.maxHeaderSection, "header section \(section) over the limit \(limits.maxHeaderSection)")
     let hosts = h.headers.values(name: "host")
@@ -108,10 +109,12 @@ func checkHead(_ p: ParsedHead, limits: HTTPParserLimits, bodyLimit: Int) {
     switch p.framing {
     case .chunked:
         check(hasTE && !hasCL && h.version.minor >= 1, "chunked framing without exactly TE on 1.1")
-        check(h.headers.listValues(name: "transfer-encoding").last.map(asciiLowercased) == "chunked",
-              "chunked framing whose final coding is not chunked")
-        check(h.headers.listValues(name: "transfer-encoding").map(asciiLowercased) == ["chunked"],
-              "chunked framing for TE \(h.headers.values(name: "transfer-encoding"))")
+        check(
+            h.headers.listValues(name: "transfer-encoding").last.map(asciiLowercased) == "chunked",
+            "chunked framing whose final coding is not chunked")
+        check(
+            h.headers.listValues(name: "transfer-encoding").map(asciiLowercased) == ["chunked"],
+            "chunked framing for TE \(h.headers.values(name: "transfer-encoding"))")
     case .length(let n):
         check(n > 0 && hasCL && !hasTE, "length framing \(n) without a lone Content-Length")
         for v in h.headers.values(name: "content-length") {
@@ -123,15 +126,17 @@ func checkHead(_ p: ParsedHead, limits: HTTPParserLimits, bodyLimit: Int) {
         check(!hasTE, "no framing but Transfer-Encoding present")
     }
     let connection = h.headers.listValues(name: "connection").map(asciiLowercased)
-    let expectedKeepAlive = h.version.minor >= 1
+    let expectedKeepAlive =
+        h.version.minor >= 1
         ? !connection.contains("close")
         : connection.contains("keep-alive") && !connection.contains("close")
     check(p.keepAlive == expectedKeepAlive, "keepAlive \(p.keepAlive) for Connection \(connection)")
     check(p.http10KeepAlive == (h.version.minor == 0 && p.keepAlive), "http10KeepAlive")
     check(p.isHead == (h.method == "HEAD"), "isHead")
     if let id = p.incomingRequestID {
-        check(id.utf8.count >= 1 && id.utf8.count <= 64 && h.headers.values(name: "x-request-id").contains(id),
-              "request id \(id.debugDescription) not from a field")
+        check(
+            id.utf8.count >= 1 && id.utf8.count <= 64 && h.headers.values(name: "x-request-id").contains(id),
+            "request id \(id.debugDescription) not from a field")
     }
 }
 
@@ -144,7 +149,8 @@ func isHostShaped(_ value: String) -> Bool {
     var bytes = Array(value.utf8)[...]
     if bytes.first == UInt8(ascii: "[") {
         guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > bytes.startIndex + 1 else { return false }
-        guard bytes[(bytes.startIndex + 1)..<close].allSatisfy({ unreserved.contains($0) || subDelims.contains($0) || $0 == UInt8(ascii: ":") }) else { return false }
+        guard bytes[(bytes.startIndex + 1)..<close].allSatisfy({ unreserved.contains($0) || subDelims.contains($0) || $0 == UInt8(ascii: ":") })
+        else { return false }
         bytes = bytes[(close + 1)...]
     } else {
         let hostEnd = bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.endIndex
@@ -246,8 +252,11 @@ func run(_ input: UnsafeRawBufferPointer, limits: HTTPParserLimits, bodyLimit: I
                     check(again.consumed == 0 && again.event == nil, "parsed on before beginBody")
                     if let error = parser.beginBody(limit: bodyLimit) {
                         check(error == .contentTooLarge, "beginBody error \(error)")
-                        if case .length(let n) = head.framing { check(n > bodyLimit, "413 for \(n) ≤ \(bodyLimit)") }
-                        else { check(false, "beginBody failed for \(head.framing)") }
+                        if case .length(let n) = head.framing {
+                            check(n > bodyLimit, "413 for \(n) ≤ \(bodyLimit)")
+                        } else {
+                            check(false, "beginBody failed for \(head.framing)")
+                        }
                         check(parser.state == .failed, "not failed after beginBody error")
                         outcome.error = error
                         break readLoop
@@ -324,10 +333,11 @@ func run(_ input: UnsafeRawBufferPointer, limits: HTTPParserLimits, bodyLimit: I
 }
 
 func delivered(_ p: ParsedHead, body: [UInt8]) -> Delivered {
-    Delivered(method: p.head.method, target: p.head.target, path: p.head.path, query: p.head.query,
-              version: p.head.version, headers: p.head.headers, framing: p.framing, keepAlive: p.keepAlive,
-              http10KeepAlive: p.http10KeepAlive, expectContinue: p.expectContinue,
-              requestID: p.incomingRequestID, isHead: p.isHead, body: body)
+    Delivered(
+        method: p.head.method, target: p.head.target, path: p.head.path, query: p.head.query,
+        version: p.head.version, headers: p.head.headers, framing: p.framing, keepAlive: p.keepAlive,
+        http10KeepAlive: p.http10KeepAlive, expectContinue: p.expectContinue,
+        requestID: p.incomingRequestID, isHead: p.isHead, body: body)
 }
 
 /// The errors a limit check can give: which one fires first may depend on where a line was cut
@@ -367,8 +377,9 @@ public func fuzzHTTPParser(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         ]
         for feeding in feedings {
             let other = run(input, limits: limits, bodyLimit: bodyLimit, feeding: feeding)
-            check(sameUpToSplitting(whole, other),
-                  "feeding \(feeding) differs from the whole buffer:\n  whole: \(describe(whole))\n  split: \(describe(other))")
+            check(
+                sameUpToSplitting(whole, other),
+                "feeding \(feeding) differs from the whole buffer:\n  whole: \(describe(whole))\n  split: \(describe(other))")
         }
     }
     return 0

@@ -19,8 +19,10 @@ public struct Route: Sendable {
     }
 
     /// A route whose handler may park the request and answer later (spec §5 long poll).
-    public init(bodyLimit: Int? = nil,
-                deferred: @escaping @Sendable (APIRequest, DeferredResponse) throws -> HTTPResponse?) {
+    public init(
+        bodyLimit: Int? = nil,
+        deferred: @escaping @Sendable (APIRequest, DeferredResponse) throws -> HTTPResponse?
+    ) {
         self.bodyLimit = bodyLimit
         self.handler = { _ in throw APIError.internalError }
         self.deferred = deferred
@@ -96,33 +98,38 @@ public final class Application: HTTPResponder {
         case .notFound:
             finish(APIError.routeNotFound.response(), request: request, route: "unmatched", start: start, sink: sink)
         case .methodNotAllowed(let allowed)
-            where request.method == "OPTIONS" && corsOrigin(request) != nil
-                && request.headers.contains(name: "Access-Control-Request-Method"):
+        where request.method == "OPTIONS" && corsOrigin(request) != nil
+            && request.headers.contains(name: "Access-Control-Request-Method"):
             // CORS preflight (Fetch standard) for an allowed origin.
-            let response = HTTPResponse.empty(204, headers: [
-                ("Access-Control-Allow-Methods", allowed.joined(separator: ", ")),
-                ("Access-Control-Allow-Headers", Self.corsRequestHeaders),
-                ("Access-Control-Max-Age", "600"),
-            ])
+            let response = HTTPResponse.empty(
+                204,
+                headers: [
+                    ("Access-Control-Allow-Methods", allowed.joined(separator: ", ")),
+                    ("Access-Control-Allow-Headers", Self.corsRequestHeaders),
+                    ("Access-Control-Max-Age", "600"),
+                ])
             finish(response, request: request, route: "preflight", start: start, sink: sink)
         case .methodNotAllowed(let allowed):
-            finish(APIError.methodNotAllowed(allowed).response(), request: request, route: "unmatched", start: start,
-                   sink: sink)
+            finish(
+                APIError.methodNotAllowed(allowed).response(), request: request, route: "unmatched", start: start,
+                sink: sink)
         case .found(let route, let parameters, let template):
             // Buckets in memory are checked here, on the event loop (a 429 costs no worker);
             // buckets in the database take a round trip, so they are checked on the worker.
             let sharedLimits = services.rateLimits.isShared
             let earlyLimits = sharedLimits ? RateLimitOutcome() : checkRateLimits(request, template: template)
             if let limited = earlyLimits.limited {
-                finish(limited.response(), request: request, route: template, start: start, sink: sink,
-                       extraHeaders: earlyLimits.headers)
+                finish(
+                    limited.response(), request: request, route: template, start: start, sink: sink,
+                    extraHeaders: earlyLimits.headers)
                 return
             }
             let accepted = pool(for: request.method).submit { [self] in
                 let limits = sharedLimits ? checkRateLimits(request, template: template) : earlyLimits
                 if let limited = limits.limited {
-                    finish(limited.response(), request: request, route: template, start: start, sink: sink,
-                           extraHeaders: limits.headers)
+                    finish(
+                        limited.response(), request: request, route: template, start: start, sink: sink,
+                        extraHeaders: limits.headers)
                     return
                 }
                 let response: HTTPResponse
@@ -146,8 +153,9 @@ public final class Application: HTTPResponder {
                 finish(response, request: request, route: template, start: start, sink: sink, extraHeaders: limits.headers)
             }
             if !accepted {
-                finish(APIError.unavailable("The server is overloaded; retry later.").response(), request: request,
-                       route: template, start: start, sink: sink)
+                finish(
+                    APIError.unavailable("The server is overloaded; retry later.").response(), request: request,
+                    route: template, start: start, sink: sink)
             }
         }
     }
@@ -156,23 +164,27 @@ public final class Application: HTTPResponder {
     func problem(for error: any Error, request: HTTPRequest, route: String) -> HTTPResponse {
         let apiError = APIError(error)
         if apiError.status >= 500 && apiError.status != 503 {
-            logger.error("handler_failed", .requestID(request.requestID), .route(route),
-                         .errorType(String(reflecting: type(of: error))))
+            logger.error(
+                "handler_failed", .requestID(request.requestID), .route(route),
+                .errorType(String(reflecting: type(of: error))))
         }
         return apiError.response()
     }
 
     /// Request headers a browser client may send (CORS preflight answer).
-    static let corsRequestHeaders = "Authorization, Content-Type, Content-Encoding, Idempotency-Key, If-Match, "
+    static let corsRequestHeaders =
+        "Authorization, Content-Type, Content-Encoding, Idempotency-Key, If-Match, "
         + "If-None-Match, X-Device-ID, X-Request-ID"
     /// Response headers a browser client may read.
-    static let corsExposedHeaders = "ETag, Location, Content-Location, X-Request-ID, Retry-After, RateLimit, "
+    static let corsExposedHeaders =
+        "ETag, Location, Content-Location, X-Request-ID, Retry-After, RateLimit, "
         + "RateLimit-Policy, Idempotent-Replayed"
 
     /// The request's `Origin` when CORS allows it (exact match against the configured list).
     private func corsOrigin(_ request: HTTPRequest) -> String? {
         guard !configuration.corsOrigins.isEmpty, let origin = request.headers.first(name: "Origin"),
-              configuration.corsOrigins.contains(origin) else { return nil }
+            configuration.corsOrigins.contains(origin)
+        else { return nil }
         return origin
     }
 
@@ -185,8 +197,9 @@ public final class Application: HTTPResponder {
         var outcome = RateLimitOutcome()
         guard !Self.unlimitedRoutes.contains(template) else { return outcome }
         let limits = services.rateLimits
-        let address = limits.clientAddress(peer: request.remoteAddress,
-                                           forwardedFor: request.headers.first(name: "X-Forwarded-For"))
+        let address = limits.clientAddress(
+            peer: request.remoteAddress,
+            forwardedFor: request.headers.first(name: "X-Forwarded-For"))
         let now = RateLimits.now()
         var tightest = 2.0
         if template.hasPrefix("/v1/auth/"), let layer = limits.authPerAddress {
@@ -203,8 +216,10 @@ public final class Application: HTTPResponder {
 
     /// Adds rate-limit and security headers, compresses, records metrics, logs one line
     /// (typed fields only) and sends.
-    private func finish(_ response: HTTPResponse, request: HTTPRequest, route: String, start: UInt64, sink: HTTPResponseSink,
-                        extraHeaders: [(String, String)] = []) {
+    private func finish(
+        _ response: HTTPResponse, request: HTTPRequest, route: String, start: UInt64, sink: HTTPResponseSink,
+        extraHeaders: [(String, String)] = []
+    ) {
         var response = response
         for (name, value) in extraHeaders where !response.headers.contains(name: name) {
             response.headers.add(name: name, value: value)
@@ -221,8 +236,9 @@ public final class Application: HTTPResponder {
         ResponseCompression.apply(to: &response, acceptEncoding: request.headers.first(name: "Accept-Encoding"))
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000_000
         services.metrics.record(route: route, method: request.method, status: response.status, seconds: seconds)
-        logger.info("request", .requestID(request.requestID), .method(request.method), .route(route),
-                    .status(response.status), .durationMs(seconds * 1000))
+        logger.info(
+            "request", .requestID(request.requestID), .method(request.method), .route(route),
+            .status(response.status), .durationMs(seconds * 1000))
         sink.send(response)
     }
 

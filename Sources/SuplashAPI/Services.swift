@@ -37,12 +37,14 @@ public struct Services: Sendable {
     /// answers 503 with its problem. nil = not monitored (tests).
     public var storageHealth: StorageHealth? = nil
 
-    public init(users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
-                tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,
-                pageTokens: PageTokenCodec, passwordHashing: PasswordHashing, timeZones: TimeZoneDatabase,
-                domain: DomainServices, readiness: @escaping @Sendable () -> Bool, operations: any OperationsRepository,
-                rateLimits: RateLimits, metrics: Metrics, backupDirectory: String, sync: SyncServices? = nil,
-                openAPIDocument: [UInt8] = []) {
+    public init(
+        users: any UserRepository, sessions: any SessionRepository, entries: any WaterEntryRepository,
+        tokens: TokenService, revocations: RevocationView, authenticator: Authenticator,
+        pageTokens: PageTokenCodec, passwordHashing: PasswordHashing, timeZones: TimeZoneDatabase,
+        domain: DomainServices, readiness: @escaping @Sendable () -> Bool, operations: any OperationsRepository,
+        rateLimits: RateLimits, metrics: Metrics, backupDirectory: String, sync: SyncServices? = nil,
+        openAPIDocument: [UInt8] = []
+    ) {
         self.users = users
         self.sessions = sessions
         self.entries = entries
@@ -133,11 +135,11 @@ public final class TimeZoneDatabase: @unchecked Sendable {
 
     private static func check(_ id: String, directory: String) -> Bool {
         guard !id.isEmpty, id.utf8.count <= 64, !id.hasPrefix("/"), !id.contains(".."),
-              id.utf8.allSatisfy({ c in
-                  (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) || (0x30...0x39).contains(c)
-                      || c == 0x2F || c == 0x5F || c == 0x2D || c == 0x2B
-              }),
-              !id.hasPrefix("posix/"), !id.hasPrefix("right/"), id != "posixrules", id != "localtime", id != "Factory"
+            id.utf8.allSatisfy({ c in
+                (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) || (0x30...0x39).contains(c)
+                    || c == 0x2F || c == 0x5F || c == 0x2D || c == 0x2B
+            }),
+            !id.hasPrefix("posix/"), !id.hasPrefix("right/"), id != "posixrules", id != "localtime", id != "Factory"
         else { return false }
         guard let handle = FileHandle(forReadingAtPath: directory + "/" + id) else { return false }
         defer { try? handle.close() }

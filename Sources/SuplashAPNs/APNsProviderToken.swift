@@ -33,8 +33,10 @@ public final class APNsProviderToken: Sendable {
     ///   - teamID: the 10-character team id (`iss`).
     ///   - refreshAfterSeconds: age at which a new token is made, clamped to 1200…3000 s.
     ///   - now: the clock, Unix seconds.
-    public init(key: ES256PrivateKey, keyID: String, teamID: String, refreshAfterSeconds: Int64 = 40 * 60,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public init(
+        key: ES256PrivateKey, keyID: String, teamID: String, refreshAfterSeconds: Int64 = 40 * 60,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.key = key
         self.keyID = keyID
         self.teamID = teamID

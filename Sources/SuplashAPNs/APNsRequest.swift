@@ -69,8 +69,10 @@ public struct APNsPush: Sendable, Hashable {
     public var tokenRegisteredAt: Int64?
 
     /// Creates a push.
-    public init(id: UUID, deviceToken: String, pushType: APNsPushType, bundleID: String, environment: APNsEnvironment,
-                payload: [UInt8], expiration: Int64? = nil, collapseID: String? = nil, tokenRegisteredAt: Int64? = nil) {
+    public init(
+        id: UUID, deviceToken: String, pushType: APNsPushType, bundleID: String, environment: APNsEnvironment,
+        payload: [UInt8], expiration: Int64? = nil, collapseID: String? = nil, tokenRegisteredAt: Int64? = nil
+    ) {
         self.id = id
         self.deviceToken = deviceToken
         self.pushType = pushType
@@ -110,17 +112,22 @@ public enum APNsRequestBuilder {
     /// suffix), `apns-priority` (10 or 5 by type), `apns-id` (the push id, lower-case UUID),
     /// `apns-expiration` and `apns-collapse-id` when set, `content-type: application/json`.
     /// - Throws: `APNsRequestError` (nothing is sent).
-    public static func request(for push: APNsPush, origin: String, providerToken: String,
-                               timeout: Duration? = nil) throws(APNsRequestError) -> HTTPClientRequest {
+    public static func request(
+        for push: APNsPush, origin: String, providerToken: String,
+        timeout: Duration? = nil
+    ) throws(APNsRequestError) -> HTTPClientRequest {
         let token = push.deviceToken.lowercased()
         guard (16...200).contains(token.utf8.count), token.utf8.count % 2 == 0,
-              token.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            token.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        else {
             throw .invalidDeviceToken
         }
         guard push.payload.count <= maxPayloadBytes else { throw .payloadTooLarge }
-        guard !push.bundleID.isEmpty, push.bundleID.utf8.allSatisfy({
-            (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2E || $0 == 0x2D
-        }) else { throw .invalidBundleID }
+        guard !push.bundleID.isEmpty,
+            push.bundleID.utf8.allSatisfy({
+                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2E || $0 == 0x2D
+            })
+        else { throw .invalidBundleID }
         var headers = [
             HTTPClientHeader("authorization", "bearer " + providerToken),
             HTTPClientHeader("apns-push-type", push.pushType.rawValue),
@@ -132,10 +139,12 @@ public enum APNsRequestBuilder {
         if let expiration = push.expiration { headers.append(HTTPClientHeader("apns-expiration", String(max(0, expiration)))) }
         if let collapseID = push.collapseID {
             guard !collapseID.isEmpty, collapseID.utf8.count <= maxCollapseIDBytes,
-                  !collapseID.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { throw .invalidCollapseID }
+                !collapseID.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F })
+            else { throw .invalidCollapseID }
             headers.append(HTTPClientHeader("apns-collapse-id", collapseID))
         }
-        return HTTPClientRequest(method: "POST", url: origin + "/3/device/" + token, headers: headers,
-                                 body: push.payload, timeout: timeout)
+        return HTTPClientRequest(
+            method: "POST", url: origin + "/3/device/" + token, headers: headers,
+            body: push.payload, timeout: timeout)
     }
 }

@@ -80,8 +80,10 @@ public enum APNsResponseClassifier {
     ///   - unregisteredAt: the body's `timestamp` of a 410 (Unix milliseconds), if any.
     ///   - registeredAt: when the token was registered (Unix milliseconds), if known.
     ///   - triedOtherEnvironment: this attempt already was the other-environment retry.
-    public static func decide(status: Int, reason: APNsReason, unregisteredAt: Int64?, registeredAt: Int64?,
-                              triedOtherEnvironment: Bool) -> APNsDecision {
+    public static func decide(
+        status: Int, reason: APNsReason, unregisteredAt: Int64?, registeredAt: Int64?,
+        triedOtherEnvironment: Bool
+    ) -> APNsDecision {
         switch status {
         case 200:
             return .sent
@@ -103,8 +105,8 @@ public enum APNsResponseClassifier {
         case .expiredProviderToken:
             return .refreshProviderTokenAndRetry
         case .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken, .badCertificate,
-             .badCertificateEnvironment, .forbidden, .badTopic, .topicDisallowed, .deviceTokenNotForTopic,
-             .missingTopic, .invalidPushType:
+            .badCertificateEnvironment, .forbidden, .badTopic, .topicDisallowed, .deviceTokenNotForTopic,
+            .missingTopic, .invalidPushType:
             return .configurationError(reason)
         case .idleTimeout:
             return .retryLater(reason)

@@ -28,9 +28,11 @@ public struct APNsSenderConfiguration: Sendable {
 
     /// Creates a configuration (Apple's origins, 100 in flight, 3 attempts, 1 s…5 min backoff,
     /// 30 s per request).
-    public init(productionURL: String = appleProductionURL, sandboxURL: String = appleSandboxURL,
-                maxConcurrentPushes: Int = 100, maxAttempts: Int = 3, backoff: APNsBackoff = APNsBackoff(),
-                requestTimeout: Duration = .seconds(30)) {
+    public init(
+        productionURL: String = appleProductionURL, sandboxURL: String = appleSandboxURL,
+        maxConcurrentPushes: Int = 100, maxAttempts: Int = 3, backoff: APNsBackoff = APNsBackoff(),
+        requestTimeout: Duration = .seconds(30)
+    ) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
         self.maxConcurrentPushes = maxConcurrentPushes
@@ -113,11 +115,13 @@ public final class APNsSender: Sendable {
     ///   - sleep: waits between attempts (tests pass one that records and returns at once).
     ///   - random: a uniform value in [0, 1) for the jitter.
     ///   - clock: the monotonic clock for the once-a-minute alarm.
-    public init(client: HTTPClient, providerToken: APNsProviderToken, configuration: APNsSenderConfiguration,
-                logger: Logger = Logger(),
-                sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
-                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-                clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+    public init(
+        client: HTTPClient, providerToken: APNsProviderToken, configuration: APNsSenderConfiguration,
+        logger: Logger = Logger(),
+        sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
         self.client = client
         self.providerToken = providerToken
         self.configuration = configuration
@@ -187,15 +191,17 @@ public final class APNsSender: Sendable {
             }
             let request: HTTPClientRequest
             do {
-                request = try APNsRequestBuilder.request(for: push, origin: configuration.origin(environment),
-                                                         providerToken: token, timeout: configuration.requestTimeout)
+                request = try APNsRequestBuilder.request(
+                    for: push, origin: configuration.origin(environment),
+                    providerToken: token, timeout: configuration.requestTimeout)
             } catch {
-                let reason: APNsReason = switch error {
-                case .invalidDeviceToken: .badDeviceToken
-                case .payloadTooLarge: .payloadTooLarge
-                case .invalidCollapseID: .badCollapseId
-                case .invalidBundleID: .badTopic
-                }
+                let reason: APNsReason =
+                    switch error {
+                    case .invalidDeviceToken: .badDeviceToken
+                    case .payloadTooLarge: .payloadTooLarge
+                    case .invalidCollapseID: .badCollapseId
+                    case .invalidBundleID: .badTopic
+                    }
                 return finish(push, error == .invalidDeviceToken ? .tokenInvalid(reason) : .rejected(reason), attempts: attempts)
             }
 
@@ -204,10 +210,11 @@ public final class APNsSender: Sendable {
             do {
                 let response = try await client.send(request)
                 let reason = response.status == 200 ? APNsReason.other : APNsReason(body: response.body)
-                decision = APNsResponseClassifier.decide(status: response.status, reason: reason,
-                                                         unregisteredAt: Self.timestamp(response.body),
-                                                         registeredAt: push.tokenRegisteredAt,
-                                                         triedOtherEnvironment: triedOther)
+                decision = APNsResponseClassifier.decide(
+                    status: response.status, reason: reason,
+                    unregisteredAt: Self.timestamp(response.body),
+                    registeredAt: push.tokenRegisteredAt,
+                    triedOtherEnvironment: triedOther)
             } catch {
                 decision = APNsResponseClassifier.decide(error: error)
             }
@@ -239,8 +246,9 @@ public final class APNsSender: Sendable {
                 failures += 1
                 let delay = configuration.backoff.delay(afterAttempt: failures, unitRandom: random())
                 if failures >= max(1, configuration.maxAttempts) {
-                    logger.warning("apns_push_deferred", .identifier("pushId", push.id.uuidString), .code("reason", reason.rawValue),
-                                   .count("attempts", attempts))
+                    logger.warning(
+                        "apns_push_deferred", .identifier("pushId", push.id.uuidString), .code("reason", reason.rawValue),
+                        .count("attempts", attempts))
                     return finish(push, .retryLater(reason, after: delay), attempts: attempts)
                 }
                 countRetry()
@@ -275,8 +283,9 @@ public final class APNsSender: Sendable {
             return true
         }
         if alarm {
-            logger.warning("apns_sender_paused", .code("reason", (pausedReason ?? reason).rawValue),
-                           .identifier("pushId", pushID.uuidString))
+            logger.warning(
+                "apns_sender_paused", .code("reason", (pausedReason ?? reason).rawValue),
+                .identifier("pushId", pushID.uuidString))
         }
     }
 

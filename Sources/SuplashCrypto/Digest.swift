@@ -9,8 +9,9 @@ public enum SHA256 {
         var length: UInt32 = 0
         let ok = input.withUnsafeBytes { raw in
             digest.withUnsafeMutableBytes { out in
-                EVP_Digest(raw.baseAddress, raw.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                           &length, EVP_sha256(), nil)
+                EVP_Digest(
+                    raw.baseAddress, raw.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                    &length, EVP_sha256(), nil)
             }
         }
         precondition(ok == 1 && length == 32, "EVP_Digest(SHA-256) cannot fail for in-memory input")
@@ -44,8 +45,9 @@ public enum SHA1 {
         var length: UInt32 = 0
         let ok = input.withUnsafeBytes { raw in
             digest.withUnsafeMutableBytes { out in
-                EVP_Digest(raw.baseAddress, raw.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                           &length, EVP_sha1(), nil)
+                EVP_Digest(
+                    raw.baseAddress, raw.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                    &length, EVP_sha1(), nil)
             }
         }
         precondition(ok == 1 && length == 20, "EVP_Digest(SHA-1) cannot fail for in-memory input")

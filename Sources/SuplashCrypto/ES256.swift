@@ -88,12 +88,14 @@ public final class ES256PrivateKey: @unchecked Sendable {
         let group = String(decoding: name.prefix(nameLength).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard group == "prime256v1" || group == "P-256" else { return nil }
         // Uncompressed point form, whatever form the file stored.
-        _ = EVP_PKEY_set_utf8_string_param(key, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT,
-                                           OSSL_PKEY_EC_POINT_CONVERSION_FORMAT_UNCOMPRESSED)
+        _ = EVP_PKEY_set_utf8_string_param(
+            key, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT,
+            OSSL_PKEY_EC_POINT_CONVERSION_FORMAT_UNCOMPRESSED)
         var point = [UInt8](repeating: 0, count: 65)
         var pointLength = 0
         guard EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, &point, point.count, &pointLength) == 1,
-              pointLength == 65 else { return nil }
+            pointLength == 65
+        else { return nil }
         return point
     }
 
@@ -146,7 +148,8 @@ public struct ES256PublicKey: Sendable, Hashable {
     /// (RFC 7518 §6.2.1): each exactly 32 bytes.
     public init?(jwkX x: String, y: String) {
         guard let xBytes = Base64URL.decode(x), let yBytes = Base64URL.decode(y),
-              xBytes.count == coordinateLength, yBytes.count == coordinateLength else { return nil }
+            xBytes.count == coordinateLength, yBytes.count == coordinateLength
+        else { return nil }
         self.init(uncompressedPoint: [0x04] + xBytes + yBytes)
     }
 
@@ -184,10 +187,12 @@ public struct ES256PublicKey: Sendable, Hashable {
         guard let builder = OSSL_PARAM_BLD_new() else { return nil }
         defer { OSSL_PARAM_BLD_free(builder) }
         guard let groupName = staticCString("group"), let groupValue = staticCString("prime256v1"),
-              let pubName = staticCString("pub") else { return nil }
+            let pubName = staticCString("pub")
+        else { return nil }
         let params: UnsafeMutablePointer<OSSL_PARAM>? = uncompressedPoint.withUnsafeBytes { raw in
             guard OSSL_PARAM_BLD_push_utf8_string(builder, groupName, groupValue, 0) == 1,
-                  OSSL_PARAM_BLD_push_octet_string(builder, pubName, raw.baseAddress, raw.count) == 1 else { return nil }
+                OSSL_PARAM_BLD_push_octet_string(builder, pubName, raw.baseAddress, raw.count) == 1
+            else { return nil }
             return OSSL_PARAM_BLD_to_param(builder)
         }
         guard let params else {
@@ -202,10 +207,12 @@ public struct ES256PublicKey: Sendable, Hashable {
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         // EVP_PKEY_PUBLIC_KEY (a compound macro Swift cannot import) spelled out.
-        let selection = OSSL_KEYMGMT_SELECT_PUBLIC_KEY | OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS
+        let selection =
+            OSSL_KEYMGMT_SELECT_PUBLIC_KEY | OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS
             | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS
         guard EVP_PKEY_fromdata_init(context) == 1,
-              EVP_PKEY_fromdata(context, &key, Int32(selection), params) == 1 else {
+            EVP_PKEY_fromdata(context, &key, Int32(selection), params) == 1
+        else {
             ERR_clear_error()
             return nil
         }
@@ -252,8 +259,10 @@ public enum ES256Signature {
         guard let signature = ECDSA_SIG_new() else { return nil }
         defer { ECDSA_SIG_free(signature) }
         let (r, s) = raw.withUnsafeBufferPointer { b in
-            (BN_bin2bn(b.baseAddress, Int32(coordinateLength), nil),
-             BN_bin2bn(b.baseAddress.map { $0 + coordinateLength }, Int32(coordinateLength), nil))
+            (
+                BN_bin2bn(b.baseAddress, Int32(coordinateLength), nil),
+                BN_bin2bn(b.baseAddress.map { $0 + coordinateLength }, Int32(coordinateLength), nil)
+            )
         }
         guard let r, let s else {
             BN_free(r)
@@ -295,8 +304,10 @@ extension JWT {
     /// `verifyRS256` (header `alg` exactly `ES256`, `kid` names a key of `keys`, signature
     /// before claims, `exp` required, `nbf`/`iat` not in the future). Times are Unix seconds.
     /// - Throws: `JWTError`.
-    public static func verifyES256(_ token: String, keys: [String: ES256PublicKey], now: Int64,
-                                   leewaySeconds: Int64 = 60) throws(JWTError) -> JSONValue {
+    public static func verifyES256(
+        _ token: String, keys: [String: ES256PublicKey], now: Int64,
+        leewaySeconds: Int64 = 60
+    ) throws(JWTError) -> JSONValue {
         try verify(token, algorithm: "ES256", key: { keys[$0] }, now: now, leewaySeconds: leewaySeconds) {
             key, signature, signingInput in
             key.verify(signature: signature, message: signingInput)

@@ -20,10 +20,11 @@ public enum HMACSHA256 {
         let result = key.withUnsafeBytes { keyBytes in
             mac.withUnsafeMutableBufferPointer { out in
                 withUnsafeMutablePointer(to: &empty) { emptyPointer in
-                    HMAC(EVP_sha256(),
-                         keyBytes.baseAddress ?? UnsafeRawPointer(emptyPointer), Int32(keyBytes.count),
-                         message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(emptyPointer), message.count,
-                         out.baseAddress, &length)
+                    HMAC(
+                        EVP_sha256(),
+                        keyBytes.baseAddress ?? UnsafeRawPointer(emptyPointer), Int32(keyBytes.count),
+                        message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(emptyPointer), message.count,
+                        out.baseAddress, &length)
                 }
             }
         }

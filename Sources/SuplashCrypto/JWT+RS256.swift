@@ -6,8 +6,9 @@ extension JWT {
     public static func unverifiedKeyID(_ token: String) -> String? {
         let bytes = Array(token.utf8)
         guard bytes.count <= maxTokenLength, let dot = bytes.firstIndex(of: 0x2E),
-              let headerBytes = Base64URL.decode(bytes: bytes[..<dot]),
-              let header = try? JSONParser.parse(headerBytes, maxDepth: 8) else { return nil }
+            let headerBytes = Base64URL.decode(bytes: bytes[..<dot]),
+            let header = try? JSONParser.parse(headerBytes, maxDepth: 8)
+        else { return nil }
         return header["kid"]?.stringValue
     }
 
@@ -28,8 +29,10 @@ extension JWT {
     ///   - leewaySeconds: allowed clock skew, seconds (≥ 0).
     /// - Returns: the claims (`.object`).
     /// - Throws: `JWTError` (`.unsupportedAlgorithm` for any `alg` but RS256).
-    public static func verifyRS256(_ token: String, keys: [String: RSAPublicKey], now: Int64,
-                                   leewaySeconds: Int64 = 60) throws(JWTError) -> JSONValue {
+    public static func verifyRS256(
+        _ token: String, keys: [String: RSAPublicKey], now: Int64,
+        leewaySeconds: Int64 = 60
+    ) throws(JWTError) -> JSONValue {
         try verify(token, algorithm: "RS256", key: { keys[$0] }, now: now, leewaySeconds: leewaySeconds) {
             key, signature, signingInput in
             key.verifyPKCS1SHA256(signature: signature, message: signingInput)

@@ -83,8 +83,10 @@ public enum JWT {
     ///   - leewaySeconds: allowed clock skew, seconds (≥ 0).
     /// - Returns: the claims (`.object`).
     /// - Throws: `JWTError`.
-    public static func verifyHS256(_ token: String, keys: [String: [UInt8]], now: Int64,
-                                   leewaySeconds: Int64 = JWT.defaultLeewaySeconds) throws(JWTError) -> JSONValue {
+    public static func verifyHS256(
+        _ token: String, keys: [String: [UInt8]], now: Int64,
+        leewaySeconds: Int64 = JWT.defaultLeewaySeconds
+    ) throws(JWTError) -> JSONValue {
         try verify(token, algorithm: "HS256", key: { keys[$0] }, now: now, leewaySeconds: leewaySeconds) {
             secret, signature, signingInput in
             signature.count == 32
@@ -101,8 +103,10 @@ public enum JWT {
     /// `exp > now - leewaySeconds`; `nbf` and `iat`, if present, are integers not after
     /// `now + leewaySeconds`. Times are Unix seconds.
     /// - Throws: `JWTError`.
-    static func verify<Key>(_ token: String, algorithm: String, key: (String) -> Key?, now: Int64, leewaySeconds: Int64,
-                            verifySignature: (Key, [UInt8], ArraySlice<UInt8>) -> Bool) throws(JWTError) -> JSONValue {
+    static func verify<Key>(
+        _ token: String, algorithm: String, key: (String) -> Key?, now: Int64, leewaySeconds: Int64,
+        verifySignature: (Key, [UInt8], ArraySlice<UInt8>) -> Bool
+    ) throws(JWTError) -> JSONValue {
         let bytes = Array(token.utf8)
         guard bytes.count <= maxTokenLength else { throw .malformed }
         let segments = bytes.split(separator: 0x2E, maxSplits: 3, omittingEmptySubsequences: false)
@@ -110,8 +114,9 @@ public enum JWT {
 
         // Header.
         guard let headerBytes = Base64URL.decode(bytes: segments[0]),
-              let header = try? JSONParser.parse(headerBytes, maxDepth: 8),
-              case .object = header else { throw .malformed }
+            let header = try? JSONParser.parse(headerBytes, maxDepth: 8),
+            case .object = header
+        else { throw .malformed }
         guard case .string(let alg)? = header["alg"] else { throw .malformed }
         guard alg == algorithm else { throw .unsupportedAlgorithm }
         if header["crit"] != nil { throw .malformed }
@@ -122,12 +127,14 @@ public enum JWT {
 
         // Signature, before looking at the claims.
         guard let signature = Base64URL.decode(bytes: segments[2]),
-              verifySignature(verifyingKey, signature, bytes[..<segments[1].endIndex]) else { throw .badSignature }
+            verifySignature(verifyingKey, signature, bytes[..<segments[1].endIndex])
+        else { throw .badSignature }
 
         // Claims.
         guard let payloadBytes = Base64URL.decode(bytes: segments[1]),
-              let claims = try? JSONParser.parse(payloadBytes, maxDepth: 16),
-              case .object = claims else { throw .malformed }
+            let claims = try? JSONParser.parse(payloadBytes, maxDepth: 16),
+            case .object = claims
+        else { throw .malformed }
         let leeway = max(0, leewaySeconds)
         guard let exp = claims["exp"], let expiry = integer(exp) else { throw .malformed }
         let (earliest, underflow) = now.subtractingReportingOverflow(leeway)

@@ -15,8 +15,10 @@ public struct Argon2idParameters: Sendable, Hashable {
     public var hashLength: Int
 
     /// Creates parameters; see the property docs for units and bounds.
-    public init(memoryKiB: UInt32 = 19_456, iterations: UInt32 = 2, parallelism: UInt32 = 1,
-                saltLength: Int = 16, hashLength: Int = 32) {
+    public init(
+        memoryKiB: UInt32 = 19_456, iterations: UInt32 = 2, parallelism: UInt32 = 1,
+        saltLength: Int = 16, hashLength: Int = 32
+    ) {
         self.memoryKiB = memoryKiB
         self.iterations = iterations
         self.parallelism = parallelism
@@ -58,17 +60,19 @@ public enum PasswordHasher {
             throw PasswordHashError(code: ARGON2_SALT_TOO_SHORT.rawValue)
         }
         let salt = SecureRandom.bytes(parameters.saltLength)
-        let encodedLength = argon2_encodedlen(parameters.iterations, parameters.memoryKiB, parameters.parallelism,
-                                              UInt32(parameters.saltLength), UInt32(parameters.hashLength), Argon2_id)
+        let encodedLength = argon2_encodedlen(
+            parameters.iterations, parameters.memoryKiB, parameters.parallelism,
+            UInt32(parameters.saltLength), UInt32(parameters.hashLength), Argon2_id)
         var encoded = [CChar](repeating: 0, count: encodedLength + 1)
         let password = Array(password.utf8)
         let rc = password.withUnsafeBytes { pwd in
             salt.withUnsafeBytes { saltBytes in
                 encoded.withUnsafeMutableBufferPointer { out in
-                    argon2id_hash_encoded(parameters.iterations, parameters.memoryKiB, parameters.parallelism,
-                                          pwd.baseAddress, pwd.count,
-                                          saltBytes.baseAddress, saltBytes.count,
-                                          parameters.hashLength, out.baseAddress, out.count)
+                    argon2id_hash_encoded(
+                        parameters.iterations, parameters.memoryKiB, parameters.parallelism,
+                        pwd.baseAddress, pwd.count,
+                        saltBytes.baseAddress, saltBytes.count,
+                        parameters.hashLength, out.baseAddress, out.count)
                 }
             }
         }
@@ -84,7 +88,8 @@ public enum PasswordHasher {
     /// exhaust the server).
     public static func verify(_ password: String, phc: String) -> Bool {
         guard let parsed = PHCString(phc), parsed.memoryKiB <= 4 * 1024 * 1024, parsed.iterations <= 64,
-              parsed.parallelism <= 64 else { return false }
+            parsed.parallelism <= 64
+        else { return false }
         let password = Array(password.utf8)
         return phc.withCString { encoded in
             password.withUnsafeBytes { pwd in
@@ -119,9 +124,10 @@ public enum PasswordHasher {
         var out = [UInt8](repeating: 0, count: parameters.hashLength)
         let rc = salt.withUnsafeBytes { saltBytes in
             out.withUnsafeMutableBytes { hash in
-                argon2id_hash_raw(min(parameters.iterations, 1), max(8, 8 * parameters.parallelism), parameters.parallelism,
-                                  saltBytes.baseAddress, 0, saltBytes.baseAddress, saltBytes.count,
-                                  hash.baseAddress, hash.count)
+                argon2id_hash_raw(
+                    min(parameters.iterations, 1), max(8, 8 * parameters.parallelism), parameters.parallelism,
+                    saltBytes.baseAddress, 0, saltBytes.baseAddress, saltBytes.count,
+                    hash.baseAddress, hash.count)
             }
         }
         guard rc == ARGON2_OK.rawValue else { throw PasswordHashError(code: rc) }
@@ -138,9 +144,10 @@ public enum PasswordHasher {
         let rc = password.withUnsafeBytes { pwd in
             salt.withUnsafeBytes { saltBytes in
                 out.withUnsafeMutableBytes { hash in
-                    argon2id_hash_raw(parameters.iterations, parameters.memoryKiB, parameters.parallelism,
-                                      pwd.baseAddress, pwd.count, saltBytes.baseAddress, saltBytes.count,
-                                      hash.baseAddress, hash.count)
+                    argon2id_hash_raw(
+                        parameters.iterations, parameters.memoryKiB, parameters.parallelism,
+                        pwd.baseAddress, pwd.count, saltBytes.baseAddress, saltBytes.count,
+                        hash.baseAddress, hash.count)
                 }
             }
         }
@@ -179,11 +186,12 @@ struct PHCString {
         guard let version = PHCString.number(parts[2].dropFirst(2)) else { return nil }
         let params = parts[3].split(separator: ",", omittingEmptySubsequences: false)
         guard params.count == 3, params[0].hasPrefix("m="), params[1].hasPrefix("t="), params[2].hasPrefix("p="),
-              let m = PHCString.number(params[0].dropFirst(2)),
-              let t = PHCString.number(params[1].dropFirst(2)),
-              let p = PHCString.number(params[2].dropFirst(2)),
-              let salt = Base64.decode(String(parts[4])), !parts[4].contains("="),
-              let hash = Base64.decode(String(parts[5])), !parts[5].contains("=") else { return nil }
+            let m = PHCString.number(params[0].dropFirst(2)),
+            let t = PHCString.number(params[1].dropFirst(2)),
+            let p = PHCString.number(params[2].dropFirst(2)),
+            let salt = Base64.decode(String(parts[4])), !parts[4].contains("="),
+            let hash = Base64.decode(String(parts[5])), !parts[5].contains("=")
+        else { return nil }
         self.version = version
         self.memoryKiB = m
         self.iterations = t
@@ -195,7 +203,8 @@ struct PHCString {
     /// A decimal without sign or leading zeros that fits `UInt32`.
     private static func number(_ s: Substring) -> UInt32? {
         guard !s.isEmpty, s.count <= 10, s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-              s == "0" || s.first != "0" else { return nil }
+            s == "0" || s.first != "0"
+        else { return nil }
         return UInt32(s)
     }
 }

@@ -59,8 +59,9 @@ public struct RSAPublicKey: Sendable, Hashable {
         let result = signature.withUnsafeBufferPointer { sig in
             input.withUnsafeBufferPointer { msg in
                 withUnsafeMutablePointer(to: &empty) { emptyPointer in
-                    EVP_DigestVerify(context, sig.baseAddress, sig.count,
-                                     msg.baseAddress ?? UnsafePointer(emptyPointer), msg.count)
+                    EVP_DigestVerify(
+                        context, sig.baseAddress, sig.count,
+                        msg.baseAddress ?? UnsafePointer(emptyPointer), msg.count)
                 }
             }
         }
@@ -86,9 +87,10 @@ public struct RSAPublicKey: Sendable, Hashable {
         // The builder keeps the parameter-name pointers until `to_param`, so they must be
         // static C strings (a Swift String argument is a temporary).
         guard let n, let e, let nName = Self.cString("n"), let eName = Self.cString("e"),
-              OSSL_PARAM_BLD_push_BN(builder, nName, n) == 1,
-              OSSL_PARAM_BLD_push_BN(builder, eName, e) == 1,
-              let params = OSSL_PARAM_BLD_to_param(builder) else {
+            OSSL_PARAM_BLD_push_BN(builder, nName, n) == 1,
+            OSSL_PARAM_BLD_push_BN(builder, eName, e) == 1,
+            let params = OSSL_PARAM_BLD_to_param(builder)
+        else {
             ERR_clear_error()
             return nil
         }
@@ -100,10 +102,12 @@ public struct RSAPublicKey: Sendable, Hashable {
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         // EVP_PKEY_PUBLIC_KEY (a compound macro Swift cannot import) spelled out.
-        let selection = OSSL_KEYMGMT_SELECT_PUBLIC_KEY | OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS
+        let selection =
+            OSSL_KEYMGMT_SELECT_PUBLIC_KEY | OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS
             | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS
         guard EVP_PKEY_fromdata_init(context) == 1,
-              EVP_PKEY_fromdata(context, &key, Int32(selection), params) == 1 else {
+            EVP_PKEY_fromdata(context, &key, Int32(selection), params) == 1
+        else {
             ERR_clear_error()
             return nil
         }
@@ -119,11 +123,13 @@ public enum JWKS {
     /// - Returns: nil when `document` is not JSON of the shape `{"keys": [...]}`.
     public static func rsaKeys(from document: some Collection<UInt8>) -> [String: RSAPublicKey]? {
         guard let root = try? JSONParser.parse(document, maxDepth: 8),
-              case .array(let entries)? = root["keys"] else { return nil }
+            case .array(let entries)? = root["keys"]
+        else { return nil }
         var out: [String: RSAPublicKey] = [:]
         for entry in entries {
             guard entry["kty"]?.stringValue == "RSA", let kid = entry["kid"]?.stringValue,
-                  let n = entry["n"]?.stringValue, let e = entry["e"]?.stringValue else { continue }
+                let n = entry["n"]?.stringValue, let e = entry["e"]?.stringValue
+            else { continue }
             if let use = entry["use"], use.stringValue != "sig" { continue }
             if let alg = entry["alg"], alg.stringValue != "RS256" { continue }
             if let key = RSAPublicKey(jwkModulus: n, exponent: e) { out[kid] = key }

@@ -172,8 +172,10 @@ public enum SQLiteToPostgresCopy {
     ///   - force: overwrite a target that holds another database or is ahead of the source.
     ///   - batchSize: rows per upsert statement (parameters per statement stay < 65,535).
     /// - Throws: `Failure`, `StorageError` (source), `PostgresError` (target).
-    public static func run(sqlitePath: String, target: PostgresDatabase, force: Bool = false,
-                           batchSize: Int = 500) throws -> Report {
+    public static func run(
+        sqlitePath: String, target: PostgresDatabase, force: Bool = false,
+        batchSize: Int = 500
+    ) throws -> Report {
         guard FileManager.default.fileExists(atPath: sqlitePath) else {
             throw Failure.source("no SQLite database at the given path")
         }
@@ -184,7 +186,8 @@ public enum SQLiteToPostgresCopy {
 
         // The snapshot starts with this first read.
         guard let identity = try source.queryOne("SELECT database_id, created_at FROM database_identity WHERE singleton = 1"),
-              let sourceVersion = try source.scalarInt64("SELECT max(version) FROM schema_migrations") else {
+            let sourceVersion = try source.scalarInt64("SELECT max(version) FROM schema_migrations")
+        else {
             throw Failure.source("the SQLite file is not a migrated Suplash database")
         }
         let databaseID = try identity.string(0)
@@ -196,8 +199,9 @@ public enum SQLiteToPostgresCopy {
         let copied = Set(tables.map(\.name)).union(specialTables)
         let unknown = sourceTables.filter { !copied.contains($0) && !notCopiedTables.contains($0) }
         guard unknown.isEmpty else {
-            throw Failure.schemaMismatch("the SQLite database has tables migrate-data does not know (\(unknown.joined(separator: ", "))); "
-                                         + "this build cannot copy them")
+            throw Failure.schemaMismatch(
+                "the SQLite database has tables migrate-data does not know (\(unknown.joined(separator: ", "))); "
+                    + "this build cannot copy them")
         }
         let skipped = sourceTables.filter { notCopiedTables.contains($0) }
 
@@ -212,13 +216,16 @@ public enum SQLiteToPostgresCopy {
             let names = try source.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table.name)])
                 .map { try $0.string(0) }
             guard !names.isEmpty else { throw Failure.schemaMismatch("the SQLite database has no table \(table.name)") }
-            let targetNames = Set(try target.read { c in
-                try c.query("SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1",
-                            [.text(table.name)]).map { row -> String in
-                    guard case .text(let name) = row[0] else { return "" }
-                    return name
-                }
-            })
+            let targetNames = Set(
+                try target.read { c in
+                    try c.query(
+                        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1",
+                        [.text(table.name)]
+                    ).map { row -> String in
+                        guard case .text(let name) = row[0] else { return "" }
+                        return name
+                    }
+                })
             for name in names + table.primaryKey + [table.name] where !isIdentifier(name) {
                 throw Failure.schemaMismatch("\(table.name) has a column name that is not a plain identifier")
             }
@@ -249,9 +256,10 @@ public enum SQLiteToPostgresCopy {
                 // Holding the counter's row lock keeps PostgreSQL-backed writers (and a second
                 // migrate-data) out until this transaction ends.
                 guard let sequenceRow = try c.query("SELECT position FROM change_sequence WHERE singleton = 1 FOR UPDATE").first,
-                      case .integer(let targetSequence) = sequenceRow[0],
-                      let identityRow = try c.query("SELECT database_id FROM database_identity WHERE singleton = 1").first,
-                      case .text(let targetID) = identityRow[0] else {
+                    case .integer(let targetSequence) = sequenceRow[0],
+                    let identityRow = try c.query("SELECT database_id FROM database_identity WHERE singleton = 1").first,
+                    case .text(let targetID) = identityRow[0]
+                else {
                     throw Failure.schemaMismatch("the PostgreSQL database has no change_sequence or database_identity row")
                 }
                 if !force {
@@ -266,14 +274,17 @@ public enum SQLiteToPostgresCopy {
                 }
                 var outcome: [String: (written: Int, deleted: Int)] = [:]
                 for table in tables {
-                    outcome[table.name] = try copy(table, columns: columns[table.name] ?? [], from: source, to: c,
-                                                   batchSize: max(1, min(batchSize, 60_000 / max(1, columns[table.name]?.count ?? 1))))
+                    outcome[table.name] = try copy(
+                        table, columns: columns[table.name] ?? [], from: source, to: c,
+                        batchSize: max(1, min(batchSize, 60_000 / max(1, columns[table.name]?.count ?? 1))))
                 }
-                try c.update("UPDATE database_identity SET database_id = $1, created_at = $2 WHERE singleton = 1",
-                             [.text(databaseID), .integer(createdAt)])
+                try c.update(
+                    "UPDATE database_identity SET database_id = $1, created_at = $2 WHERE singleton = 1",
+                    [.text(databaseID), .integer(createdAt)])
                 try c.update("UPDATE sync_state SET purge_horizon = $1 WHERE singleton = 1", [.integer(sourceHorizon)])
-                try c.update("UPDATE change_sequence SET position = $1 WHERE singleton = 1",
-                             [.integer(max(sourceSequence, maxCopiedPosition, targetSequence))])
+                try c.update(
+                    "UPDATE change_sequence SET position = $1 WHERE singleton = 1",
+                    [.integer(max(sourceSequence, maxCopiedPosition, targetSequence))])
                 return outcome
             }
         }
@@ -298,9 +309,11 @@ public enum SQLiteToPostgresCopy {
                     targetMax = try int64(c.query("SELECT max(change_position) FROM \(quoted(table.name))").first?[0])
                 }
                 let (sourceRows, sourceMax) = sourceCounts[table.name] ?? (0, nil)
-                reports.append(TableReport(table: table.name, sourceRows: sourceRows, targetRows: targetRows,
-                                           written: outcome[table.name]?.written ?? 0, deleted: outcome[table.name]?.deleted ?? 0,
-                                           sourceMaxPosition: sourceMax, targetMaxPosition: targetMax))
+                reports.append(
+                    TableReport(
+                        table: table.name, sourceRows: sourceRows, targetRows: targetRows,
+                        written: outcome[table.name]?.written ?? 0, deleted: outcome[table.name]?.deleted ?? 0,
+                        sourceMaxPosition: sourceMax, targetMaxPosition: targetMax))
             }
             let targetSequence = try int64(c.query("SELECT position FROM change_sequence WHERE singleton = 1").first?[0]) ?? -1
             let targetHorizon = try int64(c.query("SELECT purge_horizon FROM sync_state WHERE singleton = 1").first?[0]) ?? -1
@@ -308,16 +321,19 @@ public enum SQLiteToPostgresCopy {
             if case .text(let id) = try c.query("SELECT database_id FROM database_identity WHERE singleton = 1").first?[0] ?? .null {
                 targetID = id
             }
-            return Report(databaseID: databaseID, schemaVersion: Int(sourceVersion), tables: reports,
-                          sourceSequence: sourceSequence, targetSequence: targetSequence,
-                          sourceHorizon: sourceHorizon, targetHorizon: targetHorizon, targetDatabaseID: targetID,
-                          replacedAll: replacedAll, skippedTables: skipped)
+            return Report(
+                databaseID: databaseID, schemaVersion: Int(sourceVersion), tables: reports,
+                sourceSequence: sourceSequence, targetSequence: targetSequence,
+                sourceHorizon: sourceHorizon, targetHorizon: targetHorizon, targetDatabaseID: targetID,
+                replacedAll: replacedAll, skippedTables: skipped)
         }
     }
 
     /// Copies one table in primary-key order; returns rows written and rows deleted.
-    static func copy(_ table: Table, columns: [String], from source: SQLiteConnection, to c: PostgresConnection,
-                     batchSize: Int) throws -> (written: Int, deleted: Int) {
+    static func copy(
+        _ table: Table, columns: [String], from source: SQLiteConnection, to c: PostgresConnection,
+        batchSize: Int
+    ) throws -> (written: Int, deleted: Int) {
         let pk = table.primaryKey
         let pkIndexes = pk.compactMap { columns.firstIndex(of: $0) }
         let columnList = columns.map(quoted).joined(separator: ", ")
@@ -325,7 +341,8 @@ public enum SQLiteToPostgresCopy {
         let order = pk.map { "\(quoted($0)) ASC" }.joined(separator: ", ")
         let name = quoted(table.name)
         let firstPage = "SELECT \(columnList) FROM \(name) ORDER BY \(order) LIMIT ?"
-        let nextPage = "SELECT \(columnList) FROM \(name) WHERE (\(pkList)) > (\(pk.map { _ in "?" }.joined(separator: ", "))) ORDER BY \(order) LIMIT ?"
+        let nextPage =
+            "SELECT \(columnList) FROM \(name) WHERE (\(pkList)) > (\(pk.map { _ in "?" }.joined(separator: ", "))) ORDER BY \(order) LIMIT ?"
         let nonKey = columns.filter { !pk.contains($0) }
         let update: String
         if nonKey.isEmpty {
@@ -333,7 +350,8 @@ public enum SQLiteToPostgresCopy {
         } else {
             let targetCols = nonKey.map { "\(name).\(quoted($0))" }.joined(separator: ", ")
             let excludedCols = nonKey.map { "EXCLUDED.\(quoted($0))" }.joined(separator: ", ")
-            update = "DO UPDATE SET " + nonKey.map { "\(quoted($0)) = EXCLUDED.\(quoted($0))" }.joined(separator: ", ")
+            update =
+                "DO UPDATE SET " + nonKey.map { "\(quoted($0)) = EXCLUDED.\(quoted($0))" }.joined(separator: ", ")
                 + " WHERE (\(targetCols)) IS DISTINCT FROM (\(excludedCols))"
         }
 
@@ -358,8 +376,9 @@ public enum SQLiteToPostgresCopy {
                 tuples.append("(" + columns.indices.map { "$\(start + $0 + 1)" }.joined(separator: ", ") + ")")
                 args.append(contentsOf: row.values)
             }
-            written += try c.update("INSERT INTO \(name) (\(columnList)) VALUES \(tuples.joined(separator: ", ")) "
-                                    + "ON CONFLICT (\(pkList)) \(update)", args)
+            written += try c.update(
+                "INSERT INTO \(name) (\(columnList)) VALUES \(tuples.joined(separator: ", ")) "
+                    + "ON CONFLICT (\(pkList)) \(update)", args)
 
             // Delete target rows in (lastKey, batchLast] that the source does not have.
             let keys = rows.map { row in pkIndexes.map { row.values[$0] } }
@@ -395,9 +414,10 @@ public enum SQLiteToPostgresCopy {
     /// A lower-case SQL identifier (letters, digits, underscore; not starting with a digit).
     static func isIdentifier(_ name: String) -> Bool {
         guard let first = name.unicodeScalars.first, first != "_" || name.count > 1 else { return false }
-        return !("0"..."9").contains(first) && name.unicodeScalars.allSatisfy {
-            ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
-        }
+        return !("0"..."9").contains(first)
+            && name.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+            }
     }
 
     static func int64(_ value: SQLValue?) -> Int64? {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A fixed set of worker threads with a bounded job queue, for blocking work (SQLite,

@@ -220,15 +220,23 @@ struct ConnectionStateMachine {
         swap(&old, &slots[index].stage)
         let unsafe = !slots[index].isSafe
         switch old {
-        case .running: runningCount -= 1; if unsafe { unsafeOutstanding -= 1 }
-        case .waiting: waitingCount -= 1; if unsafe { unsafeOutstanding -= 1 }
+        case .running:
+            runningCount -= 1
+            if unsafe { unsafeOutstanding -= 1 }
+        case .waiting:
+            waitingCount -= 1
+            if unsafe { unsafeOutstanding -= 1 }
         case .answered, .interim: break
         }
         heldBytes -= old.cost
         heldBytes += slots[index].stage.cost
         switch slots[index].stage {
-        case .running: runningCount += 1; if unsafe { unsafeOutstanding += 1 }
-        case .waiting: waitingCount += 1; if unsafe { unsafeOutstanding += 1 }
+        case .running:
+            runningCount += 1
+            if unsafe { unsafeOutstanding += 1 }
+        case .waiting:
+            waitingCount += 1
+            if unsafe { unsafeOutstanding += 1 }
         case .answered, .interim: break
         }
         return old
@@ -355,8 +363,9 @@ struct ConnectionStateMachine {
     /// §9.6), then the connection closes.
     mutating func requestParked<E: ConnectionEnvironment>(sequence: UInt64, _ env: E) -> [ConnectionAction] {
         guard inputEnded, phase != .closed,
-              let index = slots.firstIndex(where: { $0.sequence == sequence }),
-              case .running = slots[index].stage else { return [] }
+            let index = slots.firstIndex(where: { $0.sequence == sequence }),
+            case .running = slots[index].stage
+        else { return [] }
         while slots.count > index {
             setStage(.interim([]), at: slots.count - 1)
             slots.removeLast()
@@ -369,7 +378,8 @@ struct ConnectionStateMachine {
     /// The responder answered request `sequence`.
     mutating func responseReady<E: ConnectionEnvironment>(sequence: UInt64, response: HTTPResponse, _ env: E) -> [ConnectionAction] {
         guard phase != .closed,
-              let index = slots.firstIndex(where: { $0.sequence == sequence }) else { return [] }
+            let index = slots.firstIndex(where: { $0.sequence == sequence })
+        else { return [] }
         guard case .running = slots[index].stage else { return [] }
         setStage(.answered(response), at: index)
         largestAnswer = max(largestAnswer, response.bodyFile == nil ? response.body.count : 0)
@@ -539,8 +549,9 @@ struct ConnectionStateMachine {
         currentRequestID = requestID
         bodyDeadline = env.now &+ configuration.idleTimeout
         if head.expectContinue && head.head.version.minor >= 1 {
-            appendSlot(requestID: "", isHead: false, closeAfter: false, http10KeepAlive: false,
-                       stage: .interim(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)))
+            appendSlot(
+                requestID: "", isHead: false, closeAfter: false, http10KeepAlive: false,
+                stage: .interim(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)))
             writeReadySlots(env)
         }
     }
@@ -548,8 +559,9 @@ struct ConnectionStateMachine {
     /// A complete request joins the pipeline; it starts when the order rule allows.
     private mutating func enqueueRequest<E: ConnectionEnvironment>(_ head: ParsedHead, requestID: String, body: [UInt8], _ env: E) {
         let request = HTTPRequest(head: head.head, body: body, requestID: requestID, remoteAddress: remoteAddress)
-        appendSlot(requestID: requestID, isHead: head.isHead, closeAfter: !head.keepAlive,
-                   http10KeepAlive: head.http10KeepAlive, isSafe: isSafeMethod(head.head.method), stage: .waiting(request))
+        appendSlot(
+            requestID: requestID, isHead: head.isHead, closeAfter: !head.keepAlive,
+            http10KeepAlive: head.http10KeepAlive, isSafe: isSafeMethod(head.head.method), stage: .waiting(request))
         if !head.keepAlive { phase = .closing }
         dispatchReady()
     }
@@ -621,12 +633,16 @@ struct ConnectionStateMachine {
     }
 
     @discardableResult
-    private mutating func appendSlot(requestID: String, isHead: Bool, closeAfter: Bool, http10KeepAlive: Bool,
-                                     isSafe: Bool = true, stage: Slot.Stage) -> UInt64 {
+    private mutating func appendSlot(
+        requestID: String, isHead: Bool, closeAfter: Bool, http10KeepAlive: Bool,
+        isSafe: Bool = true, stage: Slot.Stage
+    ) -> UInt64 {
         let sequence = nextSequence
         nextSequence &+= 1
-        slots.append(Slot(sequence: sequence, requestID: requestID, isHead: isHead, closeAfter: closeAfter,
-                          http10KeepAlive: http10KeepAlive, isSafe: isSafe, stage: stage))
+        slots.append(
+            Slot(
+                sequence: sequence, requestID: requestID, isHead: isHead, closeAfter: closeAfter,
+                http10KeepAlive: http10KeepAlive, isSafe: isSafe, stage: stage))
         heldBytes += Self.cost(stage)
         if case .waiting = stage {
             waitingCount += 1
@@ -659,16 +675,19 @@ struct ConnectionStateMachine {
                 output.appendOwned { $0.append(contentsOf: bytes) }
                 outputAdded = true
             case .answered:
-                let first = (requestID: slots[0].requestID, isHead: slots[0].isHead, closeAfter: slots[0].closeAfter,
-                             http10KeepAlive: slots[0].http10KeepAlive)
+                let first = (
+                    requestID: slots[0].requestID, isHead: slots[0].isHead, closeAfter: slots[0].closeAfter,
+                    http10KeepAlive: slots[0].http10KeepAlive
+                )
                 guard case .answered(let response) = removeFirstSlot() else { continue }
                 var closing = first.closeAfter || responseAsksToClose(response)
                 if !closing && slots.isEmpty {
                     if phase == .closing { closing = true }
                     if draining && parser.isIdle && !readingBody { closing = true }
                 }
-                serializeResponse(response, requestID: first.requestID, isHead: first.isHead, closing: closing,
-                                  http10KeepAlive: first.http10KeepAlive, dateLine: env.dateLine(), into: &output)
+                serializeResponse(
+                    response, requestID: first.requestID, isHead: first.isHead, closing: closing,
+                    http10KeepAlive: first.http10KeepAlive, dateLine: env.dateLine(), into: &output)
                 outputAdded = true
                 if closing {
                     phase = .closing
@@ -760,12 +779,14 @@ struct ConnectionStateMachine {
         assert(heldBytes == recomputedHeldBytes, "heldBytes \(heldBytes) != \(recomputedHeldBytes)")
         assert(runningCount == slots.count { if case .running = $0.stage { true } else { false } }, "runningCount")
         assert(waitingCount == slots.count { if case .waiting = $0.stage { true } else { false } }, "waitingCount")
-        assert(unsafeOutstanding == slots.count { slot in
-            switch slot.stage {
-            case .waiting, .running: !slot.isSafe
-            case .answered, .interim: false
-            }
-        }, "unsafeOutstanding")
+        assert(
+            unsafeOutstanding
+                == slots.count { slot in
+                    switch slot.stage {
+                    case .waiting, .running: !slot.isSafe
+                    case .answered, .interim: false
+                    }
+                }, "unsafeOutstanding")
         if phase != .closed {
             if outputAdded && !output.isEmpty { actions.append(.write) }
             outputAdded = false

@@ -1,8 +1,9 @@
 import CEpoll
 import SuplashLogging
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One event-loop thread: its own epoll set, its own `SO_REUSEPORT` listening socket, the
@@ -153,8 +154,9 @@ public final class EventLoop: @unchecked Sendable {
             do {
                 count = try Sys.epollWait(epollFD, events, eventCapacity, timeoutMilliseconds())
             } catch {
-                context.logger.error("http.loop.epoll_failed", .errorType(String(reflecting: type(of: error))),
-                                     .number("errno", Int(error.errno)))
+                context.logger.error(
+                    "http.loop.epoll_failed", .errorType(String(reflecting: type(of: error))),
+                    .number("errno", Int(error.errno)))
                 break
             }
             now = monotonicNanoseconds()
@@ -249,8 +251,9 @@ public final class EventLoop: @unchecked Sendable {
                 accepted = try Sys.accept(listener.fd)
             } catch {
                 if reserved { context.releaseConnection() }
-                context.logger.warning("http.accept_failed", .errorType(String(reflecting: type(of: error))),
-                                       .number("errno", Int(error.errno)))
+                context.logger.warning(
+                    "http.accept_failed", .errorType(String(reflecting: type(of: error))),
+                    .number("errno", Int(error.errno)))
                 if error.errno == EMFILE || error.errno == ENFILE || error.errno == ENOBUFS || error.errno == ENOMEM {
                     // Out of descriptors: stop the level-triggered listener from spinning, retry soon.
                     pauseListener()
@@ -292,8 +295,9 @@ public final class EventLoop: @unchecked Sendable {
             do {
                 try Sys.epollControl(epollFD, CEPOLL_CTL_ADD, accepted.fd, CEPOLL_IN, UInt64(accepted.fd))
             } catch {
-                context.logger.warning("http.register_failed", .errorType(String(reflecting: type(of: error))),
-                                       .number("errno", Int(error.errno)))
+                context.logger.warning(
+                    "http.register_failed", .errorType(String(reflecting: type(of: error))),
+                    .number("errno", Int(error.errno)))
                 connection.abandonUnregistered()
                 context.release(address: accepted.address)
                 context.releaseConnection()

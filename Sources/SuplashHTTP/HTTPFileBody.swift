@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A response body held in an (already unlinked) temporary file instead of memory.
@@ -55,8 +55,10 @@ public final class HTTPFileBody: Sendable {
     /// Creates an anonymous file in `directory` (created with `mkstemp`, unlinked at once,
     /// mode 0600), lets `produce` write the body, and returns it ready to send.
     /// - Throws: `SyscallError` (`mkstemp`, `write`) or what `produce` throws.
-    public static func temporary(in directory: String,
-                                 _ produce: (inout Writer) throws -> Void) throws -> HTTPFileBody {
+    public static func temporary(
+        in directory: String,
+        _ produce: (inout Writer) throws -> Void
+    ) throws -> HTTPFileBody {
         var template = Array((directory + "/suplash-body-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw SyscallError(call: "mkstemp", errno: Glibc.errno) }

@@ -7,7 +7,6 @@ public struct HTTPHeaders: Sequence, Sendable, Equatable, ExpressibleByDictionar
     /// One field: `(name, value)`.
     public typealias Element = (name: String, value: String)
 
-
     var storage: [(name: String, value: String)]
 
     /// An empty header list.
@@ -100,7 +99,8 @@ func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
         b.withUTF8 { pb in
             guard pa.count == pb.count else { return false }
             for i in 0..<pa.count {
-                let x = pa[i], y = pb[i]
+                let x = pa[i]
+                let y = pb[i]
                 if x != y && (x | 0x20) != (y | 0x20) { return false }
                 if x != y && !((x | 0x20) >= 0x61 && (x | 0x20) <= 0x7A) { return false }
             }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Size limits the parser checks while bytes arrive (never after buffering everything).
@@ -182,7 +182,8 @@ struct HTTPRequestParser {
                 if state == .requestLine { headStarted = true }
                 let rest = UnsafeRawBufferPointer(rebasing: input[i..<count])
                 guard let base = rest.baseAddress,
-                      let lfPointer = memchr(base, 0x0A, rest.count) else {
+                    let lfPointer = memchr(base, 0x0A, rest.count)
+                else {
                     // No complete line yet: carry it, within the limits.
                     if let error = partialLineError(pending: carry.count + rest.count) {
                         return (count, fail(error))
@@ -339,7 +340,8 @@ struct HTTPRequestParser {
         // HTTP-version = "HTTP/" DIGIT "." DIGIT
         let v = UnsafeRawBufferPointer(rebasing: line[(sp2 + 1)..<n])
         guard v.count == 8, v[0] == 0x48, v[1] == 0x54, v[2] == 0x54, v[3] == 0x50, v[4] == 0x2F,
-              isDigit(v[5]), v[6] == 0x2E, isDigit(v[7]) else {
+            isDigit(v[5]), v[6] == 0x2E, isDigit(v[7])
+        else {
             return .badRequest(.invalidRequestLine)
         }
         guard v[5] == 0x31 else { return .badRequest(.unsupportedVersion) }
@@ -432,8 +434,14 @@ struct HTTPRequestParser {
             var sawElement = false
             forEachListElement(value) { element in
                 sawElement = true
-                guard let n = parseDecimal(element) else { invalid = true; return }
-                if let existing = contentLength, existing != n { invalid = true; return }
+                guard let n = parseDecimal(element) else {
+                    invalid = true
+                    return
+                }
+                if let existing = contentLength, existing != n {
+                    invalid = true
+                    return
+                }
                 contentLength = n
             }
             if invalid || !sawElement { return .badRequest(.invalidContentLength) }
@@ -477,8 +485,9 @@ struct HTTPRequestParser {
         }
         let keepAlive = version.minor >= 1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
         let parsed = ParsedHead(
-            head: HTTPRequestHead(method: method, target: target, path: path, query: query,
-                                  version: version, headers: headers),
+            head: HTTPRequestHead(
+                method: method, target: target, path: path, query: query,
+                version: version, headers: headers),
             framing: framing,
             keepAlive: keepAlive,
             http10KeepAlive: version.minor == 0 && keepAlive,
@@ -579,7 +588,8 @@ private func forEachListElement(_ value: UnsafeRawBufferPointer, _ body: (Unsafe
     while start <= n {
         var end = start
         while end < n && value[end] != 0x2C { end += 1 }
-        var s = start, e = end
+        var s = start
+        var e = end
         while s < e && (value[s] == 0x20 || value[s] == 0x09) { s += 1 }
         while e > s && (value[e - 1] == 0x20 || value[e - 1] == 0x09) { e -= 1 }
         if e > s { body(UnsafeRawBufferPointer(rebasing: value[s..<e])) }

@@ -1,7 +1,8 @@
 import SuplashLogging
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Settings of an `HTTPServer`. Limits follow spec §7 "Limits"; times are seconds.
@@ -54,24 +55,25 @@ public struct HTTPServerConfiguration: Sendable {
     public var errorResponse: @Sendable (HTTPEngineError, _ requestID: String) -> HTTPResponse
 
     /// Creates a configuration; every parameter has the spec's default.
-    public init(host: String = "0.0.0.0",
-                port: Int = 8080,
-                loopCount: Int = HTTPServerConfiguration.onlineCores,
-                connectionCap: Int = 16_384,
-                maxConnectionsPerAddress: Int = 4096,
-                unlimitedAddresses: Set<String> = [],
-                maxRequestLine: Int = 8 * 1024,
-                maxHeaderSection: Int = 16 * 1024,
-                defaultBodyLimit: Int = 1 << 20,
-                headerReadTimeout: Double = 10,
-                keepAliveIdleTimeout: Double = 60,
-                maxPipelined: Int = 16,
-                connectionMemoryBudget: Int = 256 * 1024,
-                lingerTimeout: Double = 5,
-                lingerMaxBytes: Int = 16 << 20,
-                listenBacklog: Int = 1024,
-                errorResponse: @escaping @Sendable (HTTPEngineError, _ requestID: String) -> HTTPResponse
-                    = HTTPServerConfiguration.defaultErrorResponse) {
+    public init(
+        host: String = "0.0.0.0",
+        port: Int = 8080,
+        loopCount: Int = HTTPServerConfiguration.onlineCores,
+        connectionCap: Int = 16_384,
+        maxConnectionsPerAddress: Int = 4096,
+        unlimitedAddresses: Set<String> = [],
+        maxRequestLine: Int = 8 * 1024,
+        maxHeaderSection: Int = 16 * 1024,
+        defaultBodyLimit: Int = 1 << 20,
+        headerReadTimeout: Double = 10,
+        keepAliveIdleTimeout: Double = 60,
+        maxPipelined: Int = 16,
+        connectionMemoryBudget: Int = 256 * 1024,
+        lingerTimeout: Double = 5,
+        lingerMaxBytes: Int = 16 << 20,
+        listenBacklog: Int = 1024,
+        errorResponse: @escaping @Sendable (HTTPEngineError, _ requestID: String) -> HTTPResponse = HTTPServerConfiguration.defaultErrorResponse
+    ) {
         self.host = host
         self.port = port
         self.loopCount = loopCount
@@ -142,8 +144,9 @@ final class ServerContext: Sendable {
     func reserveConnection() -> Bool {
         var current = open.load(ordering: .relaxed)
         while current < connectionCap {
-            let (exchanged, original) = open.compareExchange(expected: current, desired: current + 1,
-                                                             ordering: .acquiringAndReleasing)
+            let (exchanged, original) = open.compareExchange(
+                expected: current, desired: current + 1,
+                ordering: .acquiringAndReleasing)
             if exchanged { return true }
             current = original
         }

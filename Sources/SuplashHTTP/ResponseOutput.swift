@@ -123,8 +123,10 @@ struct OutputQueue {
 /// The engine sets `Date`, `X-Request-ID`, `Content-Length` and `Connection`; responder
 /// values for those are dropped (a `Content-Length` on a bodiless HEAD/304 answer is kept),
 /// and so are fields whose name is not a token or whose value holds CR, LF or other controls.
-func serializeResponse(_ response: HTTPResponse, requestID: String, isHead: Bool, closing: Bool,
-                       http10KeepAlive: Bool, dateLine: [UInt8], into output: inout OutputQueue) {
+func serializeResponse(
+    _ response: HTTPResponse, requestID: String, isHead: Bool, closing: Bool,
+    http10KeepAlive: Bool, dateLine: [UInt8], into output: inout OutputQueue
+) {
     let status = (100...999).contains(response.status) ? response.status : 500
     let noBodyStatus = status < 200 || status == 204 || status == 304
     let file = response.bodyFile
@@ -231,9 +233,12 @@ private func appendDecimal(_ value: Int, to out: inout [UInt8]) {
         out.append(0x30)
         return
     }
-    var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                 UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    var digits:
+        (
+            UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+            UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+        ) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     var n = value
     var count = 0
     withUnsafeMutableBytes(of: &digits) { buffer in

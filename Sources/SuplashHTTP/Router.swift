@@ -139,8 +139,10 @@ private struct RouteTrie: Sendable {
         var values: [Substring] = []
         var anyPathMatch = false
         var allowed = Set<String>()
-        if let route = RouteTrie.search(root, segments[...], method: method, values: &values,
-                                        anyPathMatch: &anyPathMatch, allowed: &allowed) {
+        if let route = RouteTrie.search(
+            root, segments[...], method: method, values: &values,
+            anyPathMatch: &anyPathMatch, allowed: &allowed)
+        {
             var parameters: [String: String] = [:]
             if wantParameters {
                 for (name, value) in zip(route.parameterNames, values) {
@@ -156,9 +158,11 @@ private struct RouteTrie: Sendable {
     }
 
     /// Depth-first: literal before parameter; `values` holds the captures of the path taken.
-    private static func search(_ node: Node, _ segments: ArraySlice<Substring>, method: String,
-                               values: inout [Substring], anyPathMatch: inout Bool,
-                               allowed: inout Set<String>) -> Route? {
+    private static func search(
+        _ node: Node, _ segments: ArraySlice<Substring>, method: String,
+        values: inout [Substring], anyPathMatch: inout Bool,
+        allowed: inout Set<String>
+    ) -> Route? {
         guard let segment = segments.first else {
             guard !node.routes.isEmpty else { return nil }
             anyPathMatch = true
@@ -173,7 +177,8 @@ private struct RouteTrie: Sendable {
         }
         let rest = segments.dropFirst()
         if let literal = node.literals[segment],
-           let found = search(literal, rest, method: method, values: &values, anyPathMatch: &anyPathMatch, allowed: &allowed) {
+            let found = search(literal, rest, method: method, values: &values, anyPathMatch: &anyPathMatch, allowed: &allowed)
+        {
             return found
         }
         if let parameter = node.parameter, !segment.isEmpty {

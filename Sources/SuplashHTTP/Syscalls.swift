@@ -1,6 +1,7 @@
 import CEpoll
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A failed system call: the call's name and the `errno` it reported.

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Carries a thread's body across `pthread_create`.
@@ -13,12 +13,14 @@ private final class ThreadBody {
 func startThread(_ body: @escaping @Sendable () -> Void) throws(SyscallError) -> pthread_t {
     let box = Unmanaged.passRetained(ThreadBody(body))
     var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { argument in
-        guard let argument else { return nil }
-        let body = Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue()
-        body.run()
-        return nil
-    }, box.toOpaque())
+    let rc = pthread_create(
+        &thread, nil,
+        { argument in
+            guard let argument else { return nil }
+            let body = Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue()
+            body.run()
+            return nil
+        }, box.toOpaque())
     if rc != 0 {
         box.release()
         throw SyscallError(call: "pthread_create", errno: rc)

@@ -94,8 +94,10 @@ final class CurlEngine: @unchecked Sendable {
         for waiter in waiters { waiter() }
     }
 
-    private func finish(_ id: UInt64, _ completion: @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void,
-                        _ result: Result<HTTPClientResponse, HTTPClientError>) {
+    private func finish(
+        _ id: UInt64, _ completion: @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void,
+        _ result: Result<HTTPClientResponse, HTTPClientError>
+    ) {
         shared.mailbox.withLock { box in _ = box.inFlight.remove(id) }
         completion(result)
     }
@@ -165,13 +167,16 @@ final class Transfer {
         if request.method != "GET" && request.method != "HEAD" {
             // COPYPOSTFIELDS copies the bytes, so the request may be released.
             ok = ok && suplash_curl_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)) == CURLE_OK
-            ok = ok && request.body.withUnsafeBytes { raw in
-                var empty: UInt8 = 0
-                return withUnsafeMutablePointer(to: &empty) { emptyPointer in
-                    suplash_curl_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS,
-                                                     UnsafeMutableRawPointer(mutating: raw.baseAddress) ?? UnsafeMutableRawPointer(emptyPointer))
-                }
-            } == CURLE_OK
+            ok =
+                ok
+                && request.body.withUnsafeBytes { raw in
+                    var empty: UInt8 = 0
+                    return withUnsafeMutablePointer(to: &empty) { emptyPointer in
+                        suplash_curl_easy_setopt_pointer(
+                            easy, CURLOPT_COPYPOSTFIELDS,
+                            UnsafeMutableRawPointer(mutating: raw.baseAddress) ?? UnsafeMutableRawPointer(emptyPointer))
+                    }
+                } == CURLE_OK
         }
 
         // Headers; an empty value needs curl's `Name;` spelling. `Expect:` and `Accept:` with
@@ -181,7 +186,10 @@ final class Transfer {
         if !names.contains("accept") { lines.append("Accept:") }
         lines.append("Expect:")
         for line in lines {
-            guard let appended = curl_slist_append(headerList, line) else { ok = false; break }
+            guard let appended = curl_slist_append(headerList, line) else {
+                ok = false
+                break
+            }
             headerList = appended
         }
         ok = ok && suplash_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList) == CURLE_OK
@@ -206,13 +214,15 @@ final class Transfer {
     static func validate(_ request: HTTPClientRequest) throws(HTTPClientError) {
         let url = request.url.utf8
         guard url.count > 8, request.url.lowercased().hasPrefix("https://"),
-              !url.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else { throw .invalidRequest }
+            !url.contains(where: { $0 <= 0x20 || $0 == 0x7F })
+        else { throw .invalidRequest }
         guard !request.method.isEmpty, request.method.utf8.allSatisfy({ (0x41...0x5A).contains($0) }) else {
             throw .invalidRequest
         }
         for header in request.headers {
             guard !header.name.isEmpty, header.name.utf8.allSatisfy(isTokenByte),
-                  !header.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
+                !header.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 })
+            else {
                 throw .invalidRequest
             }
         }
@@ -223,8 +233,8 @@ final class Transfer {
         switch b {
         case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
         case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-             UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-             UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
             return true
         default: return false
         }
@@ -265,11 +275,11 @@ final class Transfer {
         case CURLE_COULDNT_RESOLVE_HOST: return .couldNotResolve
         case CURLE_COULDNT_CONNECT: return .couldNotConnect
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE,
-             CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE:
+            CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE:
             return .tls
         case CURLE_OPERATION_TIMEDOUT: return .timedOut
         case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_GOT_NOTHING,
-             CURLE_PARTIAL_FILE:
+            CURLE_PARTIAL_FILE:
             return .connectionLost
         default: return .curl(code: Int(code.rawValue))
         }
@@ -277,8 +287,10 @@ final class Transfer {
 }
 
 /// `CURLOPT_WRITEFUNCTION`: appends content; returning less than given aborts the transfer.
-private func transferWriteBody(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
-                               _ userdata: UnsafeMutableRawPointer?) -> Int {
+private func transferWriteBody(
+    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+    _ userdata: UnsafeMutableRawPointer?
+) -> Int {
     guard let userdata else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
     let length = size * count
@@ -296,15 +308,17 @@ private func transferWriteBody(_ buffer: UnsafeMutablePointer<CChar>?, _ size: I
 /// `CURLOPT_HEADERFUNCTION`: one call per header line, status lines included. A status line
 /// starts a new header block (so informational responses are forgotten). Parsed as bytes:
 /// name up to the colon, value with surrounding spaces, tabs and the CRLF removed.
-private func transferWriteHeader(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
-                                 _ userdata: UnsafeMutableRawPointer?) -> Int {
+private func transferWriteHeader(
+    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+    _ userdata: UnsafeMutableRawPointer?
+) -> Int {
     guard let userdata else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
     let length = size * count
     guard length > 0, let buffer else { return length }
     buffer.withMemoryRebound(to: UInt8.self, capacity: length) { start in
         let line = UnsafeBufferPointer(start: start, count: length)
-        if length >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F { // "HTTP/"
+        if length >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {  // "HTTP/"
             transfer.headers.removeAll()
             return
         }

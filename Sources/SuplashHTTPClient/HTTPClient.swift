@@ -32,8 +32,9 @@ public final class HTTPClient: Sendable {
         guard let multi = curl_multi_init() else { throw .curl(code: Int(CURLE_OUT_OF_MEMORY.rawValue)) }
         _ = suplash_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
         _ = suplash_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1)
-        _ = suplash_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
-                                           max(1, configuration.maxConcurrentStreams))
+        _ = suplash_curl_multi_setopt_long(
+            multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
+            max(1, configuration.maxConcurrentStreams))
         shared = SharedState(multi: MultiHandle(pointer: multi))
         let engine = CurlEngine(shared: shared, configuration: configuration)
         let thread = Thread { engine.run() }
@@ -52,8 +53,10 @@ public final class HTTPClient: Sendable {
     /// client is closing, transport errors, `.http2NotNegotiated`). A 4xx/5xx status is a
     /// response, not a failure.
     @discardableResult
-    public func send(_ request: HTTPClientRequest,
-                     completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) -> UInt64 {
+    public func send(
+        _ request: HTTPClientRequest,
+        completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
+    ) -> UInt64 {
         let id = shared.nextID()
         shared.submit(Submission(id: id, request: request, completion: completion), cancelled: false)
         return id
@@ -67,8 +70,9 @@ public final class HTTPClient: Sendable {
         let id = shared.nextID()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTPClientResponse, HTTPClientError>, Never>) in
-                shared.submit(Submission(id: id, request: request, completion: { continuation.resume(returning: $0) }),
-                              cancelled: Task.isCancelled)
+                shared.submit(
+                    Submission(id: id, request: request, completion: { continuation.resume(returning: $0) }),
+                    cancelled: Task.isCancelled)
             }
         } onCancel: {
             shared.cancel(id)

@@ -31,8 +31,10 @@ public struct HTTPClientRequest: Sendable {
     public var timeout: Duration?
 
     /// Creates a request.
-    public init(method: String, url: String, headers: [HTTPClientHeader] = [], body: [UInt8] = [],
-                timeout: Duration? = nil) {
+    public init(
+        method: String, url: String, headers: [HTTPClientHeader] = [], body: [UInt8] = [],
+        timeout: Duration? = nil
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -163,8 +165,10 @@ public struct HTTPClientConfiguration: Sendable {
 
     /// Creates a configuration: system CA store, 10 s to connect, 30 s per exchange,
     /// 100 streams per connection, 1 MiB responses.
-    public init(caFile: String? = nil, connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
-                maxConcurrentStreams: Int = 100, maxResponseBodyBytes: Int = 1 << 20) {
+    public init(
+        caFile: String? = nil, connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
+        maxConcurrentStreams: Int = 100, maxResponseBodyBytes: Int = 1 << 20
+    ) {
         self.caFile = caFile
         self.connectTimeout = connectTimeout
         self.requestTimeout = requestTimeout

@@ -98,9 +98,12 @@ public final class HealthExportReader {
         }
         defer { xmlFreeParserCtxt(parser) }
         // No entity substitution, no DTD loading, no network; recover from local damage.
-        _ = xmlCtxtUseOptions(parser, Int32(XML_PARSE_RECOVER.rawValue | XML_PARSE_NONET.rawValue
-                                            | XML_PARSE_HUGE.rawValue | XML_PARSE_NOERROR.rawValue
-                                            | XML_PARSE_NOWARNING.rawValue))
+        _ = xmlCtxtUseOptions(
+            parser,
+            Int32(
+                XML_PARSE_RECOVER.rawValue | XML_PARSE_NONET.rawValue
+                    | XML_PARSE_HUGE.rawValue | XML_PARSE_NOERROR.rawValue
+                    | XML_PARSE_NOWARNING.rawValue))
         var buffer = [CChar](repeating: 0, count: 256 * 1024)
         while true {
             let n = try buffer.withUnsafeMutableBytes { try input.read(into: $0) }
@@ -192,8 +195,10 @@ final class ParserState {
 
     private static let water = Array("HKQuantityTypeIdentifierDietaryWater".utf8)
 
-    func startElement(_ name: UnsafePointer<xmlChar>, attributeCount: Int,
-                      _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
+    func startElement(
+        _ name: UnsafePointer<xmlChar>, attributeCount: Int,
+        _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    ) {
         depth += 1
         // Only records directly under <HealthData> (depth 2): a <Correlation>'s member
         // records repeat top-level ones and must not count twice.
@@ -201,8 +206,11 @@ final class ParserState {
         counts.records += 1
         guard let attributes else { return }
         var type: UnsafeBufferPointer<UInt8>?
-        var sourceName: UnsafeBufferPointer<UInt8>?, unit: UnsafeBufferPointer<UInt8>?
-        var start: UnsafeBufferPointer<UInt8>?, end: UnsafeBufferPointer<UInt8>?, value: UnsafeBufferPointer<UInt8>?
+        var sourceName: UnsafeBufferPointer<UInt8>?
+        var unit: UnsafeBufferPointer<UInt8>?
+        var start: UnsafeBufferPointer<UInt8>?
+        var end: UnsafeBufferPointer<UInt8>?
+        var value: UnsafeBufferPointer<UInt8>?
         for i in 0..<attributeCount {
             guard let local = attributes[5 * i], let begin = attributes[5 * i + 3], let stop = attributes[5 * i + 4] else {
                 continue
@@ -230,14 +238,17 @@ final class ParserState {
             return
         }
         guard let startMillis = HealthDate.parse(start), HealthDate.parse(end) != nil,
-              startMillis >= 946_684_800_000, startMillis <= maxMillis,
-              let ml = HealthUnits.millilitres(value: value, unit: unit), (1...5000).contains(ml) else {
+            startMillis >= 946_684_800_000, startMillis <= maxMillis,
+            let ml = HealthUnits.millilitres(value: value, unit: unit), (1...5000).contains(ml)
+        else {
             counts.malformed += 1
             return
         }
         let key = HealthDedupe.key(sourceName: sourceName, startDate: start, endDate: end, value: value, unit: unit)
-        samples.append(HealthWaterSample(sourceName: source, start: Date(timeIntervalSince1970: Double(startMillis) / 1000),
-                                         amountMl: ml, dedupeKey: key))
+        samples.append(
+            HealthWaterSample(
+                sourceName: source, start: Date(timeIntervalSince1970: Double(startMillis) / 1000),
+                amountMl: ml, dedupeKey: key))
     }
 }
 
@@ -245,7 +256,8 @@ final class ParserState {
 enum HealthDate {
     static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Int64? {
         guard b.count == 25, b[4] == 0x2D, b[7] == 0x2D, b[10] == 0x20, b[13] == 0x3A, b[16] == 0x3A, b[19] == 0x20,
-              b[20] == 0x2B || b[20] == 0x2D else { return nil }
+            b[20] == 0x2B || b[20] == 0x2D
+        else { return nil }
         func num(_ from: Int, _ count: Int) -> Int64? {
             var n: Int64 = 0
             for i in from..<(from + count) {
@@ -256,8 +268,9 @@ enum HealthDate {
             return n
         }
         guard let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
-              let s = num(17, 2), let oh = num(21, 2), let om = num(23, 2),
-              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61, oh < 24, om < 60 else { return nil }
+            let s = num(17, 2), let oh = num(21, 2), let om = num(23, 2),
+            (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61, oh < 24, om < 60
+        else { return nil }
         let offset = (oh * 60 + om) * 60_000 * (b[20] == 0x2D ? -1 : 1)
         let days = daysFromCivil(y, mo, d)
         return days * 86_400_000 + h * 3_600_000 + mi * 60_000 + s * 1000 - offset
@@ -309,9 +322,12 @@ public enum HealthUnits {
 /// key is a name-based UUID (version 5, RFC 9562) of the fields that identify a sample.
 public enum HealthDedupe {
     /// UUIDv5(URL namespace, "https://suplash.app/ns/apple-health-export").
-    static let namespace: [UInt8] = uuidV5(namespace: [0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1,
-                                                       0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8],
-                                           name: Array("https://suplash.app/ns/apple-health-export".utf8))
+    static let namespace: [UInt8] = uuidV5(
+        namespace: [
+            0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1,
+            0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8,
+        ],
+        name: Array("https://suplash.app/ns/apple-health-export".utf8))
 
     /// The key of (sourceName, startDate, endDate, value, unit), each as written in the
     /// file, joined with U+001F (so no two field lists share a name).
@@ -320,9 +336,11 @@ public enum HealthDedupe {
         return format(uuidV5(namespace: namespace, name: Array(name.utf8)))
     }
 
-    static func key(sourceName: UnsafeBufferPointer<UInt8>, startDate: UnsafeBufferPointer<UInt8>,
-                    endDate: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>,
-                    unit: UnsafeBufferPointer<UInt8>) -> String {
+    static func key(
+        sourceName: UnsafeBufferPointer<UInt8>, startDate: UnsafeBufferPointer<UInt8>,
+        endDate: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>,
+        unit: UnsafeBufferPointer<UInt8>
+    ) -> String {
         var name: [UInt8] = []
         name.reserveCapacity(sourceName.count + startDate.count + endDate.count + value.count + unit.count + 4)
         for (i, part) in [sourceName, startDate, endDate, value, unit].enumerated() {

@@ -27,9 +27,12 @@ public struct HealthImportReport: Sendable, Hashable {
 /// }
 /// ```
 public enum HealthImporter {
-    public static func run(path: String, client: SuplashClient, includeOwnRecords: Bool = false, batchSize: Int = 500,
-                           progress: @escaping @Sendable (HealthImportReport) -> Void = { _ in }) async throws
-        -> HealthImportReport {
+    public static func run(
+        path: String, client: SuplashClient, includeOwnRecords: Bool = false, batchSize: Int = 500,
+        progress: @escaping @Sendable (HealthImportReport) -> Void = { _ in }
+    ) async throws
+        -> HealthImportReport
+    {
         let size = min(max(batchSize, 1), 500)
         let reader = HealthExportReader(path: path, includeOwnRecords: includeOwnRecords)
         var report = HealthImportReport()

@@ -57,7 +57,10 @@ extension JSONNumber {
         guard let first = bytes.first, first == 0x2D || (first >= 0x30 && first <= 0x39) else { return nil }
         var k = 0
         var negative = false
-        if k < bytes.count, bytes[k] == 0x2D { negative = true; k += 1 }
+        if k < bytes.count, bytes[k] == 0x2D {
+            negative = true
+            k += 1
+        }
         var digits: [UInt8] = []
         digits.reserveCapacity(bytes.count)
         var fractionDigits = 0
@@ -81,7 +84,10 @@ extension JSONNumber {
         if k < bytes.count, bytes[k] == 0x65 || bytes[k] == 0x45 {
             k += 1
             var expNegative = false
-            if k < bytes.count, bytes[k] == 0x2D || bytes[k] == 0x2B { expNegative = bytes[k] == 0x2D; k += 1 }
+            if k < bytes.count, bytes[k] == 0x2D || bytes[k] == 0x2B {
+                expNegative = bytes[k] == 0x2D
+                k += 1
+            }
             let limit = 1 << 40
             while k < bytes.count {
                 let d = Int(bytes[k]) - 0x30
@@ -118,8 +124,14 @@ extension JSONNumber {
             var negative = false
             var plain = true
             for (k, b) in utf8.enumerated() {
-                if k == 0, b == 0x2D { negative = true; continue }
-                guard b >= 0x30 && b <= 0x39 else { plain = false; break }
+                if k == 0, b == 0x2D {
+                    negative = true
+                    continue
+                }
+                guard b >= 0x30 && b <= 0x39 else {
+                    plain = false
+                    break
+                }
                 v = v * 10 + Int64(b - 0x30)
             }
             if plain { return negative ? -v : v }

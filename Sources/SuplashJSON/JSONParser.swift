@@ -202,13 +202,13 @@ private struct Reader {
                 value = .number(try readNumber())
             case ASCII.plus, ASCII.dot:
                 throw fail(.invalidNumber, at: i)
-            case 0x74: // t
+            case 0x74:  // t
                 try expectLiteral("true")
                 value = .bool(true)
-            case 0x66: // f
+            case 0x66:  // f
                 try expectLiteral("false")
                 value = .bool(false)
-            case 0x6E: // n
+            case 0x6E:  // n
                 try expectLiteral("null")
                 value = .null
             default:
@@ -399,12 +399,12 @@ private struct Reader {
         case ASCII.quote: scratch.append(ASCII.quote)
         case ASCII.backslash: scratch.append(ASCII.backslash)
         case ASCII.slash: scratch.append(ASCII.slash)
-        case 0x62: scratch.append(0x08) // b
-        case 0x66: scratch.append(0x0C) // f
-        case 0x6E: scratch.append(0x0A) // n
-        case 0x72: scratch.append(0x0D) // r
-        case 0x74: scratch.append(0x09) // t
-        case 0x75: // u
+        case 0x62: scratch.append(0x08)  // b
+        case 0x66: scratch.append(0x0C)  // f
+        case 0x6E: scratch.append(0x0A)  // n
+        case 0x72: scratch.append(0x0D)  // r
+        case 0x74: scratch.append(0x09)  // t
+        case 0x75:  // u
             let unit = try readHex4()
             var scalar: UInt32
             if unit >= 0xD800 && unit <= 0xDBFF {

@@ -51,11 +51,11 @@ public enum JSONValue: Sendable, Hashable {
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
-        case let (.bool(a), .bool(b)): return a == b
-        case let (.number(a), .number(b)): return a == b
-        case let (.string(a), .string(b)): return a.hasSameCodePoints(as: b)
-        case let (.array(a), .array(b)): return a == b
-        case let (.object(a), .object(b)):
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.number(let a), .number(let b)): return a == b
+        case (.string(let a), .string(let b)): return a.hasSameCodePoints(as: b)
+        case (.array(let a), .array(let b)): return a == b
+        case (.object(let a), .object(let b)):
             guard a.count == b.count else { return false }
             for (x, y) in zip(a, b) where !x.0.hasSameCodePoints(as: y.0) || x.1 != y.1 { return false }
             return true
@@ -72,7 +72,10 @@ public enum JSONValue: Sendable, Hashable {
         case .string(let s): hasher.combine(CodePointKey(s))
         case .array(let a): hasher.combine(a)
         case .object(let o):
-            for (k, v) in o { hasher.combine(CodePointKey(k)); hasher.combine(v) }
+            for (k, v) in o {
+                hasher.combine(CodePointKey(k))
+                hasher.combine(v)
+            }
         }
     }
 

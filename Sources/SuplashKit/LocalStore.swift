@@ -11,8 +11,10 @@ struct OutboxRow: Sendable {
 
     /// The mutation as `POST /v1/sync` takes it (fixed member order: a retry sends the same bytes).
     var mutation: JSONText {
-        var members: [(String, JSONText)] = [("collection", .string(collection)), ("id", .string(documentID)),
-                                             ("op", .string(op))]
+        var members: [(String, JSONText)] = [
+            ("collection", .string(collection)), ("id", .string(documentID)),
+            ("op", .string(op)),
+        ]
         if let data { members.append(("data", .raw(data))) }
         members.append(("clientUpdatedAt", .string(clientUpdatedAt)))
         return .object(members)
@@ -52,11 +54,13 @@ final class LocalStore {
     init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                     attributes: [.posixPermissions: 0o700])
+            try? FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
         db = try SQLiteConnection(path: path)
-        try db.execute("""
+        try db.execute(
+            """
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS documents(
                 collection TEXT NOT NULL, id TEXT NOT NULL,
@@ -90,8 +94,9 @@ final class LocalStore {
 
     func setMeta(_ key: String, _ value: String?) throws {
         if let value {
-            try db.query("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                         [.text(key), .text(value)])
+            try db.query(
+                "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [.text(key), .text(value)])
         } else {
             try db.query("DELETE FROM meta WHERE key = ?", [.text(key)])
         }
@@ -100,7 +105,8 @@ final class LocalStore {
     /// Forgets everything but the device id (another user signed in on this install).
     func wipe() throws {
         try db.transaction {
-            try db.execute("""
+            try db.execute(
+                """
                 DELETE FROM documents; DELETE FROM outbox; DELETE FROM rejected; DELETE FROM tombstones;
                 DELETE FROM meta WHERE key <> 'device_id'
                 """)
@@ -111,21 +117,31 @@ final class LocalStore {
 
     /// Commits a local write: the outbox row and the new local view, in one transaction.
     /// `data` is the mutation's payload, `view` the document as the UI now sees it (nil: deleted).
-    func recordLocalWrite(collection: String, id: String, op: String, data: String?, view: String?,
-                          loggedAtMillis: Int64?, clientUpdatedAt: String, deviceID: String) throws {
+    func recordLocalWrite(
+        collection: String, id: String, op: String, data: String?, view: String?,
+        loggedAtMillis: Int64?, clientUpdatedAt: String, deviceID: String
+    ) throws {
         try db.transaction {
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO outbox(collection, doc_id, op, data, client_updated_at, device_id, idempotency_key)
                 VALUES(?, ?, ?, ?, ?, ?, ?)
-                """, [.text(collection), .text(id), .text(op), data.map(SQLValue.text) ?? .null, .text(clientUpdatedAt),
-                      .text(deviceID), .text(newUUID())])
+                """,
+                [
+                    .text(collection), .text(id), .text(op), data.map(SQLValue.text) ?? .null, .text(clientUpdatedAt),
+                    .text(deviceID), .text(newUUID()),
+                ])
             let stamp = Timestamp.parse(clientUpdatedAt).map(SQLValue.int) ?? .null
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO documents(collection, id, data, logged_at_ms, stamp_ms) VALUES(?, ?, ?, ?, ?)
                 ON CONFLICT(collection, id) DO UPDATE SET data = excluded.data, logged_at_ms = excluded.logged_at_ms,
                   stamp_ms = excluded.stamp_ms
-                """, [.text(collection), .text(id), view.map(SQLValue.text) ?? .null,
-                      loggedAtMillis.map(SQLValue.int) ?? .null, stamp])
+                """,
+                [
+                    .text(collection), .text(id), view.map(SQLValue.text) ?? .null,
+                    loggedAtMillis.map(SQLValue.int) ?? .null, stamp,
+                ])
             try recordTombstone(collection, id, deleted: op == "delete", stamp: stamp)
         }
     }
@@ -133,7 +149,8 @@ final class LocalStore {
     /// Remembers (or forgets, for a live version) that `id` was deleted at `stamp`.
     private func recordTombstone(_ collection: String, _ id: String, deleted: Bool, stamp: SQLValue) throws {
         if deleted, stamp != .null {
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO tombstones(collection, id, stamp_ms) VALUES(?, ?, ?)
                 ON CONFLICT(collection, id) DO UPDATE SET stamp_ms = max(stamp_ms, excluded.stamp_ms)
                 """, [.text(collection), .text(id), stamp])
@@ -166,18 +183,22 @@ final class LocalStore {
             if key == nil {
                 let first = try db.query("SELECT seq, idempotency_key FROM outbox ORDER BY seq LIMIT 1")
                 guard let row = first.first, let seq = row[0].int, let k = row[1].string else { return nil }
-                try db.query("""
+                try db.query(
+                    """
                     UPDATE outbox SET batch_key = ? WHERE seq IN
                       (SELECT seq FROM outbox WHERE seq >= ? AND batch_key IS NULL ORDER BY seq LIMIT ?)
                     """, [.text(k), .int(seq), .int(Int64(limit))])
                 key = k
             }
             guard let key else { return nil }
-            let rows = try db.query("""
+            let rows = try db.query(
+                """
                 SELECT seq, collection, doc_id, op, data, client_updated_at FROM outbox WHERE batch_key = ? ORDER BY seq
-                """, [.text(key)]).map { r in
-                OutboxRow(seq: r[0].int ?? 0, collection: r[1].string ?? "", documentID: r[2].string ?? "",
-                          op: r[3].string ?? "", data: r[4].string, clientUpdatedAt: r[5].string ?? "")
+                """, [.text(key)]
+            ).map { r in
+                OutboxRow(
+                    seq: r[0].int ?? 0, collection: r[1].string ?? "", documentID: r[2].string ?? "",
+                    op: r[3].string ?? "", data: r[4].string, clientUpdatedAt: r[5].string ?? "")
             }
             return (key, rows)
         }
@@ -211,33 +232,43 @@ final class LocalStore {
                     }
                 case .superseded(let current, let loggedAt):
                     report.superseded += 1
-                    try db.query("UPDATE documents SET server_data = ? WHERE collection = ? AND id = ?",
-                                 [current.map(SQLValue.text) ?? .null] + key)
+                    try db.query(
+                        "UPDATE documents SET server_data = ? WHERE collection = ? AND id = ?",
+                        [current.map(SQLValue.text) ?? .null] + key)
                     if !laterWrites {
                         // The winner's stamp: its updatedAt; a winning delete is at least as late as ours.
-                        let stamp = current == nil ? (Timestamp.parse(row.clientUpdatedAt).map(SQLValue.int) ?? .null)
+                        let stamp =
+                            current == nil
+                            ? (Timestamp.parse(row.clientUpdatedAt).map(SQLValue.int) ?? .null)
                             : Self.updatedAt(current)
-                        try db.query("UPDATE documents SET data = ?, logged_at_ms = ?, stamp_ms = ? WHERE collection = ? AND id = ?",
-                                     [current.map(SQLValue.text) ?? .null, loggedAt.map(SQLValue.int) ?? .null, stamp] + key)
+                        try db.query(
+                            "UPDATE documents SET data = ?, logged_at_ms = ?, stamp_ms = ? WHERE collection = ? AND id = ?",
+                            [current.map(SQLValue.text) ?? .null, loggedAt.map(SQLValue.int) ?? .null, stamp] + key)
                         try recordTombstone(row.collection, row.documentID, deleted: current == nil, stamp: stamp)
                     }
                 case .rejected(let code, let detail):
                     report.rejected += 1
-                    try db.query("""
+                    try db.query(
+                        """
                         INSERT INTO rejected(seq, collection, doc_id, op, data, code, detail, rejected_at)
                         VALUES(?, ?, ?, ?, ?, ?, ?, ?)
-                        """, [.int(row.seq), .text(row.collection), .text(row.documentID), .text(row.op),
-                              row.data.map(SQLValue.text) ?? .null, .text(code), .text(detail), .text(now)])
+                        """,
+                        [
+                            .int(row.seq), .text(row.collection), .text(row.documentID), .text(row.op),
+                            row.data.map(SQLValue.text) ?? .null, .text(code), .text(detail), .text(now),
+                        ])
                     if !laterWrites {
                         // Back to what the server last confirmed (nothing, for a refused new entry).
                         let confirmed = try db.query("SELECT server_data FROM documents WHERE collection = ? AND id = ?", key)
                             .first?.first?.string
-                        try db.query("UPDATE documents SET data = server_data, stamp_ms = ? WHERE collection = ? AND id = ?",
-                                     [Self.updatedAt(confirmed)] + key)
+                        try db.query(
+                            "UPDATE documents SET data = server_data, stamp_ms = ? WHERE collection = ? AND id = ?",
+                            [Self.updatedAt(confirmed)] + key)
                         if row.op == "delete", confirmed != nil { try recordTombstone(row.collection, row.documentID, deleted: false, stamp: .null) }
                         if let confirmed = try db.query("SELECT server_data FROM documents WHERE collection = ? AND id = ?", key)
                             .first?.first?.string, let object = JSONRead.object(confirmed),
-                           let at = JSONRead.string(object["loggedAt"]).flatMap(Timestamp.parse) {
+                            let at = JSONRead.string(object["loggedAt"]).flatMap(Timestamp.parse)
+                        {
                             try db.query("UPDATE documents SET logged_at_ms = ? WHERE collection = ? AND id = ?", [.int(at)] + key)
                         }
                     }
@@ -274,11 +305,15 @@ final class LocalStore {
             guard let entry = WaterEntry(json: view) else { return }
             data = .text(entry.writableJSON(includeID: false).text)
         }
-        try db.query("""
+        try db.query(
+            """
             INSERT INTO outbox(collection, doc_id, op, data, client_updated_at, device_id, idempotency_key)
             VALUES(?, ?, ?, ?, ?, ?, ?)
-            """, [.text(collection), .text(id), .text(view == nil ? "delete" : "upsert"), data,
-                  .text(Timestamp.format(millis: stamp)), .text(deviceID), .text(newUUID())])
+            """,
+            [
+                .text(collection), .text(id), .text(view == nil ? "delete" : "upsert"), data,
+                .text(Timestamp.format(millis: stamp)), .text(deviceID), .text(newUUID()),
+            ])
     }
 
     /// Applies one page of changes and stores its token, in one transaction. A document
@@ -304,7 +339,8 @@ final class LocalStore {
                 let pending = try hasPending(change.collection, change.id)
                 let data = change.deleted ? SQLValue.null : (change.data.map(SQLValue.text) ?? .null)
                 if healing, !pending, !change.deleted, change.collection == Self.healedCollection,
-                   change.updatedAtMillis != nil {
+                    change.updatedAtMillis != nil
+                {
                     let local = try db.query("SELECT data, stamp_ms FROM documents WHERE collection = ? AND id = ?", key).first
                     let tombstone = try db.query("SELECT stamp_ms FROM tombstones WHERE collection = ? AND id = ?", key)
                         .first?.first?.int
@@ -314,15 +350,18 @@ final class LocalStore {
                     // its own stamp, and the server's last write wins decides (a losing push is
                     // answered `superseded` and the winner replaces the local view).
                     if let row = local, let view = row[0].string, let stamp = row[1].int,
-                       WaterEntry(json: view) != change.data.flatMap(WaterEntry.init(json:)) {
-                        try db.query("UPDATE documents SET server_data = ?, stale = 0 WHERE collection = ? AND id = ?",
-                                     [data] + key)
+                        WaterEntry(json: view) != change.data.flatMap(WaterEntry.init(json:))
+                    {
+                        try db.query(
+                            "UPDATE documents SET server_data = ?, stale = 0 WHERE collection = ? AND id = ?",
+                            [data] + key)
                         try queueHeal(collection: change.collection, id: change.id, view: view, stamp: stamp, deviceID: deviceID)
                         queued += 1
                         continue
                     }
                     if local?[0].string == nil, let stamp = tombstone {
-                        try db.query("""
+                        try db.query(
+                            """
                             INSERT INTO documents(collection, id, data, server_data, stamp_ms, stale) VALUES(?, ?, NULL, ?, ?, 0)
                             ON CONFLICT(collection, id) DO UPDATE SET data = NULL, server_data = excluded.server_data,
                               stamp_ms = excluded.stamp_ms, stale = 0
@@ -333,13 +372,15 @@ final class LocalStore {
                     }
                 }
                 if pending {
-                    try db.query("""
+                    try db.query(
+                        """
                         INSERT INTO documents(collection, id, data, server_data, stale) VALUES(?, ?, NULL, ?, 0)
                         ON CONFLICT(collection, id) DO UPDATE SET server_data = excluded.server_data, stale = 0
                         """, key + [data])
                 } else {
                     let stamp = change.updatedAtMillis.map(SQLValue.int) ?? .null
-                    try db.query("""
+                    try db.query(
+                        """
                         INSERT INTO documents(collection, id, data, server_data, logged_at_ms, stamp_ms, stale)
                         VALUES(?, ?, ?, ?, ?, ?, 0)
                         ON CONFLICT(collection, id) DO UPDATE SET data = excluded.data, server_data = excluded.server_data,
@@ -352,22 +393,26 @@ final class LocalStore {
             if !hasMore, try meta("snapshot_in_progress") != nil {
                 if healing {
                     // Entries the restored server lacks: keep them and give them back.
-                    let lost = try db.query("""
+                    let lost = try db.query(
+                        """
                         SELECT id, data, stamp_ms FROM documents d WHERE stale = 1 AND collection = ? AND data IS NOT NULL
                           AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.collection = d.collection AND o.doc_id = d.id)
                         """, [.text(Self.healedCollection)])
                     let now = Timestamp.millis(Date())
                     for row in lost {
                         guard let id = row[0].string, let view = row[1].string else { continue }
-                        try queueHeal(collection: Self.healedCollection, id: id, view: view,
-                                      stamp: min(row[2].int ?? now, now), deviceID: deviceID)
-                        try db.query("UPDATE documents SET stale = 0 WHERE collection = ? AND id = ?",
-                                     [.text(Self.healedCollection), .text(id)])
+                        try queueHeal(
+                            collection: Self.healedCollection, id: id, view: view,
+                            stamp: min(row[2].int ?? now, now), deviceID: deviceID)
+                        try db.query(
+                            "UPDATE documents SET stale = 0 WHERE collection = ? AND id = ?",
+                            [.text(Self.healedCollection), .text(id)])
                         queued += 1
                     }
                     // Deletes the restored server lacks: give them back too, so that a device that
                     // missed a delete and pushes the entry back loses to it (last write wins).
-                    let deletes = try db.query("""
+                    let deletes = try db.query(
+                        """
                         SELECT id, stamp_ms FROM tombstones t WHERE collection = ?
                           AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.collection = t.collection AND d.id = t.id
                                           AND d.stale = 0)
@@ -380,7 +425,8 @@ final class LocalStore {
                     }
                 }
                 try db.query("UPDATE documents SET server_data = NULL WHERE stale = 1")
-                try db.query("""
+                try db.query(
+                    """
                     DELETE FROM documents WHERE stale = 1 AND NOT EXISTS
                       (SELECT 1 FROM outbox o WHERE o.collection = documents.collection AND o.doc_id = documents.id)
                     """)
@@ -400,12 +446,14 @@ final class LocalStore {
 
     /// Live water entries with `loggedAt` in [from, to), newest first.
     func entries(fromMillis: Int64, toMillis: Int64) throws -> [WaterEntry] {
-        try db.query("""
+        try db.query(
+            """
             SELECT d.data, EXISTS(SELECT 1 FROM outbox o WHERE o.collection = d.collection AND o.doc_id = d.id)
             FROM documents d WHERE d.collection = 'water_entries' AND d.data IS NOT NULL
               AND d.logged_at_ms >= ? AND d.logged_at_ms < ?
             ORDER BY d.logged_at_ms DESC, d.id DESC
-            """, [.int(fromMillis), .int(toMillis)]).compactMap { row in
+            """, [.int(fromMillis), .int(toMillis)]
+        ).compactMap { row in
             guard let text = row[0].string, var entry = WaterEntry(json: text) else { return nil }
             entry.isPending = (row[1].int ?? 0) != 0
             return entry
@@ -424,8 +472,9 @@ final class LocalStore {
 
     func rejected() throws -> [RejectedMutation] {
         try db.query("SELECT collection, doc_id, code, detail FROM rejected ORDER BY seq").map {
-            RejectedMutation(collection: $0[0].string ?? "", documentID: $0[1].string ?? "", code: $0[2].string ?? "",
-                             detail: $0[3].string ?? "")
+            RejectedMutation(
+                collection: $0[0].string ?? "", documentID: $0[1].string ?? "", code: $0[2].string ?? "",
+                detail: $0[3].string ?? "")
         }
     }
 }
@@ -434,18 +483,22 @@ extension WaterEntry {
     /// Reads the server's (or the local) JSON form of an entry.
     init?(json text: String) {
         guard let o = JSONRead.object(text), let id = JSONRead.string(o["id"]), let amount = JSONRead.int(o["amountMl"]),
-              let at = JSONRead.string(o["loggedAt"]).flatMap(Timestamp.parse) else { return nil }
-        self.init(id: id, amountMl: amount, loggedAt: Timestamp.date(millis: at),
-                  source: JSONRead.string(o["source"]).flatMap(EntrySource.init(rawValue:)) ?? .api,
-                  note: JSONRead.string(o["note"]), healthKitUUID: JSONRead.string(o["healthKitUUID"]))
+            let at = JSONRead.string(o["loggedAt"]).flatMap(Timestamp.parse)
+        else { return nil }
+        self.init(
+            id: id, amountMl: amount, loggedAt: Timestamp.date(millis: at),
+            source: JSONRead.string(o["source"]).flatMap(EntrySource.init(rawValue:)) ?? .api,
+            note: JSONRead.string(o["note"]), healthKitUUID: JSONRead.string(o["healthKitUUID"]))
     }
 
     /// The writable fields, as a sync upsert or a REST/batch create carries them.
     func writableJSON(includeID: Bool) -> JSONText {
         var members: [(String, JSONText)] = []
         if includeID { members.append(("id", .string(id))) }
-        members += [("amountMl", .int(Int64(amountMl))), ("loggedAt", .string(Timestamp.format(loggedAt))),
-                    ("source", .string(source.rawValue))]
+        members += [
+            ("amountMl", .int(Int64(amountMl))), ("loggedAt", .string(Timestamp.format(loggedAt))),
+            ("source", .string(source.rawValue)),
+        ]
         if let healthKitUUID { members.append(("healthKitUUID", .string(healthKitUUID))) }
         if let note { members.append(("note", .string(note))) }
         return .object(members)

@@ -22,8 +22,10 @@ public struct WaterEntry: Sendable, Hashable, Identifiable {
     /// True while a local write of this entry waits in the outbox.
     public var isPending: Bool
 
-    public init(id: String = UUID().uuidString.lowercased(), amountMl: Int, loggedAt: Date = Date(),
-                source: EntrySource = .phone, note: String? = nil, healthKitUUID: String? = nil) {
+    public init(
+        id: String = UUID().uuidString.lowercased(), amountMl: Int, loggedAt: Date = Date(),
+        source: EntrySource = .phone, note: String? = nil, healthKitUUID: String? = nil
+    ) {
         self.id = id.lowercased()
         self.amountMl = amountMl
         self.loggedAt = loggedAt

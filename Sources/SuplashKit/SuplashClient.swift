@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// How a ``SuplashClient`` reaches its server and where it keeps its data.
@@ -15,8 +16,10 @@ public struct SuplashConfiguration: Sendable {
     /// HTTP timeout for ordinary requests (long polls add their wait on top).
     public var requestTimeout: TimeInterval
 
-    public init(serverURL: URL, databasePath: String, credentials: any CredentialStore,
-                retry: RetryPolicy = RetryPolicy(), requestTimeout: TimeInterval = 30) {
+    public init(
+        serverURL: URL, databasePath: String, credentials: any CredentialStore,
+        retry: RetryPolicy = RetryPolicy(), requestTimeout: TimeInterval = 30
+    ) {
         self.serverURL = serverURL
         self.databasePath = databasePath
         self.credentials = credentials
@@ -56,8 +59,9 @@ public actor SuplashClient {
     /// Opens (or creates) the local store and loads the stored session, if any.
     public init(_ configuration: SuplashConfiguration) throws {
         self.configuration = configuration
-        transport = Transport(baseURL: configuration.serverURL, retry: configuration.retry,
-                              timeout: configuration.requestTimeout)
+        transport = Transport(
+            baseURL: configuration.serverURL, retry: configuration.retry,
+            timeout: configuration.requestTimeout)
         store = try LocalStore(path: configuration.databasePath)
         if let id = try store.meta("device_id") {
             deviceID = id
@@ -86,16 +90,20 @@ public actor SuplashClient {
 
     /// Signs in. Signing in as another user than the last one clears the local store.
     public func signIn(email: String, password: String) async throws {
-        try await authenticate(path: "/v1/auth/login",
-                               body: .object([("email", .string(email)), ("password", .string(password))]), expected: 200)
+        try await authenticate(
+            path: "/v1/auth/login",
+            body: .object([("email", .string(email)), ("password", .string(password))]), expected: 200)
     }
 
     private func authenticate(path: String, body: JSONText, expected: Int) async throws {
-        let response = try await transport.send(APIRequest(method: "POST", path: path, body: Data(body.text.utf8),
-                                                           headers: [("Idempotency-Key", newUUID())]))
+        let response = try await transport.send(
+            APIRequest(
+                method: "POST", path: path, body: Data(body.text.utf8),
+                headers: [("Idempotency-Key", newUUID())]))
         guard response.status == expected, let json = response.json,
-              let user = json["user"] as? [String: Any], let userID = JSONRead.string(user["id"]),
-              let newSession = parseSession(json["session"], userID: userID) else {
+            let user = json["user"] as? [String: Any], let userID = JSONRead.string(user["id"]),
+            let newSession = parseSession(json["session"], userID: userID)
+        else {
             throw response.status == expected ? SuplashError.invalidResponse("no session") : response.problem
         }
         if let previous = try store.meta("user_id"), previous != userID { try store.wipe() }
@@ -105,10 +113,12 @@ public actor SuplashClient {
 
     private func parseSession(_ value: Any?, userID: String) -> Session? {
         guard let s = value as? [String: Any], let access = JSONRead.string(s["accessToken"]),
-              let refresh = JSONRead.string(s["refreshToken"]) else { return nil }
+            let refresh = JSONRead.string(s["refreshToken"])
+        else { return nil }
         let ttl = TimeInterval(JSONRead.int(s["expiresIn"]) ?? 3600)
-        return Session(serverURL: configuration.serverURL, userID: userID, accessToken: access, refreshToken: refresh,
-                       accessTokenExpiresAt: Date().addingTimeInterval(ttl))
+        return Session(
+            serverURL: configuration.serverURL, userID: userID, accessToken: access, refreshToken: refresh,
+            accessTokenExpiresAt: Date().addingTimeInterval(ttl))
     }
 
     private func setSession(_ new: Session?) throws {
@@ -122,8 +132,10 @@ public actor SuplashClient {
         stopLiveSync()
         if let session {
             let body = JSONText.object([("refreshToken", .string(session.refreshToken))]).text
-            _ = try? await transport.send(APIRequest(method: "POST", path: "/v1/auth/logout", body: Data(body.utf8),
-                                                     headers: [("Idempotency-Key", newUUID())]))
+            _ = try? await transport.send(
+                APIRequest(
+                    method: "POST", path: "/v1/auth/logout", body: Data(body.utf8),
+                    headers: [("Idempotency-Key", newUUID())]))
         }
         try setSession(nil)
         if discardLocalData { try store.wipe() }
@@ -150,8 +162,10 @@ public actor SuplashClient {
 
     private func performRefresh(_ stale: Session) async throws -> Session {
         let body = JSONText.object([("refreshToken", .string(stale.refreshToken))]).text
-        let response = try await transport.send(APIRequest(method: "POST", path: "/v1/auth/refresh", body: Data(body.utf8),
-                                                           headers: [("Idempotency-Key", newUUID())]))
+        let response = try await transport.send(
+            APIRequest(
+                method: "POST", path: "/v1/auth/refresh", body: Data(body.utf8),
+                headers: [("Idempotency-Key", newUUID())]))
         if response.status == 200, let new = parseSession(response.json?["session"], userID: stale.userID) {
             try setSession(new)
             return new
@@ -195,8 +209,10 @@ public actor SuplashClient {
     /// let entry = try await client.logWater(330, at: Date(), source: .watch, note: "after run")
     /// ```
     @discardableResult
-    public func logWater(_ amountMl: Int, at loggedAt: Date = Date(), source: EntrySource = .phone,
-                         note: String? = nil) throws -> WaterEntry {
+    public func logWater(
+        _ amountMl: Int, at loggedAt: Date = Date(), source: EntrySource = .phone,
+        note: String? = nil
+    ) throws -> WaterEntry {
         let entry = WaterEntry(amountMl: amountMl, loggedAt: loggedAt, source: source, note: note)
         try save(entry)
         return entry
@@ -208,18 +224,20 @@ public actor SuplashClient {
             throw SuplashError.invalidArgument("amountMl must be from 1 to 5000")
         }
         guard UUID(uuidString: entry.id) != nil else { throw SuplashError.invalidArgument("id must be a UUID") }
-        try store.recordLocalWrite(collection: "water_entries", id: entry.id, op: "upsert",
-                                   data: entry.writableJSON(includeID: false).text,
-                                   view: entry.writableJSON(includeID: true).text,
-                                   loggedAtMillis: Timestamp.millis(entry.loggedAt),
-                                   clientUpdatedAt: Timestamp.format(Date()), deviceID: deviceID)
+        try store.recordLocalWrite(
+            collection: "water_entries", id: entry.id, op: "upsert",
+            data: entry.writableJSON(includeID: false).text,
+            view: entry.writableJSON(includeID: true).text,
+            loggedAtMillis: Timestamp.millis(entry.loggedAt),
+            clientUpdatedAt: Timestamp.format(Date()), deviceID: deviceID)
         kickPush()
     }
 
     /// Deletes an entry locally and queues the delete (a tombstone on the server).
     public func deleteEntry(id: String) throws {
-        try store.recordLocalWrite(collection: "water_entries", id: id.lowercased(), op: "delete", data: nil, view: nil,
-                                   loggedAtMillis: nil, clientUpdatedAt: Timestamp.format(Date()), deviceID: deviceID)
+        try store.recordLocalWrite(
+            collection: "water_entries", id: id.lowercased(), op: "delete", data: nil, view: nil,
+            loggedAtMillis: nil, clientUpdatedAt: Timestamp.format(Date()), deviceID: deviceID)
         kickPush()
     }
 
@@ -293,8 +311,10 @@ public actor SuplashClient {
         var rekeys = 0
         while let (key, rows) = try store.nextBatch(limit: 500) {
             let body = JSONText.object([("mutations", .array(rows.map(\.mutation)))]).text
-            let response = try await authorized(APIRequest(method: "POST", path: "/v1/sync", body: Data(body.utf8),
-                                                           headers: [("Idempotency-Key", key)]))
+            let response = try await authorized(
+                APIRequest(
+                    method: "POST", path: "/v1/sync", body: Data(body.utf8),
+                    headers: [("Idempotency-Key", key)]))
             if response.status == 422, response.problemCode == "idempotency_key_mismatch", rekeys < 3 {
                 rekeys += 1
                 try store.rekeyBatch(key)
@@ -309,12 +329,14 @@ public actor SuplashClient {
                 case "applied": return .applied
                 case "superseded":
                     let current = result["current"] as? [String: Any]
-                    return .superseded(current: current.flatMap(JSONRead.text),
-                                       loggedAtMillis: JSONRead.string(current?["loggedAt"]).flatMap(Timestamp.parse))
+                    return .superseded(
+                        current: current.flatMap(JSONRead.text),
+                        loggedAtMillis: JSONRead.string(current?["loggedAt"]).flatMap(Timestamp.parse))
                 default:
                     let error = result["error"] as? [String: Any]
-                    return .rejected(code: JSONRead.string(error?["code"]) ?? "rejected",
-                                     detail: JSONRead.string(error?["detail"]) ?? "")
+                    return .rejected(
+                        code: JSONRead.string(error?["code"]) ?? "rejected",
+                        detail: JSONRead.string(error?["detail"]) ?? "")
                 }
             }
             let settled = try store.applyPushResults(rows, verdicts, now: Timestamp.format(Date()))
@@ -352,9 +374,10 @@ public actor SuplashClient {
             var query = [("limit", "500")]
             if let token { query.append(("since", token)) }
             if wait > 0 { query.append(("waitSeconds", String(wait))) }
-            let response = try await authorized(APIRequest(
-                method: "GET", path: "/v1/sync", query: query,
-                timeout: wait > 0 ? configuration.requestTimeout + Double(wait) : nil))
+            let response = try await authorized(
+                APIRequest(
+                    method: "GET", path: "/v1/sync", query: query,
+                    timeout: wait > 0 ? configuration.requestTimeout + Double(wait) : nil))
             // A token the server no longer recognises at all (its token secret was replaced,
             // `--new-jwt-secret`) means the same as a changed history.
             let unknownToken = response.status == 400 && response.problemCode == "invalid_sync_token" && token != nil
@@ -369,7 +392,8 @@ public actor SuplashClient {
                 continue
             }
             guard response.status == 200, let json = response.json, let next = JSONRead.string(json["nextToken"]),
-                  let changes = json["changes"] as? [[String: Any]] else {
+                let changes = json["changes"] as? [[String: Any]]
+            else {
                 throw response.status == 200 ? SuplashError.invalidResponse("bad sync page") : response.problem
             }
             let pulled: [PulledChange] = changes.compactMap { change in
@@ -377,10 +401,11 @@ public actor SuplashClient {
                     return nil
                 }
                 let data = change["data"] as? [String: Any]
-                return PulledChange(collection: collection, id: id.lowercased(), deleted: JSONRead.bool(change["deleted"]) ?? false,
-                                    data: data.flatMap(JSONRead.text),
-                                    loggedAtMillis: JSONRead.string(data?["loggedAt"]).flatMap(Timestamp.parse),
-                                    updatedAtMillis: JSONRead.string(change["updatedAt"]).flatMap(Timestamp.parse))
+                return PulledChange(
+                    collection: collection, id: id.lowercased(), deleted: JSONRead.bool(change["deleted"]) ?? false,
+                    data: data.flatMap(JSONRead.text),
+                    loggedAtMillis: JSONRead.string(data?["loggedAt"]).flatMap(Timestamp.parse),
+                    updatedAtMillis: JSONRead.string(change["updatedAt"]).flatMap(Timestamp.parse))
             }
             let hasMore = JSONRead.bool(json["hasMore"]) ?? false
             report.pushedBack += try store.applyPage(pulled, nextToken: next, hasMore: hasMore)
@@ -444,9 +469,11 @@ public actor SuplashClient {
     public func uploadBatch(_ entries: [WaterEntry]) async throws -> BatchOutcome {
         guard (1...500).contains(entries.count) else { throw SuplashError.invalidArgument("a batch holds 1 to 500 entries") }
         let body = JSONText.object([("entries", .array(entries.map { $0.writableJSON(includeID: false) }))]).text
-        let response = try await authorized(APIRequest(method: "POST", path: "/v1/water_logs/me/entries:batch",
-                                                       body: Data(body.utf8), headers: [("Idempotency-Key", newUUID())],
-                                                       gzip: true))
+        let response = try await authorized(
+            APIRequest(
+                method: "POST", path: "/v1/water_logs/me/entries:batch",
+                body: Data(body.utf8), headers: [("Idempotency-Key", newUUID())],
+                gzip: true))
         guard response.status == 200 else { throw response.problem }
         guard let results = response.json?["results"] as? [[String: Any]] else {
             throw SuplashError.invalidResponse("batch results missing")
@@ -470,8 +497,10 @@ public actor SuplashClient {
     /// let summary = try await client.get("/v1/water_logs/me/summary")
     /// ```
     public func get(_ path: String, query: [String: String] = [:]) async throws -> Data {
-        let response = try await authorized(APIRequest(method: "GET", path: path,
-                                                       query: query.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+        let response = try await authorized(
+            APIRequest(
+                method: "GET", path: path,
+                query: query.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
         guard (200..<300).contains(response.status) else { throw response.problem }
         return response.body
     }

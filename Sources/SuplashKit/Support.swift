@@ -9,7 +9,10 @@ enum Timestamp {
         let days = floorDiv(millis, 86_400_000)
         let msOfDay = millis - days * 86_400_000
         let (y, m, d) = civil(fromDays: days)
-        let h = msOfDay / 3_600_000, mi = msOfDay / 60_000 % 60, s = msOfDay / 1000 % 60, ms = msOfDay % 1000
+        let h = msOfDay / 3_600_000
+        let mi = msOfDay / 60_000 % 60
+        let s = msOfDay / 1000 % 60
+        let ms = msOfDay % 1000
         return pad(y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + "T" + pad(h, 2) + ":" + pad(mi, 2) + ":" + pad(s, 2)
             + "." + pad(ms, 3) + "Z"
     }
@@ -33,9 +36,10 @@ enum Timestamp {
             return n
         }
         guard let y = num(0, 4), b[4] == 0x2D, let mo = num(5, 2), b[7] == 0x2D, let d = num(8, 2),
-              b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20, let h = num(11, 2), b[13] == 0x3A,
-              let mi = num(14, 2), b[16] == 0x3A, let s = num(17, 2),
-              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else { return nil }
+            b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20, let h = num(11, 2), b[13] == 0x3A,
+            let mi = num(14, 2), b[16] == 0x3A, let s = num(17, 2),
+            (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61
+        else { return nil }
         var i = 19
         var ms: Int64 = 0
         if i < b.count, b[i] == 0x2E {
@@ -173,7 +177,8 @@ enum JSONRead {
     /// Serialises a parsed value back (sorted keys: stable text for the local store).
     static func text(_ value: Any) -> String? {
         guard JSONSerialization.isValidJSONObject(value),
-              let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]) else { return nil }
+            let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
+        else { return nil }
         return String(decoding: data, as: UTF8.self)
     }
 

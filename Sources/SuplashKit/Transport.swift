@@ -1,7 +1,8 @@
 import CZlib
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// One HTTP request to the server (path relative to the server URL).
@@ -112,7 +113,8 @@ final class Transport: Sendable {
                 try await Task.sleep(nanoseconds: UInt64(retry.delay(afterAttempt: attempt, retryAfter: nil) * 1e9))
                 continue
             }
-            let retryable = response.status == 429 || response.status == 503 || response.status == 502
+            let retryable =
+                response.status == 429 || response.status == 503 || response.status == 502
                 || response.status == 504 || (response.status == 409 && response.problemCode == "idempotency_key_in_use")
             guard retryable, attempt < retry.maxAttempts else { return response }
             let retryAfter = response.headers["retry-after"].flatMap { TimeInterval($0) }
@@ -126,8 +128,11 @@ enum Gzip {
     static func compress(_ input: Data) throws -> Data {
         var stream = z_stream()
         // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
-        guard deflateInit2_(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
-                            ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+        guard
+            deflateInit2_(
+                &stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+                ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        else {
             throw SuplashError.invalidArgument("gzip: deflateInit2 failed")
         }
         defer { deflateEnd(&stream) }

@@ -214,8 +214,9 @@ public final class PostgresConnection: @unchecked Sendable {
                 sent = try withParameters(statement.args) { values, lengths, formats in
                     statement.prepare
                         ? PQsendQueryPrepared(handle, name, Int32(statement.args.count), values, lengths, formats, 0)
-                        : PQsendQueryParams(handle, statement.sql, Int32(statement.args.count), nil, values, lengths,
-                                            formats, 0)
+                        : PQsendQueryParams(
+                            handle, statement.sql, Int32(statement.args.count), nil, values, lengths,
+                            formats, 0)
                 }
             } catch {
                 broken = true  // half a pipeline was sent: the connection is not reusable
@@ -301,8 +302,10 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Calls `body` with libpq's parameter arrays for `args` (valid only during the call).
-    private func withParameters<R>(_ args: [SQLValue],
-                                   _ body: (UnsafePointer<UnsafePointer<CChar>?>?, [Int32], [Int32]) throws -> R) throws -> R {
+    private func withParameters<R>(
+        _ args: [SQLValue],
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, [Int32], [Int32]) throws -> R
+    ) throws -> R {
         var buffers: [UnsafeMutablePointer<CChar>?] = []
         var lengths: [Int32] = []
         var formats: [Int32] = []
@@ -311,9 +314,15 @@ public final class PostgresConnection: @unchecked Sendable {
             let bytes: [UInt8]?
             let format: Int32
             switch arg {
-            case .null: bytes = nil; format = 0
-            case .integer(let i): bytes = Array(String(i).utf8) + [0]; format = 0
-            case .real(let d): bytes = Array(Self.floatText(d).utf8) + [0]; format = 0
+            case .null:
+                bytes = nil
+                format = 0
+            case .integer(let i):
+                bytes = Array(String(i).utf8) + [0]
+                format = 0
+            case .real(let d):
+                bytes = Array(Self.floatText(d).utf8) + [0]
+                format = 0
             case .text(let s):
                 // Text format, so any parameter type the server inferred (text, uuid,
                 // regclass, jsonb, …) parses it; PostgreSQL text cannot hold U+0000, so
@@ -321,8 +330,11 @@ public final class PostgresConnection: @unchecked Sendable {
                 guard !s.utf8.contains(0) else {
                     throw PostgresError(kind: .invalidParameter, message: "text parameter contains U+0000")
                 }
-                bytes = Array(s.utf8) + [0]; format = 0
-            case .blob(let b): bytes = b; format = 1
+                bytes = Array(s.utf8) + [0]
+                format = 0
+            case .blob(let b):
+                bytes = b
+                format = 1
             }
             if let bytes {
                 let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))

@@ -134,16 +134,18 @@ public final class PostgresTransaction {
     public func positionedWrite(of row: PostgresChangeRow, _ sql: String, _ args: [SQLValue]) throws {
         if holdsChangeSequence {
             let position = try takeChangePosition()
-            connection.enqueue(sql.replacingOccurrences(of: Self.positionToken, with: "$\(args.count + 1)::bigint"),
-                               args + [.integer(position)])
+            connection.enqueue(
+                sql.replacingOccurrences(of: Self.positionToken, with: "$\(args.count + 1)::bigint"),
+                args + [.integer(position)])
             return
         }
         materialiseWrite(of: row)
         if !defersWrites || pending.contains(where: { $0.row == row }) {
             // The row is stamped anyway: one statement cannot change it twice.
             let position = try changePosition(for: row)
-            connection.enqueue(sql.replacingOccurrences(of: Self.positionToken, with: "$\(args.count + 1)::bigint"),
-                               args + [.integer(position)])
+            connection.enqueue(
+                sql.replacingOccurrences(of: Self.positionToken, with: "$\(args.count + 1)::bigint"),
+                args + [.integer(position)])
             return
         }
         pendingCount += 1
@@ -156,8 +158,9 @@ public final class PostgresTransaction {
         guard let index = pending.firstIndex(where: { $0.row == row }) else { return }
         let entry = pending.remove(at: index)
         if let write = entry.write {
-            connection.enqueue(write.sql.replacingOccurrences(of: Self.positionToken, with: "$\(write.args.count + 1)::bigint"),
-                               write.args + [.integer(-entry.offset)])
+            connection.enqueue(
+                write.sql.replacingOccurrences(of: Self.positionToken, with: "$\(write.args.count + 1)::bigint"),
+                write.args + [.integer(-entry.offset)])
         }
     }
 
@@ -299,7 +302,8 @@ public final class PostgresTransaction {
         var select: [String] = []
         if !pending.isEmpty {
             let count = parameter(.integer(pendingCount))
-            sql = "WITH seq AS (UPDATE change_sequence SET position = position + \(count)::bigint WHERE singleton = 1 "
+            sql =
+                "WITH seq AS (UPDATE change_sequence SET position = position + \(count)::bigint WHERE singleton = 1 "
                 + "RETURNING position - \(count)::bigint AS base)"
             for (index, entry) in pending.enumerated() {
                 let position = "((SELECT base FROM seq) + \(parameter(.integer(entry.offset)))::bigint)"
@@ -388,13 +392,21 @@ public final class PostgresWriteStatistics: @unchecked Sendable {
 
     /// The counters now.
     public var snapshot: Snapshot {
-        lock.withLock { Snapshot(commits: commits, positionedCommits: positioned, roundTripsHoldingChangeSequence: holding,
-                                 maxRoundTripsHoldingChangeSequence: maxHolding) }
+        lock.withLock {
+            Snapshot(
+                commits: commits, positionedCommits: positioned, roundTripsHoldingChangeSequence: holding,
+                maxRoundTripsHoldingChangeSequence: maxHolding)
+        }
     }
 
     /// Sets every counter to zero.
     public func reset() {
-        lock.withLock { commits = 0; positioned = 0; holding = 0; maxHolding = 0 }
+        lock.withLock {
+            commits = 0
+            positioned = 0
+            holding = 0
+            maxHolding = 0
+        }
     }
 
     func record(_ tx: PostgresTransaction) {
@@ -450,9 +462,11 @@ public final class PostgresDatabase: Sendable {
     /// `retryOnUniqueViolation`) rolls back and re-runs `body`, at most `attempts` times in
     /// all; `body` must therefore have no effects outside the database.
     /// - Throws: `PostgresError`, or what `body` throws (then the transaction is rolled back).
-    public func transaction<T>(isolation: PostgresIsolation = .readCommitted, readOnly: Bool = false,
-                               retryOnUniqueViolation: Bool = false, attempts: Int = 5,
-                               _ body: (PostgresTransaction) throws -> T) throws -> T {
+    public func transaction<T>(
+        isolation: PostgresIsolation = .readCommitted, readOnly: Bool = false,
+        retryOnUniqueViolation: Bool = false, attempts: Int = 5,
+        _ body: (PostgresTransaction) throws -> T
+    ) throws -> T {
         var attempt = 0
         while true {
             attempt += 1
@@ -476,7 +490,8 @@ public final class PostgresDatabase: Sendable {
                 return value
             } catch let error as PostgresError
                 where attempt < attempts
-                && (error.isTransient || (retryOnUniqueViolation && error.kind == .uniqueViolation)) {
+                && (error.isTransient || (retryOnUniqueViolation && error.kind == .uniqueViolation))
+            {
                 continue
             }
         }

@@ -56,14 +56,18 @@ public final class PostgresListener: @unchecked Sendable {
     ///   - onNotification: called for each notification (`channel`, `payload`), on the listener thread.
     ///   - onConnection: called when `LISTEN` is (again) in effect and when the connection is lost.
     /// - Throws: `PostgresError` `.invalidParameter` for a channel name that is not a plain identifier.
-    public init(url: String, channels: [String], minBackoff: Double = 0.1, maxBackoff: Double = 5, pingInterval: Double = 15,
-                onNotification: @escaping @Sendable (_ channel: String, _ payload: String) -> Void,
-                onConnection: @escaping @Sendable (ConnectionEvent) -> Void = { _ in }) throws {
+    public init(
+        url: String, channels: [String], minBackoff: Double = 0.1, maxBackoff: Double = 5, pingInterval: Double = 15,
+        onNotification: @escaping @Sendable (_ channel: String, _ payload: String) -> Void,
+        onConnection: @escaping @Sendable (ConnectionEvent) -> Void = { _ in }
+    ) throws {
         for channel in channels {
             let bytes = Array(channel.utf8)
             guard let first = bytes.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first), bytes.count <= 63,
-                  bytes.allSatisfy({ (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
-                      || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") })
+                bytes.allSatisfy({
+                    (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_")
+                })
             else { throw PostgresError(kind: .invalidParameter, message: "channel names are lower-case identifiers") }
         }
         self.url = url
@@ -189,8 +193,10 @@ public final class PostgresListener: @unchecked Sendable {
         while true {
             let socket = PQsocket(conn)
             guard socket >= 0 else { throw PostgresError(kind: .connectionFailure, message: "no socket") }
-            var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: readFD, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&fds, 2, Int32(pingInterval * 1000))
             if isStopping { return }
             if ready < 0 {

@@ -47,7 +47,8 @@ public enum PostgresMigrator {
                     } catch {
                         throw MigrationError.failed(version: next.version, name: next.name, underlying: error)
                     }
-                    try connection.update("""
+                    try connection.update(
+                        """
                         INSERT INTO schema_migrations (version, name, checksum, applied_at)
                         VALUES ($1, $2, $3, to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
                         """, [.int(next.version), .text(next.name), .text(next.checksum)])
@@ -81,7 +82,8 @@ public enum PostgresMigrator {
     private static func readApplied(_ connection: PostgresConnection) throws -> [AppliedMigration] {
         try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version").map { row in
             guard case .integer(let version) = row[0], case .text(let name) = row[1], case .text(let checksum) = row[2],
-                  case .text(let appliedAt) = row[3] else {
+                case .text(let appliedAt) = row[3]
+            else {
                 throw PostgresError(kind: .decoding, message: "schema_migrations row")
             }
             return AppliedMigration(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt)

@@ -8,14 +8,19 @@ extension PostgresStore: AccountDataRepository {
     public func exportAccount(userID: String) throws -> AccountExport? {
         try snapshotRead { c in
             guard let profile = try PostgresStore.loadProfile(c, userID: userID) else { return nil }
-            let entries = try c.query("""
+            let entries = try c.query(
+                """
                 SELECT \(StoreRows.entryColumns) FROM water_entries WHERE user_id = $1 AND deleted = 0 ORDER BY logged_at, id
-                """, [.text(userID)]).map(StoreRows.entry)
-            let bills = try c.query("""
+                """, [.text(userID)]
+            ).map(StoreRows.entry)
+            let bills = try c.query(
+                """
                 SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = $1 AND deleted = 0 ORDER BY period DESC, id DESC
-                """, [.text(userID)]).map(StoreRows.bill)
-            return AccountExport(profile: profile, entries: entries, days: try PostgresStore.loadDays(c, userID: userID),
-                                 bills: bills, achievements: try PostgresStore.loadAchievements(c, userID: userID))
+                """, [.text(userID)]
+            ).map(StoreRows.bill)
+            return AccountExport(
+                profile: profile, entries: entries, days: try PostgresStore.loadDays(c, userID: userID),
+                bills: bills, achievements: try PostgresStore.loadAchievements(c, userID: userID))
         }
     }
 
@@ -33,7 +38,8 @@ extension PostgresStore: AccountDataRepository {
             }
             try c.update("DELETE FROM users WHERE id = $1", u)
             try c.update("DELETE FROM erased_accounts WHERE erased_at < $1", [.integer(now - PostgresStore.erasedRetentionMillis)])
-            try c.update("""
+            try c.update(
+                """
                 INSERT INTO erased_accounts (user_id, erased_at) VALUES ($1, $2)
                 ON CONFLICT (user_id) DO UPDATE SET erased_at = EXCLUDED.erased_at
                 """, [.text(userID), .integer(now)])

@@ -23,16 +23,19 @@ extension PostgresStore {
     /// `prefetched`: the results of `entryRecomputeReads` for the same deltas under the time
     /// zone `timezone`, already read after the user's row lock (the caller sent them in its
     /// own pipeline); used when the locked profile still has that zone, else read again.
-    static func entriesChanged(_ tx: PostgresTransaction, userID: String, profile: UserProfile? = nil, deltas: [EntryDelta],
-                               now: Int64, prefetched: (timezone: String, results: ArraySlice<[PostgresRow]>)? = nil) throws {
+    static func entriesChanged(
+        _ tx: PostgresTransaction, userID: String, profile: UserProfile? = nil, deltas: [EntryDelta],
+        now: Int64, prefetched: (timezone: String, results: ArraySlice<[PostgresRow]>)? = nil
+    ) throws {
         let c = tx.connection
         guard !deltas.isEmpty else { return }
         guard let profile = try profile ?? loadProfile(c, userID: userID) else { return }
         let clock = ZoneClocks.shared.clock(profile.timezone)
         let byDay = DailyTotals.byDay(deltas, clock: clock)
-        try recomputeDays(tx, userID: userID, profile: profile, clock: clock, dates: Set(byDay.keys), now: now,
-                          deltas: byDay, watchWritten: DailyTotals.watchWritten(deltas),
-                          prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
+        try recomputeDays(
+            tx, userID: userID, profile: profile, clock: clock, dates: Set(byDay.keys), now: now,
+            deltas: byDay, watchWritten: DailyTotals.watchWritten(deltas),
+            prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
     }
 
     /// The reads `entriesChanged` makes for `deltas` when the profile's zone is `timezone`,
@@ -45,20 +48,26 @@ extension PostgresStore {
 
     /// Achievements, then per day its totals row, its context and (without a delta) its
     /// live entries.
-    static func recomputeReads(userID: String, clock: ZoneClock, days: [LocalDate],
-                               deltas: [LocalDate: (ml: Int, count: Int)]?) -> [PostgresStatement] {
+    static func recomputeReads(
+        userID: String, clock: ZoneClock, days: [LocalDate],
+        deltas: [LocalDate: (ml: Int, count: Int)]?
+    ) -> [PostgresStatement] {
         var reads = [achievementsStatement(userID)]
         for date in days {
-            reads.append(PostgresStatement("""
-                SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = $1 AND local_date = $2
-                """, [.text(userID), .text(date.description)]))
+            reads.append(
+                PostgresStatement(
+                    """
+                    SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = $1 AND local_date = $2
+                    """, [.text(userID), .text(date.description)]))
             reads.append(contextsStatement(userID: userID, from: date, to: date))
             if deltas?[date] == nil {
                 let range = clock.dayRange(date)
-                reads.append(PostgresStatement("""
-                    SELECT amount_ml, source FROM water_entries
-                    WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
-                    """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]))
+                reads.append(
+                    PostgresStatement(
+                        """
+                        SELECT amount_ml, source FROM water_entries
+                        WHERE user_id = $1 AND deleted = 0 AND logged_at >= $2 AND logged_at < $3
+                        """, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]))
             }
         }
         return reads
@@ -78,8 +87,10 @@ extension PostgresStore {
         let contexts = try loadContexts(c, userID: userID, from: nil, to: nil)
         if zoneChanged {
             var totals: [LocalDate: (Int, Int)] = [:]
-            for row in try c.query("SELECT logged_at, amount_ml FROM water_entries WHERE user_id = $1 AND deleted = 0",
-                                   [.text(userID)]) {
+            for row in try c.query(
+                "SELECT logged_at, amount_ml FROM water_entries WHERE user_id = $1 AND deleted = 0",
+                [.text(userID)])
+            {
                 let day = clock.localDate(of: row[0].int64 ?? 0)
                 let t = totals[day] ?? (0, 0)
                 totals[day] = (t.0 + Int(row[1].int64 ?? 0), t.1 + 1)
@@ -87,38 +98,49 @@ extension PostgresStore {
             try c.update("DELETE FROM daily_totals WHERE user_id = $1", [.text(userID)])
             for (day, t) in totals {
                 let met = t.0 >= HydrationRules.dayGoalMl(baseGoalMl: base, context: contexts[day])
-                try c.update("""
+                try c.update(
+                    """
                     INSERT INTO daily_totals (user_id, local_date, total_ml, entries_count, goal_met) VALUES ($1, $2, $3, $4, $5)
-                    """, [.text(userID), .text(day.description), .integer(Int64(t.0)), .integer(Int64(t.1)),
-                          .integer(met ? 1 : 0)])
+                    """,
+                    [
+                        .text(userID), .text(day.description), .integer(Int64(t.0)), .integer(Int64(t.1)),
+                        .integer(met ? 1 : 0),
+                    ])
             }
         } else {
-            for row in try c.query("SELECT local_date, total_ml, goal_met FROM daily_totals WHERE user_id = $1",
-                                   [.text(userID)]) {
+            for row in try c.query(
+                "SELECT local_date, total_ml, goal_met FROM daily_totals WHERE user_id = $1",
+                [.text(userID)])
+            {
                 guard let text = row[0].text, let day = LocalDate(parsing: text) else { continue }
                 let met = Int(row[1].int64 ?? 0) >= HydrationRules.dayGoalMl(baseGoalMl: base, context: contexts[day])
                 if met != ((row[2].int64 ?? 0) != 0) {
-                    try c.update("UPDATE daily_totals SET goal_met = $1 WHERE user_id = $2 AND local_date = $3",
-                                  [.integer(met ? 1 : 0), .text(userID), .text(text)])
+                    try c.update(
+                        "UPDATE daily_totals SET goal_met = $1 WHERE user_id = $2 AND local_date = $3",
+                        [.integer(met ? 1 : 0), .text(userID), .text(text)])
                 }
             }
         }
         let before = try loadAchievements(c, userID: userID)
-        let sums = try c.query("""
+        let sums = try c.query(
+            """
             SELECT COALESCE(SUM(total_ml), 0), COALESCE(SUM(goal_met), 0) FROM daily_totals WHERE user_id = $1
             """, [.text(userID)])
-        let step = try StreakBook.rebuild(before, totalMl: sums.first?[0].int64 ?? 0,
-                                          daysGoalMet: Int(sums.first?[1].int64 ?? 0),
-                                          goalDays: GoalDays(connection: c, userID: userID), now: now)
+        let step = try StreakBook.rebuild(
+            before, totalMl: sums.first?[0].int64 ?? 0,
+            daysGoalMet: Int(sums.first?[1].int64 ?? 0),
+            goalDays: GoalDays(connection: c, userID: userID), now: now)
         try saveAchievements(tx, userID: userID, before: before, after: step.state, now: now)
     }
 
     /// Recomputes the totals of `dates` and everything that depends on them.
     /// With `deltas` (entry writes) a day's new total is its stored total plus the delta;
     /// without (day-context writes) the day's entries are summed from the index.
-    static func recomputeDays(_ tx: PostgresTransaction, userID: String, profile: UserProfile, clock: ZoneClock,
-                              dates: Set<LocalDate>, now: Int64, deltas: [LocalDate: (ml: Int, count: Int)]? = nil,
-                              watchWritten: Bool = false, prefetched: ArraySlice<[PostgresRow]>? = nil) throws {
+    static func recomputeDays(
+        _ tx: PostgresTransaction, userID: String, profile: UserProfile, clock: ZoneClock,
+        dates: Set<LocalDate>, now: Int64, deltas: [LocalDate: (ml: Int, count: Int)]? = nil,
+        watchWritten: Bool = false, prefetched: ArraySlice<[PostgresRow]>? = nil
+    ) throws {
         let c = tx.connection
         let base = HydrationRules.baseGoalMl(profile)
         let days = dates.sorted()
@@ -129,8 +151,9 @@ extension PostgresStore {
         var anyWatch = watchWritten
         for date in days {
             let old = results.removeFirst().first.map {
-                DayTotalRow(totalMl: Int($0[0].int64 ?? 0), entriesCount: Int($0[1].int64 ?? 0),
-                            goalMet: ($0[2].int64 ?? 0) != 0)
+                DayTotalRow(
+                    totalMl: Int($0[0].int64 ?? 0), entriesCount: Int($0[1].int64 ?? 0),
+                    goalMet: ($0[2].int64 ?? 0) != 0)
             }
             let context = contexts(results.removeFirst())[date]
             var total = 0
@@ -144,23 +167,30 @@ extension PostgresStore {
                     if row[1].text == EntrySource.watch.rawValue { anyWatch = true }
                 }
             }
-            let row = StreakBook.dayRow(totalMl: total, entriesCount: count,
-                                        goalMl: HydrationRules.dayGoalMl(baseGoalMl: base, context: context))
+            let row = StreakBook.dayRow(
+                totalMl: total, entriesCount: count,
+                goalMl: HydrationRules.dayGoalMl(baseGoalMl: base, context: context))
             if let row {
-                c.enqueue("""
+                c.enqueue(
+                    """
                     INSERT INTO daily_totals (user_id, local_date, total_ml, entries_count, goal_met) VALUES ($1, $2, $3, $4, $5)
                     ON CONFLICT (user_id, local_date) DO UPDATE SET
                         total_ml = excluded.total_ml, entries_count = excluded.entries_count, goal_met = excluded.goal_met
-                    """, [.text(userID), .text(date.description), .integer(Int64(row.totalMl)),
-                          .integer(Int64(row.entriesCount)), .integer(row.goalMet ? 1 : 0)])
+                    """,
+                    [
+                        .text(userID), .text(date.description), .integer(Int64(row.totalMl)),
+                        .integer(Int64(row.entriesCount)), .integer(row.goalMet ? 1 : 0),
+                    ])
             } else {
-                c.enqueue("DELETE FROM daily_totals WHERE user_id = $1 AND local_date = $2",
-                          [.text(userID), .text(date.description)])
+                c.enqueue(
+                    "DELETE FROM daily_totals WHERE user_id = $1 AND local_date = $2",
+                    [.text(userID), .text(date.description)])
             }
             changes.append(DayTotalChange(date: date, before: old, after: row))
         }
-        let step = try StreakBook.apply(before, changes: changes, anyWatchEntry: anyWatch,
-                                        goalDays: GoalDays(connection: c, userID: userID), now: now)
+        let step = try StreakBook.apply(
+            before, changes: changes, anyWatchEntry: anyWatch,
+            goalDays: GoalDays(connection: c, userID: userID), now: now)
         try saveAchievements(tx, userID: userID, before: before, after: step.state, now: now)
     }
 
@@ -171,7 +201,8 @@ extension PostgresStore {
         let userID: String
 
         func goalDays(from: LocalDate, descending: Bool, limit: Int) throws -> [LocalDate] {
-            let sql = descending
+            let sql =
+                descending
                 ? "SELECT local_date FROM daily_totals WHERE user_id = $1 AND goal_met = 1 AND local_date <= $2 ORDER BY local_date DESC LIMIT $3"
                 : "SELECT local_date FROM daily_totals WHERE user_id = $1 AND goal_met = 1 AND local_date >= $2 ORDER BY local_date ASC LIMIT $3"
             return try connection.query(sql, [.text(userID), .text(from.description), .integer(Int64(limit))])
@@ -179,14 +210,18 @@ extension PostgresStore {
         }
 
         func latestGoalDay() throws -> LocalDate? {
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT local_date FROM daily_totals WHERE user_id = $1 AND goal_met = 1 ORDER BY local_date DESC LIMIT 1
-                """, [.text(userID)]).first?[0].text.flatMap(LocalDate.init(parsing:))
+                """, [.text(userID)]
+            ).first?[0].text.flatMap(LocalDate.init(parsing:))
         }
 
         func allGoalDays() throws -> [LocalDate] {
-            try connection.query("SELECT local_date FROM daily_totals WHERE user_id = $1 AND goal_met = 1",
-                                 [.text(userID)]).compactMap { $0[0].text.flatMap(LocalDate.init(parsing:)) }
+            try connection.query(
+                "SELECT local_date FROM daily_totals WHERE user_id = $1 AND goal_met = 1",
+                [.text(userID)]
+            ).compactMap { $0[0].text.flatMap(LocalDate.init(parsing:)) }
         }
     }
 
@@ -202,14 +237,16 @@ extension PostgresStore {
 
     /// Day contexts of `[from, to]` (nil = unbounded).
     static func loadContexts(_ c: PostgresConnection, userID: String, from: LocalDate?, to: LocalDate?) throws
-        -> [LocalDate: DayContextContent] {
+        -> [LocalDate: DayContextContent]
+    {
         let statement = contextsStatement(userID: userID, from: from, to: to)
         return contexts(try c.query(statement.sql, statement.args))
     }
 
     /// The statement of `loadContexts`; decode with `contexts`.
     static func contextsStatement(userID: String, from: LocalDate?, to: LocalDate?) -> PostgresStatement {
-        PostgresStatement("""
+        PostgresStatement(
+            """
             SELECT local_date, max_temperature_c, active_minutes FROM days
             WHERE user_id = $1 AND local_date >= $2 AND local_date <= $3
             """, [.text(userID), .text(from?.description ?? ""), .text(to?.description ?? "9999-99-99")])
@@ -231,7 +268,8 @@ extension PostgresStore {
 
     /// The statement of `loadAchievements`; decode with `achievements`.
     static func achievementsStatement(_ userID: String) -> PostgresStatement {
-        PostgresStatement("""
+        PostgresStatement(
+            """
             SELECT latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met, badges, updated_at, version
             FROM achievements WHERE user_id = $1
             """, [.text(userID)])
@@ -247,11 +285,15 @@ extension PostgresStore {
 
     /// Writes `after` with version + 1 and a new change position when it differs from `before`
     /// (`positionedWrite`: written by the commit's statement; the last write of the transaction).
-    static func saveAchievements(_ tx: PostgresTransaction, userID: String, before: Achievements, after: Achievements,
-                                 now: Int64) throws {
+    static func saveAchievements(
+        _ tx: PostgresTransaction, userID: String, before: Achievements, after: Achievements,
+        now: Int64
+    ) throws {
         guard StreakBook.changed(from: before, to: after) else { return }
         let badges = StoreRows.badgesText(after.badges)
-        try tx.positionedWrite(of: ChangeRows.achievements(userID), """
+        try tx.positionedWrite(
+            of: ChangeRows.achievements(userID),
+            """
             INSERT INTO achievements (user_id, latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met,
                 badges, updated_at, version, change_position)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $position)
@@ -260,7 +302,8 @@ extension PostgresStore {
                 longest_streak = excluded.longest_streak, total_ml = excluded.total_ml,
                 days_goal_met = excluded.days_goal_met, badges = excluded.badges, updated_at = excluded.updated_at,
                 version = excluded.version, change_position = excluded.change_position
-            """, [
+            """,
+            [
                 .text(userID), after.latestRunEnd.map { .text($0.description) } ?? .null,
                 .integer(Int64(after.latestRunLength)), .integer(Int64(after.longestStreakDays)), .integer(after.totalMl),
                 .integer(Int64(after.daysGoalMet)), .text(badges), .integer(now), .integer(before.version + 1),

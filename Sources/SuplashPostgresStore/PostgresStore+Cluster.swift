@@ -76,11 +76,13 @@ public final class PostgresClusterListener: Sendable {
     ///     the next attempt comes after `retryInSeconds`.
     /// - Throws: `PostgresError` `.invalidParameter` if a channel name were not an identifier
     ///   (they are constants; kept as an error rather than a trap).
-    public init(store: PostgresStore, minBackoff: Double = 0.1, maxBackoff: Double = 5,
-                onChange: @escaping @Sendable (_ userID: String) -> Void,
-                onRevocation: @escaping @Sendable (PostgresRevocationEvent) -> Void,
-                onResync: @escaping @Sendable (_ reconnect: Bool) -> Void,
-                onConnectionLost: @escaping @Sendable (_ kind: String, _ retryInSeconds: Double) -> Void = { _, _ in }) throws {
+    public init(
+        store: PostgresStore, minBackoff: Double = 0.1, maxBackoff: Double = 5,
+        onChange: @escaping @Sendable (_ userID: String) -> Void,
+        onRevocation: @escaping @Sendable (PostgresRevocationEvent) -> Void,
+        onResync: @escaping @Sendable (_ reconnect: Bool) -> Void,
+        onConnectionLost: @escaping @Sendable (_ kind: String, _ retryInSeconds: Double) -> Void = { _, _ in }
+    ) throws {
         let ownPrefix = store.instanceID + " "
         listener = try PostgresListener(
             url: store.database.url,
@@ -123,8 +125,9 @@ extension PostgresStore {
     /// - Throws: `RepositoryError.unavailable`.
     public func isSessionLive(id: String, userID: String) throws -> Bool {
         try read { c in
-            !(try c.query("SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL",
-                          [.text(id), .text(userID)])).isEmpty
+            !(try c.query(
+                "SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL",
+                [.text(id), .text(userID)])).isEmpty
         }
     }
 
@@ -142,10 +145,13 @@ extension PostgresStore {
     public func sharedSecret(name: String, candidate: [UInt8], now: Int64) throws -> [UInt8] {
         try write { tx in
             let c = tx.connection
-            try c.update("INSERT INTO server_secrets (name, secret, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
-                         [.text(name), .blob(candidate), .integer(now)])
-            guard let secret = try c.query("SELECT secret FROM server_secrets WHERE name = $1", [.text(name)])
-                .first?["secret"].bytes else { throw RepositoryError.unavailable }
+            try c.update(
+                "INSERT INTO server_secrets (name, secret, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
+                [.text(name), .blob(candidate), .integer(now)])
+            guard
+                let secret = try c.query("SELECT secret FROM server_secrets WHERE name = $1", [.text(name)])
+                    .first?["secret"].bytes
+            else { throw RepositoryError.unavailable }
             return secret
         }
     }

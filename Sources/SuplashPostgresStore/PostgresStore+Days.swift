@@ -4,24 +4,29 @@ import SuplashSQL
 import SuplashStoreRows
 
 extension PostgresStore: HydrationRepository {
-    public func putDay(userID: String, date: LocalDate, content: DayContextContent, deviceID: String?,
-                       now: Int64) throws -> (day: DayContext, created: Bool) {
+    public func putDay(
+        userID: String, date: LocalDate, content: DayContextContent, deviceID: String?,
+        now: Int64
+    ) throws -> (day: DayContext, created: Bool) {
         try write { tx in
             let c = tx.connection
             // The user's row lock first (writers of one user queue there), then the day.
             let reads = try c.pipeline([
                 PostgresStore.lockUserStatement(userID),
-                PostgresStatement("SELECT created_at, version, lww_at FROM days WHERE user_id = $1 AND local_date = $2",
-                                  [.text(userID), .text(date.description)]),
+                PostgresStatement(
+                    "SELECT created_at, version, lww_at FROM days WHERE user_id = $1 AND local_date = $2",
+                    [.text(userID), .text(date.description)]),
             ])
             guard let profile = reads[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
             let existing = reads[1].first
             let (day, created) = DocumentWrites.putDay(
                 date: date, content: content, stored: existing.map { ($0[0].int64 ?? now, $0[1].int64 ?? 0) }, now: now)
-            let stamp = DocumentWrites.stamp(now: now, stored: existing.map { WriteStamp(at: $0[2].int64 ?? 0, device: "") },
-                                             deviceID: deviceID)
+            let stamp = DocumentWrites.stamp(
+                now: now, stored: existing.map { WriteStamp(at: $0[2].int64 ?? 0, device: "") },
+                deviceID: deviceID)
             let position = try self.changePosition(tx, userID: userID, row: ChangeRows.day(userID, date))
-            c.enqueue("""
+            c.enqueue(
+                """
                 INSERT INTO days (user_id, local_date, max_temperature_c, active_minutes, created_at, updated_at, version,
                     change_position, lww_at, lww_device)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -29,13 +34,15 @@ extension PostgresStore: HydrationRepository {
                     max_temperature_c = excluded.max_temperature_c, active_minutes = excluded.active_minutes,
                     updated_at = excluded.updated_at, version = excluded.version,
                     change_position = excluded.change_position, lww_at = excluded.lww_at, lww_device = excluded.lww_device
-                """, [
+                """,
+                [
                     .text(userID), .text(date.description), content.maxTemperatureC.map(SQLValue.real) ?? .null,
                     content.activeMinutes.map { .integer(Int64($0)) } ?? .null, .integer(day.createdAt), .integer(now),
                     .integer(day.version), .integer(position), .integer(stamp.at), .text(stamp.device),
                 ])
-            try PostgresStore.recomputeDays(tx, userID: userID, profile: profile,
-                                          clock: ZoneClocks.shared.clock(profile.timezone), dates: [date], now: now)
+            try PostgresStore.recomputeDays(
+                tx, userID: userID, profile: profile,
+                clock: ZoneClocks.shared.clock(profile.timezone), dates: [date], now: now)
             return (day, created)
         }
     }
@@ -57,7 +64,8 @@ extension PostgresStore: HydrationRepository {
     public func daySummary(userID: String, date: LocalDate, range: Range<Int64>) throws -> DaySummaryData {
         let results = try snapshotPipeline([
             PostgresStatement(PostgresStore.dayEntriesSQL, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]),
-            PostgresStatement("""
+            PostgresStatement(
+                """
                 SELECT amount_ml FROM water_entries
                 WHERE user_id = $1 AND deleted = 0 AND logged_at < $2
                 ORDER BY logged_at DESC, id DESC LIMIT $3
@@ -75,15 +83,18 @@ extension PostgresStore: HydrationRepository {
                 if recent.count == 3 { break }
             }
         }
-        return DaySummaryData(entries: entries, recentAmountsMl: recent, context: PostgresStore.contexts(results[2])[date],
-                              achievements: PostgresStore.achievements(results[3]))
+        return DaySummaryData(
+            entries: entries, recentAmountsMl: recent, context: PostgresStore.contexts(results[2])[date],
+            achievements: PostgresStore.achievements(results[3]))
     }
 
     /// Both reads in one round trip (`snapshotPipeline`).
     public func dayFigures(userID: String, from: LocalDate, to: LocalDate) throws
-        -> (totals: [LocalDate: DayTotal], contexts: [LocalDate: DayContextContent]) {
+        -> (totals: [LocalDate: DayTotal], contexts: [LocalDate: DayContextContent])
+    {
         let results = try snapshotPipeline([
-            PostgresStatement("""
+            PostgresStatement(
+                """
                 SELECT local_date, total_ml, entries_count FROM daily_totals
                 WHERE user_id = $1 AND local_date >= $2 AND local_date <= $3
                 """, [.text(userID), .text(from.description), .text(to.description)]),
@@ -103,14 +114,19 @@ extension PostgresStore: HydrationRepository {
 
     /// Every day document of the user, oldest first.
     static func loadDays(_ c: PostgresConnection, userID: String) throws -> [DayContext] {
-        try c.query("""
+        try c.query(
+            """
             SELECT local_date, max_temperature_c, active_minutes, created_at, updated_at, version FROM days
             WHERE user_id = $1 ORDER BY local_date
-            """, [.text(userID)]).compactMap { row in
+            """, [.text(userID)]
+        ).compactMap { row in
             guard let d = row[0].text.flatMap(LocalDate.init(parsing:)) else { return nil }
-            return DayContext(date: d, content: DayContextContent(maxTemperatureC: row[1].double,
-                                                                   activeMinutes: row[2].int64.map { Int($0) }),
-                              createdAt: row[3].int64 ?? 0, updatedAt: row[4].int64 ?? 0, version: row[5].int64 ?? 1)
+            return DayContext(
+                date: d,
+                content: DayContextContent(
+                    maxTemperatureC: row[1].double,
+                    activeMinutes: row[2].int64.map { Int($0) }),
+                createdAt: row[3].int64 ?? 0, updatedAt: row[4].int64 ?? 0, version: row[5].int64 ?? 1)
         }
     }
 }

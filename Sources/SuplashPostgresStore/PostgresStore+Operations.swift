@@ -9,15 +9,22 @@ extension PostgresStore: OperationsRepository {
     public func adminStats(dayStart: Int64, thirtyDaysAgo: Int64) throws -> AdminStats {
         try snapshotRead { c in
             let users = try c.scalarInt64("SELECT count(*) FROM users") ?? 0
-            let today = try c.scalarInt64("SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= $1",
-                                          [.integer(dayStart)]) ?? 0
-            let month = try c.scalarInt64("SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= $1",
-                                          [.integer(thirtyDaysAgo)]) ?? 0
-            let entries = try c.scalarInt64("SELECT count(*) FROM water_entries WHERE created_at >= $1 AND deleted = 0",
-                                            [.integer(dayStart)]) ?? 0
+            let today =
+                try c.scalarInt64(
+                    "SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= $1",
+                    [.integer(dayStart)]) ?? 0
+            let month =
+                try c.scalarInt64(
+                    "SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= $1",
+                    [.integer(thirtyDaysAgo)]) ?? 0
+            let entries =
+                try c.scalarInt64(
+                    "SELECT count(*) FROM water_entries WHERE created_at >= $1 AND deleted = 0",
+                    [.integer(dayStart)]) ?? 0
             let bytes = try c.scalarInt64("SELECT pg_database_size(current_database())") ?? 0
-            return AdminStats(users: Int(users), activeUsersToday: Int(today), activeUsers30d: Int(month),
-                              entriesToday: Int(entries), databaseBytes: bytes)
+            return AdminStats(
+                users: Int(users), activeUsersToday: Int(today), activeUsers30d: Int(month),
+                entriesToday: Int(entries), databaseBytes: bytes)
         }
     }
 
@@ -47,7 +54,8 @@ extension PostgresStore: OperationsRepository {
         }
         process.waitUntilExit()
         guard process.terminationStatus == 0,
-              let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber else {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber
+        else {
             try? FileManager.default.removeItem(atPath: path)
             throw RepositoryError.unavailable
         }

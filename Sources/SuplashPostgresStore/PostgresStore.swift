@@ -105,7 +105,8 @@ public final class PostgresStore: Sendable {
         case .serverShutdown: .shutdown
         case .connectionFailure: .connection
         case .uniqueViolation, .foreignKeyViolation, .constraintViolation, .syntax, .invalidParameter, .decoding,
-             .other: nil
+            .other:
+            nil
         }
     }
 
@@ -128,8 +129,10 @@ public final class PostgresStore: Sendable {
     /// `PostgresTransaction.positionedWrite` of `row` of `userID` (the statement runs at the
     /// commit, with its position; `$position` in `sql` stands for it), and the long-poll
     /// wake-up as for `changePosition`. For writes nothing later in the transaction reads.
-    func positionedWrite(_ tx: PostgresTransaction, userID: String, row: PostgresChangeRow, _ sql: String,
-                         _ args: [SQLValue]) throws {
+    func positionedWrite(
+        _ tx: PostgresTransaction, userID: String, row: PostgresChangeRow, _ sql: String,
+        _ args: [SQLValue]
+    ) throws {
         try tx.positionedWrite(of: row, sql, args)
         tx.notify(channel: PostgresClusterChannel.changes, payload: instanceID + " " + userID)
         let notifier = changeNotifier

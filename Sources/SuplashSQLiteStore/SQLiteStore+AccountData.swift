@@ -7,14 +7,19 @@ extension SQLiteStore: AccountDataRepository {
     public func exportAccount(userID: String) throws -> AccountExport? {
         try read { c in
             guard let profile = try SQLiteStore.loadProfile(c, userID: userID) else { return nil }
-            let entries = try c.query("""
+            let entries = try c.query(
+                """
                 SELECT \(StoreRows.entryColumns) FROM water_entries WHERE user_id = ? AND deleted = 0 ORDER BY logged_at, id
-                """, [.text(userID)]).map(StoreRows.entry)
-            let bills = try c.query("""
+                """, [.text(userID)]
+            ).map(StoreRows.entry)
+            let bills = try c.query(
+                """
                 SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = ? AND deleted = 0 ORDER BY period DESC, id DESC
-                """, [.text(userID)]).map(StoreRows.bill)
-            return AccountExport(profile: profile, entries: entries, days: try SQLiteStore.loadDays(c, userID: userID),
-                                 bills: bills, achievements: try SQLiteStore.loadAchievements(c, userID: userID))
+                """, [.text(userID)]
+            ).map(StoreRows.bill)
+            return AccountExport(
+                profile: profile, entries: entries, days: try SQLiteStore.loadDays(c, userID: userID),
+                bills: bills, achievements: try SQLiteStore.loadAchievements(c, userID: userID))
         }
     }
 

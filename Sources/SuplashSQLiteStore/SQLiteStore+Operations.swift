@@ -10,14 +10,21 @@ extension SQLiteStore: OperationsRepository {
         do { bytes = try database.databaseBytes } catch let error as StorageError { throw map(error) }
         return try read { c in
             let users = try c.scalarInt64("SELECT count(*) FROM users") ?? 0
-            let today = try c.scalarInt64("SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= ?",
-                                          [.integer(dayStart)]) ?? 0
-            let month = try c.scalarInt64("SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= ?",
-                                          [.integer(thirtyDaysAgo)]) ?? 0
-            let entries = try c.scalarInt64("SELECT count(*) FROM water_entries WHERE created_at >= ? AND deleted = 0",
-                                            [.integer(dayStart)]) ?? 0
-            return AdminStats(users: Int(users), activeUsersToday: Int(today), activeUsers30d: Int(month),
-                              entriesToday: Int(entries), databaseBytes: bytes)
+            let today =
+                try c.scalarInt64(
+                    "SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= ?",
+                    [.integer(dayStart)]) ?? 0
+            let month =
+                try c.scalarInt64(
+                    "SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= ?",
+                    [.integer(thirtyDaysAgo)]) ?? 0
+            let entries =
+                try c.scalarInt64(
+                    "SELECT count(*) FROM water_entries WHERE created_at >= ? AND deleted = 0",
+                    [.integer(dayStart)]) ?? 0
+            return AdminStats(
+                users: Int(users), activeUsersToday: Int(today), activeUsers30d: Int(month),
+                entriesToday: Int(entries), databaseBytes: bytes)
         }
     }
 

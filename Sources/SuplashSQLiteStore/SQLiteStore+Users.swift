@@ -12,12 +12,14 @@ extension SQLiteStore: UserRepository {
             if !existing.isEmpty { throw RepositoryError.emailTaken }
             let position = try self.takeChangePosition(ctx, userID: profile.id)
             let p = profile
-            _ = try c.run("""
+            _ = try c.run(
+                """
                 INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,
                     timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version,
                     id, password_hash, created_at, change_position, lww_at, lww_device)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '')
-                """, StoreRows.profileValues(p) + [
+                """,
+                StoreRows.profileValues(p) + [
                     .text(p.id), .text(passwordHash), .integer(p.createdAt), .integer(position), .integer(p.updatedAt),
                 ])
             try SessionStatements.insert(c, session)
@@ -38,19 +40,26 @@ extension SQLiteStore: UserRepository {
         }
     }
 
-    public func updateProfile(userID: String, now: Int64,
-                              _ transform: @escaping @Sendable (UserProfile) throws -> UserProfile) throws -> UserProfile {
+    public func updateProfile(
+        userID: String, now: Int64,
+        _ transform: @escaping @Sendable (UserProfile) throws -> UserProfile
+    ) throws -> UserProfile {
         try write { ctx in
             let c = ctx.connection
-            guard let row = try c.query("SELECT \(StoreRows.userColumns), lww_at FROM users WHERE id = ?",
-                                        [.text(userID)]).first else {
+            guard
+                let row = try c.query(
+                    "SELECT \(StoreRows.userColumns), lww_at FROM users WHERE id = ?",
+                    [.text(userID)]
+                ).first
+            else {
                 throw RepositoryError.notFound
             }
             let current = StoreRows.user(row).profile
             let next = DocumentWrites.revised(current, patched: try transform(current), now: now)
             let lwwAt = LastWriteWins.restStampAt(now: now, storedAt: row["lww_at"].int64 ?? 0)
             let position = try self.takeChangePosition(ctx, userID: userID)
-            _ = try c.run("""
+            _ = try c.run(
+                """
                 UPDATE users SET email = ?, email_verified = ?, display_name = ?, weight_kg = ?, activity_level = ?,
                     wake_time = ?, sleep_time = ?, timezone = ?, locale = ?, daily_goal_ml = ?, cup_sizes_ml = ?,
                     updated_at = ?, version = ?, change_position = ?, lww_at = ?, lww_device = ''

@@ -65,7 +65,8 @@ public final class SQLiteStore: Sendable {
         case .ioError: .io
         case .closed: .shutdown
         case .constraintUnique, .constraintPrimaryKey, .constraintForeignKey, .constraintCheck, .constraintNotNull,
-             .constraint, .typeMismatch, .misuse, .other: nil
+            .constraint, .typeMismatch, .misuse, .other:
+            nil
         }
     }
 
@@ -89,7 +90,8 @@ public final class SQLiteStore: Sendable {
     /// instructions of a create's ~575k (callgrind), twice per create.
     static func nextChangePosition(_ connection: SQLiteConnection) throws -> Int64 {
         guard try connection.run("UPDATE change_sequence SET position = position + 1 WHERE singleton = 1") == 1,
-              let position = try connection.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1") else {
+            let position = try connection.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1")
+        else {
             throw RepositoryError.unavailable
         }
         return position

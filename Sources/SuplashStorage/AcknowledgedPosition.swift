@@ -100,10 +100,12 @@ final class AcknowledgedPositionFile {
     static func read(_ path: String) -> Recorded {
         guard let data = FileManager.default.contents(atPath: path) else { return .absent }
         let text = String(decoding: data, as: UTF8.self)
-        let parts = text.split(separator: "\n", omittingEmptySubsequences: false).first?
+        let parts =
+            text.split(separator: "\n", omittingEmptySubsequences: false).first?
             .split(separator: " ", omittingEmptySubsequences: false) ?? []
         guard parts.count == 2 || parts.count == 3, parts[0] == parts[1], parts[0].count == 20,
-              let value = Int64(parts[0]) else {
+            let value = Int64(parts[0])
+        else {
             return .unreadable
         }
         // A record without an id (written before records named their database) belongs to any.
@@ -185,8 +187,10 @@ extension SQLiteDatabase {
     /// - Throws: `AcknowledgedPositionBehind` when the database's position is lower than the
     ///   file's (nothing is changed then); `StorageError` when the file cannot be written.
     @discardableResult
-    public func trackAcknowledgedPosition(positionSQL: String, identitySQL: String? = nil,
-                                          forkIdentitySQL: String? = nil) throws -> AcknowledgedPositionCheck {
+    public func trackAcknowledgedPosition(
+        positionSQL: String, identitySQL: String? = nil,
+        forkIdentitySQL: String? = nil
+    ) throws -> AcknowledgedPositionCheck {
         let file = acknowledgedPositionPath
         let writer = self.writer
         return try writeExclusive { context in
@@ -208,8 +212,9 @@ extension SQLiteDatabase {
                 outcome = .rewrittenOtherDatabase
             case .position(let acknowledged, _):
                 guard database >= acknowledged else {
-                    throw AcknowledgedPositionBehind(databasePosition: database, acknowledgedPosition: acknowledged,
-                                                     file: file)
+                    throw AcknowledgedPositionBehind(
+                        databasePosition: database, acknowledgedPosition: acknowledged,
+                        file: file)
                 }
                 outcome = .consistent(database: database, acknowledged: acknowledged)
             }
@@ -218,8 +223,9 @@ extension SQLiteDatabase {
                 databaseID = readID()
                 outcome = .forked
             }
-            writer.positionFile = try AcknowledgedPositionFile(path: file, positionSQL: positionSQL,
-                                                               databaseID: databaseID, position: database)
+            writer.positionFile = try AcknowledgedPositionFile(
+                path: file, positionSQL: positionSQL,
+                databaseID: databaseID, position: database)
             return outcome
         }
     }

@@ -91,15 +91,17 @@ public enum Migrator {
         """
 
     private static func applied(on connection: SQLiteConnection) throws -> [AppliedMigration] {
-        let exists = try connection.scalarInt64(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
+        let exists =
+            try connection.scalarInt64(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
         return exists == 0 ? [] : try readApplied(connection)
     }
 
     private static func readApplied(_ connection: SQLiteConnection) throws -> [AppliedMigration] {
         try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version").map {
-            AppliedMigration(version: Int(try $0.int64(0)), name: try $0.string(1),
-                             checksum: try $0.string(2), appliedAt: try $0.string(3))
+            AppliedMigration(
+                version: Int(try $0.int64(0)), name: try $0.string(1),
+                checksum: try $0.string(2), appliedAt: try $0.string(3))
         }
     }
 

@@ -104,10 +104,11 @@ public final class SQLiteConnection {
     init(path: String, role: Role, busyTimeoutMs: Int, applyPragmas: Bool, cacheKiB: Int? = nil) throws {
         let cacheKiB = max(64, cacheKiB ?? role.defaultCacheKiB)
         var db: OpaquePointer?
-        let flags: Int32 = switch role {
-        case .writer: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        case .reader: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
-        }
+        let flags: Int32 =
+            switch role {
+            case .writer: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+            case .reader: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+            }
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let code = db.map { sqlite3_extended_errcode($0) } ?? rc
@@ -120,12 +121,14 @@ public final class SQLiteConnection {
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, Int32(clamping: busyTimeoutMs))
         if role == .writer {
-            sqlite3_set_authorizer(db, { userData, action, _, _, _, _ in
-                guard action == SQLITE_TRANSACTION || action == SQLITE_SAVEPOINT, let userData else { return SQLITE_OK }
-                let connection = Unmanaged<SQLiteConnection>.fromOpaque(userData).takeUnretainedValue()
-                connection.preparedTransactionControl = true
-                return connection.allowsTransactionControl ? SQLITE_OK : SQLITE_DENY
-            }, Unmanaged.passUnretained(self).toOpaque())
+            sqlite3_set_authorizer(
+                db,
+                { userData, action, _, _, _, _ in
+                    guard action == SQLITE_TRANSACTION || action == SQLITE_SAVEPOINT, let userData else { return SQLITE_OK }
+                    let connection = Unmanaged<SQLiteConnection>.fromOpaque(userData).takeUnretainedValue()
+                    connection.preparedTransactionControl = true
+                    return connection.allowsTransactionControl ? SQLITE_OK : SQLITE_DENY
+                }, Unmanaged.passUnretained(self).toOpaque())
         }
         guard applyPragmas else { return }
         do {
@@ -135,7 +138,8 @@ public final class SQLiteConnection {
                 guard case .text(let m) = mode, m.lowercased() == "wal" else {
                     throw StorageError(code: SQLITE_ERROR, kind: .other, message: "could not enable WAL journal mode")
                 }
-                try execute("""
+                try execute(
+                    """
                     PRAGMA synchronous=FULL;
                     PRAGMA foreign_keys=ON;
                     PRAGMA temp_store=MEMORY;
@@ -144,7 +148,8 @@ public final class SQLiteConnection {
                     PRAGMA journal_size_limit=67108864;
                     """)
             case .reader:
-                try execute("""
+                try execute(
+                    """
                     PRAGMA query_only=ON;
                     PRAGMA foreign_keys=ON;
                     PRAGMA temp_store=MEMORY;
@@ -197,7 +202,7 @@ public final class SQLiteConnection {
                 let rc = sqlite3_prepare_v2(handle, sqlPointer, -1, &statement, &tail)
                 guard rc == SQLITE_OK else { throw lastError(rc) }
                 cursor = tail
-                guard let statement else { continue }   // whitespace or comment only
+                guard let statement else { continue }  // whitespace or comment only
                 defer { sqlite3_finalize(statement) }
                 var step = sqlite3_step(statement)
                 while step == SQLITE_ROW { step = sqlite3_step(statement) }
@@ -363,7 +368,7 @@ public final class SQLiteConnection {
     private func columns(of statement: OpaquePointer, sql: String) -> SQLiteColumns {
         let reprepared = sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_REPREPARE, 0)
         guard let index = cache.index(forKey: sql), cache.values[index].statement == statement else {
-            return Self.columns(of: statement)   // not cached (transaction control)
+            return Self.columns(of: statement)  // not cached (transaction control)
         }
         if let columns = cache.values[index].columns, cache.values[index].columnsReprepareCount == reprepared {
             return columns
@@ -391,8 +396,9 @@ public final class SQLiteConnection {
     private func bind(_ args: [SQLValue], to statement: OpaquePointer) throws {
         let expected = Int(sqlite3_bind_parameter_count(statement))
         guard expected == args.count else {
-            throw StorageError(code: SQLITE_RANGE, kind: .misuse,
-                               message: "statement has \(expected) parameters, \(args.count) values given")
+            throw StorageError(
+                code: SQLITE_RANGE, kind: .misuse,
+                message: "statement has \(expected) parameters, \(args.count) values given")
         }
         for (offset, value) in args.enumerated() {
             let index = Int32(offset + 1)

@@ -37,17 +37,22 @@ public final class SQLiteDatabase: Sendable {
     ///   - readerCacheKiB: each reader's page-cache bound in KiB (nil = `Role.reader.defaultCacheKiB`).
     /// - Throws: `StorageError` if a connection cannot be opened or configured (`.misuse`
     ///   for `readers < 1`).
-    public init(path: String, readers: Int = 4, busyTimeoutMs: Int = 5000, maxBatchSize: Int = 256,
-                writerCacheKiB: Int? = nil, readerCacheKiB: Int? = nil) throws {
+    public init(
+        path: String, readers: Int = 4, busyTimeoutMs: Int = 5000, maxBatchSize: Int = 256,
+        writerCacheKiB: Int? = nil, readerCacheKiB: Int? = nil
+    ) throws {
         guard readers >= 1 else { throw StorageError.misuse("at least one reader connection is required") }
         try Self.makeOwnerOnly(path)
-        let writerConnection = try SQLiteConnection(path: path, role: .writer, busyTimeoutMs: busyTimeoutMs,
-                                                    cacheKiB: writerCacheKiB)
+        let writerConnection = try SQLiteConnection(
+            path: path, role: .writer, busyTimeoutMs: busyTimeoutMs,
+            cacheKiB: writerCacheKiB)
         var readerConnections: [SQLiteConnection] = []
         do {
             for _ in 0..<readers {
-                readerConnections.append(try SQLiteConnection(path: path, role: .reader, busyTimeoutMs: busyTimeoutMs,
-                                                              cacheKiB: readerCacheKiB))
+                readerConnections.append(
+                    try SQLiteConnection(
+                        path: path, role: .reader, busyTimeoutMs: busyTimeoutMs,
+                        cacheKiB: readerCacheKiB))
             }
         } catch {
             for connection in readerConnections { connection.close() }
@@ -120,12 +125,12 @@ public final class SQLiteDatabase: Sendable {
     }
 
     #if DEBUG
-    /// Makes the next `count` group (or re-run) commits fail with `error` instead of
-    /// committing; each transaction is rolled back as after a real failed `COMMIT`.
-    /// Debug builds only: the storage tests' fault injection (a full disk at `COMMIT`).
-    func injectCommitFailures(_ error: StorageError, count: Int = 1) {
-        writer.injectCommitFailures(error, count: count)
-    }
+        /// Makes the next `count` group (or re-run) commits fail with `error` instead of
+        /// committing; each transaction is rolled back as after a real failed `COMMIT`.
+        /// Debug builds only: the storage tests' fault injection (a full disk at `COMMIT`).
+        func injectCommitFailures(_ error: StorageError, count: Int = 1) {
+            writer.injectCommitFailures(error, count: count)
+        }
     #endif
 
     /// Cumulative writer statistics (commits, jobs, …); `jobs > commits` shows group commit.
@@ -251,20 +256,22 @@ public final class SQLiteDatabase: Sendable {
         _ body: @escaping @Sendable (WriteContext) throws -> T,
         _ completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) -> WriterJob {
-        WriterJob(exclusive: exclusive, run: { context in
-            do {
-                let value = try body(context)
-                return WriterOutcome(succeeded: true) { commitError in
-                    if let commitError {
-                        completion(.failure(commitError))
-                    } else {
-                        completion(.success(value))
+        WriterJob(
+            exclusive: exclusive,
+            run: { context in
+                do {
+                    let value = try body(context)
+                    return WriterOutcome(succeeded: true) { commitError in
+                        if let commitError {
+                            completion(.failure(commitError))
+                        } else {
+                            completion(.success(value))
+                        }
                     }
+                } catch {
+                    return WriterOutcome(succeeded: false) { _ in completion(.failure(error)) }
                 }
-            } catch {
-                return WriterOutcome(succeeded: false) { _ in completion(.failure(error)) }
-            }
-        }, fail: { error in completion(.failure(error)) })
+            }, fail: { error in completion(.failure(error)) })
     }
 
     /// Creates `path` empty with mode 0600 when missing (SQLite treats an empty file as a new

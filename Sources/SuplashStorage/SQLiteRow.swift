@@ -10,7 +10,7 @@ public final class SQLiteColumns: Sendable {
         self.names = names
         var index: [String: Int] = [:]
         for (i, name) in names.enumerated() where index[name] == nil {
-            index[name] = i   // the first of duplicate names wins
+            index[name] = i  // the first of duplicate names wins
         }
         self.indexByName = index
     }

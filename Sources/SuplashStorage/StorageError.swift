@@ -112,9 +112,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
 
 /// Extended result codes that the C header defines as macro expressions (not importable).
 enum ResultCode {
-    static let constraintCheck: Int32 = SQLITE_CONSTRAINT | (1 << 8)        // 275
-    static let constraintForeignKey: Int32 = SQLITE_CONSTRAINT | (3 << 8)   // 787
-    static let constraintNotNull: Int32 = SQLITE_CONSTRAINT | (5 << 8)      // 1299
-    static let constraintPrimaryKey: Int32 = SQLITE_CONSTRAINT | (6 << 8)   // 1555
-    static let constraintUnique: Int32 = SQLITE_CONSTRAINT | (8 << 8)       // 2067
+    static let constraintCheck: Int32 = SQLITE_CONSTRAINT | (1 << 8)  // 275
+    static let constraintForeignKey: Int32 = SQLITE_CONSTRAINT | (3 << 8)  // 787
+    static let constraintNotNull: Int32 = SQLITE_CONSTRAINT | (5 << 8)  // 1299
+    static let constraintPrimaryKey: Int32 = SQLITE_CONSTRAINT | (6 << 8)  // 1555
+    static let constraintUnique: Int32 = SQLITE_CONSTRAINT | (8 << 8)  // 2067
 }

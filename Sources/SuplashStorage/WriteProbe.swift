@@ -48,7 +48,7 @@ extension SQLiteDatabase {
         guard fd >= 0 else { throw errnoError(errno, "open the write probe file") }
         defer { Glibc.close(fd) }
         guard ftruncate(fd, 0) == 0 else { throw errnoError(errno, "truncate the write probe file") }
-        let rc = posix_fallocate(fd, 0, off_t(bytes))   // returns the error number itself
+        let rc = posix_fallocate(fd, 0, off_t(bytes))  // returns the error number itself
         _ = ftruncate(fd, 0)
         // A file system that cannot allocate ahead (EOPNOTSUPP, EINVAL) leaves this step to SQLite.
         guard rc == 0 || rc == EOPNOTSUPP || rc == EINVAL else {
@@ -58,11 +58,12 @@ extension SQLiteDatabase {
 
     /// A `StorageError` for a failed system call, classified by its error number.
     static func errnoError(_ number: Int32, _ what: String) -> StorageError {
-        let code: Int32 = switch number {
-        case ENOSPC, EDQUOT: SQLITE_FULL
-        case EROFS, EACCES, EPERM: SQLITE_READONLY
-        default: SQLITE_IOERR
-        }
+        let code: Int32 =
+            switch number {
+            case ENOSPC, EDQUOT: SQLITE_FULL
+            case EROFS, EACCES, EPERM: SQLITE_READONLY
+            default: SQLITE_IOERR
+            }
         return StorageError(code: code, message: "\(what): errno \(number)")
     }
 }

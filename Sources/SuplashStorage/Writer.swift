@@ -204,7 +204,10 @@ final class Writer: @unchecked Sendable {
                 try connection.runTransactionControl(.beginImmediate)
             } catch {
                 for job in batch[index...] { job.fail(error) }
-                record { $0.jobs += batch.count - index; $0.failedJobs += batch.count - index }
+                record {
+                    $0.jobs += batch.count - index
+                    $0.failedJobs += batch.count - index
+                }
                 return
             }
             let start = index
@@ -218,9 +221,14 @@ final class Writer: @unchecked Sendable {
                 do {
                     try connection.runTransactionControl(.savepoint)
                 } catch {
-                    ran.append(RanJob(job: job, outcome: WriterOutcome(succeeded: false) { _ in job.fail(error) },
-                                      context: WriteContext(connection: connection), sawUncommittedRows: false))
-                    if !connection.isInTransaction { transactionError = error; break }
+                    ran.append(
+                        RanJob(
+                            job: job, outcome: WriterOutcome(succeeded: false) { _ in job.fail(error) },
+                            context: WriteContext(connection: connection), sawUncommittedRows: false))
+                    if !connection.isInTransaction {
+                        transactionError = error
+                        break
+                    }
                     continue
                 }
                 let context = WriteContext(connection: connection)
@@ -353,7 +361,7 @@ final class Writer: @unchecked Sendable {
     /// recorded only once `COMMIT` returned (the WAL is fsync'd): the file is never ahead.
     private func commit() -> (any Error)? {
         #if DEBUG
-        if let injected = takeInjectedCommitFailure() { return injected }
+            if let injected = takeInjectedCommitFailure() { return injected }
         #endif
         let position = positionFile.flatMap { SQLiteDatabase.currentPosition(connection, $0.positionSQL) }
         do {
@@ -366,24 +374,24 @@ final class Writer: @unchecked Sendable {
     }
 
     #if DEBUG
-    // MARK: - Fault injection (debug builds only: tests)
+        // MARK: - Fault injection (debug builds only: tests)
 
-    /// Errors the next `COMMIT`s report instead of committing (then rolled back), oldest
-    /// first. Guarded by `condition`.
-    private var injectedCommitFailures: [StorageError] = []
+        /// Errors the next `COMMIT`s report instead of committing (then rolled back), oldest
+        /// first. Guarded by `condition`.
+        private var injectedCommitFailures: [StorageError] = []
 
-    /// Makes the next `count` group commits fail with `error` without committing: the
-    /// transaction is rolled back as after a real failed `COMMIT`. Tests only.
-    func injectCommitFailures(_ error: StorageError, count: Int) {
-        condition.lock()
-        injectedCommitFailures.append(contentsOf: repeatElement(error, count: count))
-        condition.unlock()
-    }
+        /// Makes the next `count` group commits fail with `error` without committing: the
+        /// transaction is rolled back as after a real failed `COMMIT`. Tests only.
+        func injectCommitFailures(_ error: StorageError, count: Int) {
+            condition.lock()
+            injectedCommitFailures.append(contentsOf: repeatElement(error, count: count))
+            condition.unlock()
+        }
 
-    private func takeInjectedCommitFailure() -> StorageError? {
-        condition.lock()
-        defer { condition.unlock() }
-        return injectedCommitFailures.isEmpty ? nil : injectedCommitFailures.removeFirst()
-    }
+        private func takeInjectedCommitFailure() -> StorageError? {
+            condition.lock()
+            defer { condition.unlock() }
+            return injectedCommitFailures.isEmpty ? nil : injectedCommitFailures.removeFirst()
+        }
     #endif
 }

@@ -40,8 +40,9 @@ public enum StoreRows {
 
     /// A `users` row (`userColumns`) as a stored user.
     public static func user(_ row: some SQLRowValues) -> StoredUser {
-        var p = UserProfile(id: row["id"].text ?? "", email: row["email"].text ?? "",
-                            displayName: row["display_name"].text, now: row["created_at"].int64 ?? 0)
+        var p = UserProfile(
+            id: row["id"].text ?? "", email: row["email"].text ?? "",
+            displayName: row["display_name"].text, now: row["created_at"].int64 ?? 0)
         p.emailVerified = (row["email_verified"].int64 ?? 0) != 0
         p.weightKg = row["weight_kg"].double
         p.activityLevel = ActivityLevel(rawValue: row["activity_level"].text ?? "") ?? UserProfile.defaultActivityLevel
@@ -78,9 +79,10 @@ public enum StoreRows {
             currency: row["currency"].text ?? "TRY",
             dueDate: row["due_date"].text.flatMap(LocalDate.init(parsing:)) ?? LocalDate(dayNumber: 0),
             paidAt: row["paid_at"].int64)
-        return Bill(id: row["id"].text ?? "", userID: row["user_id"].text ?? "", content: content,
-                    createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-                    version: row["version"].int64 ?? 1)
+        return Bill(
+            id: row["id"].text ?? "", userID: row["user_id"].text ?? "", content: content,
+            createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
+            version: row["version"].int64 ?? 1)
     }
 
     /// True when a `bills` row is a tombstone.
@@ -90,11 +92,13 @@ public enum StoreRows {
 
     /// A `days` row (`dayColumns`) as a day context.
     public static func day(_ row: some SQLRowValues) -> DayContext {
-        DayContext(date: row["local_date"].text.flatMap(LocalDate.init(parsing:)) ?? LocalDate(dayNumber: 0),
-                   content: DayContextContent(maxTemperatureC: row["max_temperature_c"].double,
-                                              activeMinutes: row["active_minutes"].int64.map { Int($0) }),
-                   createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
-                   version: row["version"].int64 ?? 1)
+        DayContext(
+            date: row["local_date"].text.flatMap(LocalDate.init(parsing:)) ?? LocalDate(dayNumber: 0),
+            content: DayContextContent(
+                maxTemperatureC: row["max_temperature_c"].double,
+                activeMinutes: row["active_minutes"].int64.map { Int($0) }),
+            createdAt: row["created_at"].int64 ?? 0, updatedAt: row["updated_at"].int64 ?? 0,
+            version: row["version"].int64 ?? 1)
     }
 
     /// An `achievements` row (`achievementsColumns`) as the achievements state.
@@ -119,7 +123,8 @@ public enum StoreRows {
         text.utf8.split(separator: UInt8(ascii: ",")).compactMap { item in
             let parts = item.split(separator: UInt8(ascii: ":"))
             guard parts.count == 2, let badge = Badge(rawValue: String(Substring(parts[0]))),
-                  let at = Int64(Substring(parts[1])) else { return nil }
+                let at = Int64(Substring(parts[1]))
+            else { return nil }
             return EarnedBadge(badge: badge, earnedAt: at)
         }
     }
@@ -129,19 +134,21 @@ public enum StoreRows {
     /// A `users` row (`userColumns` + `change_position`) as a `profile` change.
     public static func profileChange(_ row: some SQLRowValues) -> SyncChange {
         let profile = user(row).profile
-        return SyncChange(collection: "profile", id: profile.id, version: profile.version,
-                          updatedAt: profile.updatedAt, deleted: false,
-                          position: row["change_position"].int64 ?? 0, document: .profile(profile))
+        return SyncChange(
+            collection: "profile", id: profile.id, version: profile.version,
+            updatedAt: profile.updatedAt, deleted: false,
+            position: row["change_position"].int64 ?? 0, document: .profile(profile))
     }
 
     /// A `water_entries` row (`entryColumns` + `change_position`) as a `water_entries`
     /// change (no document for a tombstone).
     public static func entryChange(_ row: some SQLRowValues) -> SyncChange {
         let entry = entry(row)
-        return SyncChange(collection: "water_entries", id: entry.id, version: entry.version,
-                          updatedAt: entry.updatedAt, deleted: entry.deleted,
-                          position: row["change_position"].int64 ?? 0,
-                          document: entry.deleted ? nil : .waterEntry(entry))
+        return SyncChange(
+            collection: "water_entries", id: entry.id, version: entry.version,
+            updatedAt: entry.updatedAt, deleted: entry.deleted,
+            position: row["change_position"].int64 ?? 0,
+            document: entry.deleted ? nil : .waterEntry(entry))
     }
 
     /// A `bills` row (`billColumns` + `change_position`) as a `bills` change (no document
@@ -149,26 +156,29 @@ public enum StoreRows {
     public static func billChange(_ row: some SQLRowValues) -> SyncChange {
         let bill = bill(row)
         let deleted = billDeleted(row)
-        return SyncChange(collection: "bills", id: bill.id, version: bill.version, updatedAt: bill.updatedAt,
-                          deleted: deleted, position: row["change_position"].int64 ?? 0,
-                          document: deleted ? nil : .bill(bill))
+        return SyncChange(
+            collection: "bills", id: bill.id, version: bill.version, updatedAt: bill.updatedAt,
+            deleted: deleted, position: row["change_position"].int64 ?? 0,
+            document: deleted ? nil : .bill(bill))
     }
 
     /// A `days` row (`dayColumns` + `change_position`) as a `days` change (id: the date).
     public static func dayChange(_ row: some SQLRowValues) -> SyncChange {
         let day = day(row)
-        return SyncChange(collection: "days", id: day.date.description, version: day.version,
-                          updatedAt: day.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
-                          document: .day(day))
+        return SyncChange(
+            collection: "days", id: day.date.description, version: day.version,
+            updatedAt: day.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
+            document: .day(day))
     }
 
     /// An `achievements` row (`achievementsColumns` + `change_position`) as an
     /// `achievements` change (id: the user id).
     public static func achievementsChange(_ row: some SQLRowValues) -> SyncChange {
         let a = achievements(row)
-        return SyncChange(collection: "achievements", id: row["user_id"].text ?? "", version: a.version,
-                          updatedAt: a.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
-                          document: .achievements(a))
+        return SyncChange(
+            collection: "achievements", id: row["user_id"].text ?? "", version: a.version,
+            updatedAt: a.updatedAt, deleted: false, position: row["change_position"].int64 ?? 0,
+            document: .achievements(a))
     }
 
     // MARK: - Models → values

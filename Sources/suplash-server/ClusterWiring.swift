@@ -12,8 +12,10 @@ enum ClusterWiring {
     ///   - revocationWindowMs: how far back a resync reads revocations (one access-token
     ///     lifetime plus a minute, as at start-up).
     /// - Throws: `PostgresError` when the listener cannot start its thread.
-    static func start(store: PostgresStore, longPolls: LongPollRegistry?, revocations: RevocationView,
-                      adminKeys: AdminKeyCache, revocationWindowMs: Int64, logger: Logger) throws -> PostgresClusterListener {
+    static func start(
+        store: PostgresStore, longPolls: LongPollRegistry?, revocations: RevocationView,
+        adminKeys: AdminKeyCache, revocationWindowMs: Int64, logger: Logger
+    ) throws -> PostgresClusterListener {
         let listener = try PostgresClusterListener(
             store: store,
             onChange: { userID in longPolls?.wake(userID: userID) },
@@ -30,8 +32,9 @@ enum ClusterWiring {
                 // database (the start-up reads); every long poll re-reads its feed.
                 let since = Int64(Date().timeIntervalSince1970 * 1000) - revocationWindowMs
                 do {
-                    revocations.merge(revokedSessions: try store.sessionsRevoked(since: since),
-                                      revokedUsers: try store.accountsErased(since: since))
+                    revocations.merge(
+                        revokedSessions: try store.sessionsRevoked(since: since),
+                        revokedUsers: try store.accountsErased(since: since))
                 } catch {
                     logger.warning("cluster_resync_failed", .errorType(String(reflecting: type(of: error))))
                 }

@@ -9,8 +9,10 @@ enum MailWiring {
     /// Sets `services.mail`, `services.apple` and `services.appleIdentities`; returns the
     /// delivery worker (not started).
     /// - Throws: `Settings.LoadError` for an unusable Resend URL or a missing key.
-    static func install(into services: inout Services, settings: Settings, dataDir: String, store: any SuplashStore,
-                        secret: [UInt8], logger: Logger) throws -> OutboxWorker {
+    static func install(
+        into services: inout Services, settings: Settings, dataDir: String, store: any SuplashStore,
+        secret: [UInt8], logger: Logger
+    ) throws -> OutboxWorker {
         let from = settings.mail.from
         let transport: any MailTransport
         switch settings.mail.transport {
@@ -28,8 +30,9 @@ enum MailWiring {
         }
         let worker = OutboxWorker(repository: store, transport: transport, logger: logger)
         let codeKey = HMACSHA256.authenticationCode(key: secret, message: Array("suplash email codes v1".utf8))
-        services.mail = EmailCodes(repository: store, key: codeKey, logger: logger, wake: { worker.wake() },
-                                   awaitAttempt: { worker.waitForAttempt(id: $0, timeoutSeconds: $1) })
+        services.mail = EmailCodes(
+            repository: store, key: codeKey, logger: logger, wake: { worker.wake() },
+            awaitAttempt: { worker.waitForAttempt(id: $0, timeoutSeconds: $1) })
 
         services.apple = AppleSignIn(keySet: AppleKeySet(source: settings.apple.jwksURL), audiences: Set(settings.apple.audiences))
         services.appleIdentities = store

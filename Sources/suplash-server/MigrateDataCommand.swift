@@ -19,9 +19,10 @@ enum MigrateDataCommand {
         let url = try targetURL(parsed.options["to"], settings: settings)
         let force = parsed.switches.contains("force")
 
-        let migrations = try Migrator.load(directory: try ResourceLocator.locate(
-            "Migrations/postgres", configured: settings.storage.postgresMigrationsDir, directory: true,
-            configKey: "storage.postgresMigrationsDir"))
+        let migrations = try Migrator.load(
+            directory: try ResourceLocator.locate(
+                "Migrations/postgres", configured: settings.storage.postgresMigrationsDir, directory: true,
+                configKey: "storage.postgresMigrationsDir"))
         let target: PostgresDatabase
         do {
             target = try PostgresDatabase(url: url, poolSize: 2)
@@ -112,21 +113,32 @@ enum MigrateDataCommand {
         func position(_ value: Int64?) -> String { value.map(String.init) ?? "-" }
         var rows: [[String]] = [["table", "source rows", "target rows", "written", "deleted", "source max pos", "target max pos", ""]]
         for t in report.tables {
-            rows.append([t.table, String(t.sourceRows), String(t.targetRows), String(t.written), String(t.deleted),
-                         position(t.sourceMaxPosition), position(t.targetMaxPosition), t.matches ? "ok" : "MISMATCH"])
+            rows.append([
+                t.table, String(t.sourceRows), String(t.targetRows), String(t.written), String(t.deleted),
+                position(t.sourceMaxPosition), position(t.targetMaxPosition), t.matches ? "ok" : "MISMATCH",
+            ])
         }
-        rows.append(["change_sequence", String(report.sourceSequence), String(report.targetSequence), "", "", "", "",
-                     report.targetSequence >= report.sourceSequence ? "ok" : "MISMATCH"])
-        rows.append(["sync_state.purge_horizon", String(report.sourceHorizon), String(report.targetHorizon), "", "", "", "",
-                     report.sourceHorizon == report.targetHorizon ? "ok" : "MISMATCH"])
-        rows.append(["database_identity", "1", "1", "", "", "", "",
-                     report.databaseID == report.targetDatabaseID ? "ok (same database_id)" : "MISMATCH"])
+        rows.append([
+            "change_sequence", String(report.sourceSequence), String(report.targetSequence), "", "", "", "",
+            report.targetSequence >= report.sourceSequence ? "ok" : "MISMATCH",
+        ])
+        rows.append([
+            "sync_state.purge_horizon", String(report.sourceHorizon), String(report.targetHorizon), "", "", "", "",
+            report.sourceHorizon == report.targetHorizon ? "ok" : "MISMATCH",
+        ])
+        rows.append([
+            "database_identity", "1", "1", "", "", "", "",
+            report.databaseID == report.targetDatabaseID ? "ok (same database_id)" : "MISMATCH",
+        ])
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        var lines = ["schema version \(report.schemaVersion)"
-                     + (report.replacedAll ? "; a secondary unique key changed hands, so the target was replaced in full" : "")]
+        var lines = [
+            "schema version \(report.schemaVersion)"
+                + (report.replacedAll ? "; a secondary unique key changed hands, so the target was replaced in full" : "")
+        ]
         for row in rows {
-            lines.append(row.indices.map { row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
-                .joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+            lines.append(
+                row.indices.map { row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+                    .joined(separator: "  ").trimmingCharacters(in: .whitespaces))
         }
         if !report.skippedTables.isEmpty {
             lines.append("not copied: \(report.skippedTables.joined(separator: ", "))")

@@ -10,8 +10,10 @@ enum ResourceLocator {
     static func locate(_ relativePath: String, configured: String, directory: Bool, configKey: String) throws -> String {
         if !configured.isEmpty { return configured }
         var candidates = [FileManager.default.currentDirectoryPath + "/" + relativePath]
-        var dir = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]).deletingLastPathComponent()
+        var dir = URL(
+            fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
+        ).deletingLastPathComponent()
         for _ in 0..<5 {
             candidates.append(dir.path + "/" + relativePath)
             dir = dir.deletingLastPathComponent()

@@ -28,8 +28,10 @@ struct Environment {
     ///   - requireDatabase: refuse when there is no database yet (`backup`: nothing to copy).
     /// - Throws: `StartupRefusal` when the data dir or the database fails a start-up check
     ///   (`StartupChecks`), `Settings.LoadError`, `MigrationError`, or the store's error.
-    static func make(_ settings: Settings, logger: Logger, migrate: Bool,
-                     options: StartupOptions = StartupOptions(), requireDatabase: Bool = false) throws -> Environment {
+    static func make(
+        _ settings: Settings, logger: Logger, migrate: Bool,
+        options: StartupOptions = StartupOptions(), requireDatabase: Bool = false
+    ) throws -> Environment {
         let dataDir = settings.server.dataDir
         let backend: StorageBackend
         let migrations: [Migration]
@@ -38,18 +40,20 @@ struct Environment {
             let path = settings.sqliteDatabasePath
             migrations = try Migrator.load(directory: try locateMigrations(settings.storage.migrationsDir))
             if requireDatabase, (fileSize(path) ?? 0) == 0 {
-                throw StartupRefusal(description: "\(path) is missing or empty: there is no database to read. Check "
-                                     + "--data-dir (server.dataDir) and storage.sqlitePath", exitCode: ExitCode.noInput)
+                throw StartupRefusal(
+                    description: "\(path) is missing or empty: there is no database to read. Check "
+                        + "--data-dir (server.dataDir) and storage.sqlitePath", exitCode: ExitCode.noInput)
             }
             let plan = try StartupChecks.preflightSQLite(
                 dataDir: dataDir, databasePath: path, options: options,
                 secretConfigured: !settings.auth.jwtSecret.isEmpty, logger: logger)
             let database: SQLiteDatabase
             do {
-                database = try SQLiteDatabase(path: path, readers: settings.storage.readers,
-                                              busyTimeoutMs: settings.storage.busyTimeoutMs,
-                                              writerCacheKiB: settings.storage.writerCacheKib,
-                                              readerCacheKiB: settings.storage.readerCacheKib)
+                database = try SQLiteDatabase(
+                    path: path, readers: settings.storage.readers,
+                    busyTimeoutMs: settings.storage.busyTimeoutMs,
+                    writerCacheKiB: settings.storage.writerCacheKib,
+                    readerCacheKiB: settings.storage.readerCacheKib)
             } catch let error as StorageError {
                 throw StartupChecks.openFailed(path, error)
             }
@@ -66,16 +70,18 @@ struct Environment {
             guard !url.isEmpty else {
                 throw Settings.LoadError(description: "storage.postgresUrl is required when storage.driver is postgres")
             }
-            migrations = try Migrator.load(directory: try ResourceLocator.locate(
-                "Migrations/postgres", configured: settings.storage.postgresMigrationsDir, directory: true,
-                configKey: "storage.postgresMigrationsDir"))
+            migrations = try Migrator.load(
+                directory: try ResourceLocator.locate(
+                    "Migrations/postgres", configured: settings.storage.postgresMigrationsDir, directory: true,
+                    configKey: "storage.postgresMigrationsDir"))
             do {
                 backend = .postgres(try PostgresDatabase(url: url, poolSize: max(1, settings.storage.postgresPoolSize)))
             } catch let error as PostgresError {
                 // The server's text may echo the URL (with a password): report the kind only.
-                throw StartupRefusal(description: "cannot connect to PostgreSQL (storage.postgresUrl): "
-                                     + "\(error.kind.rawValue). Check that the database is up, reachable and accepts "
-                                     + "this user, then start again", exitCode: ExitCode.temporary)
+                throw StartupRefusal(
+                    description: "cannot connect to PostgreSQL (storage.postgresUrl): "
+                        + "\(error.kind.rawValue). Check that the database is up, reachable and accepts "
+                        + "this user, then start again", exitCode: ExitCode.temporary)
             }
             if case .postgres(let database) = backend {
                 do {
@@ -90,23 +96,26 @@ struct Environment {
             let applied = try backend.migrate(migrations)
             if applied > 0 { logger.info("migrations_applied", .count("applied", applied)) }
         }
-        return Environment(settings: settings, dataDir: dataDir, backend: backend, migrations: migrations,
-                           logger: logger, options: options)
+        return Environment(
+            settings: settings, dataDir: dataDir, backend: backend, migrations: migrations,
+            logger: logger, options: options)
     }
 
     /// The SQLite migrations folder: the configured one, else `Migrations/sqlite` under the
     /// working directory or under a parent of the executable (a build tree or `/app`).
     static func locateMigrations(_ configured: String) throws -> String {
-        try ResourceLocator.locate("Migrations/sqlite", configured: configured, directory: true,
-                                   configKey: "storage.migrationsDir")
+        try ResourceLocator.locate(
+            "Migrations/sqlite", configured: configured, directory: true,
+            configKey: "storage.migrationsDir")
     }
 
     /// The OpenAPI document served at `GET /openapi.json`: `server.openapiPath`, else
     /// `docs/openapi.json` found like the migrations. Read once at start; a missing file or
     /// one that is not JSON refuses start-up.
     static func loadOpenAPIDocument(_ configured: String) throws -> [UInt8] {
-        let path = try ResourceLocator.locate("docs/openapi.json", configured: configured, directory: false,
-                                              configKey: "server.openapiPath")
+        let path = try ResourceLocator.locate(
+            "docs/openapi.json", configured: configured, directory: false,
+            configKey: "server.openapiPath")
         guard let data = FileManager.default.contents(atPath: path) else {
             throw Settings.LoadError(description: "cannot read the OpenAPI document (server.openapiPath)")
         }
@@ -130,12 +139,15 @@ struct Environment {
         let file = Self.readSecretFile(dataDir + "/jwt-secret")
         if file == nil, !options.newJWTSecret, case .postgres(let database) = backend {
             let (stored, accounts) = try database.read { c in
-                (try c.query("SELECT 1 FROM server_secrets WHERE name = 'jwt'").isEmpty == false,
-                 try c.query("SELECT 1 FROM users LIMIT 1").isEmpty == false)
+                (
+                    try c.query("SELECT 1 FROM server_secrets WHERE name = 'jwt'").isEmpty == false,
+                    try c.query("SELECT 1 FROM users LIMIT 1").isEmpty == false
+                )
             }
             if !stored, accounts {
-                throw StartupChecks.secretMissing("the token secret (table server_secrets, row jwt)",
-                                                  accounts: "the PostgreSQL database")
+                throw StartupChecks.secretMissing(
+                    "the token secret (table server_secrets, row jwt)",
+                    accounts: "the PostgreSQL database")
             }
         }
         let candidate = file ?? SecureRandom.bytes(32)
@@ -145,8 +157,9 @@ struct Environment {
     /// The secret in a `jwt-secret` file (base64url, ≥ 32 bytes), or nil.
     static func readSecretFile(_ path: String) -> [UInt8]? {
         guard let data = FileManager.default.contents(atPath: path),
-              let text = String(data: data, encoding: .utf8),
-              let bytes = Base64URL.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count >= 32 else {
+            let text = String(data: data, encoding: .utf8),
+            let bytes = Base64URL.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count >= 32
+        else {
             return nil
         }
         return bytes
@@ -171,15 +184,17 @@ struct Environment {
         if let size = fileSize(path) {
             if let bytes = Self.readSecretFile(path) { return bytes }
             guard options.newJWTSecret else {
-                throw StartupRefusal(description: "\(path) holds \(size) bytes, not a base64url secret of at least 32 "
-                                     + "bytes: restore it from the backup of this data dir (or set auth.jwtSecret to the "
-                                     + "old secret). To sign everyone out and continue with a new secret, start once with "
-                                     + "--new-jwt-secret (the bad file is moved aside)", exitCode: ExitCode.dataError)
+                throw StartupRefusal(
+                    description: "\(path) holds \(size) bytes, not a base64url secret of at least 32 "
+                        + "bytes: restore it from the backup of this data dir (or set auth.jwtSecret to the "
+                        + "old secret). To sign everyone out and continue with a new secret, start once with "
+                        + "--new-jwt-secret (the bad file is moved aside)", exitCode: ExitCode.dataError)
             }
             let aside = "\(path).orphaned-\(Int(Date().timeIntervalSince1970))"
             guard rename(path, aside) == 0 else {
-                throw StartupRefusal(description: "cannot move \(path) aside (\(String(cString: strerror(errno)))): "
-                                     + "move it yourself, then start again", exitCode: ExitCode.ioError)
+                throw StartupRefusal(
+                    description: "cannot move \(path) aside (\(String(cString: strerror(errno)))): "
+                        + "move it yourself, then start again", exitCode: ExitCode.ioError)
             }
         } else if !options.newJWTSecret, try backend.holdsAccounts() {
             throw StartupChecks.secretMissing(path, accounts: backend.name)
@@ -190,8 +205,9 @@ struct Environment {
             let code = errno
             // Another process created it first: use theirs.
             if code == EEXIST, let bytes = Self.readSecretFile(path) { return bytes }
-            throw StartupRefusal(description: "cannot create \(path) (\(String(cString: strerror(code)))): make the data "
-                                 + "dir writable for the server's user, or set auth.jwtSecret", exitCode: ExitCode.notWritable)
+            throw StartupRefusal(
+                description: "cannot create \(path) (\(String(cString: strerror(code)))): make the data "
+                    + "dir writable for the server's user, or set auth.jwtSecret", exitCode: ExitCode.notWritable)
         }
         let text = Array((Base64URL.encode(secret) + "\n").utf8)
         let written = text.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
@@ -199,8 +215,9 @@ struct Environment {
         Glibc.close(fd)
         guard written == text.count, synced else {
             unlink(path)
-            throw StartupRefusal(description: "cannot write \(path) (the disk may be full): free space, then start again",
-                                 exitCode: ExitCode.ioError)
+            throw StartupRefusal(
+                description: "cannot write \(path) (the disk may be full): free space, then start again",
+                exitCode: ExitCode.ioError)
         }
         return secret
     }
@@ -209,8 +226,10 @@ struct Environment {
 /// `suplash-server serve` (and `routes`, which wires the same application and prints its
 /// route table instead of serving).
 enum ServeCommand {
-    static func run(_ settings: Settings, logger: Logger, routesOnly: Bool = false,
-                    options: StartupOptions = StartupOptions()) throws -> Int32 {
+    static func run(
+        _ settings: Settings, logger: Logger, routesOnly: Bool = false,
+        options: StartupOptions = StartupOptions()
+    ) throws -> Int32 {
         // Signals are taken synchronously by this thread (sigwait), so block them before any
         // other thread starts; writes to closed sockets must not kill the process.
         var signals = sigset_t()
@@ -238,9 +257,10 @@ enum ServeCommand {
         let storageHealth = StorageHealth()
         let (store, subscribe, postgresStore) = env.backend.makeStore(health: storageHealth)
         let secret = try postgresStore.map { try env.sharedJWTSecret($0) } ?? env.jwtSecret()
-        let tokens = TokenService(secret: secret,
-                                  accessTokenTTL: Int64(settings.auth.accessTokenTtlSeconds),
-                                  refreshTokenTTL: Int64(settings.auth.refreshTokenTtlSeconds))
+        let tokens = TokenService(
+            secret: secret,
+            accessTokenTTL: Int64(settings.auth.accessTokenTtlSeconds),
+            refreshTokenTTL: Int64(settings.auth.refreshTokenTtlSeconds))
         let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
         let revocations = RevocationView(
             revokedSessions: try store.sessionsRevoked(since: nowMs - (tokens.accessTokenTTL + 60) * 1000),
@@ -272,20 +292,23 @@ enum ServeCommand {
         var concurrency = settings.auth.hashingConcurrency
         if concurrency <= 0 { concurrency = ProcessInfo.processInfo.activeProcessorCount }
         let hashing = try PasswordHashing(
-            parameters: Argon2idParameters(memoryKiB: UInt32(settings.auth.argon2MemoryKib),
-                                           iterations: UInt32(settings.auth.argon2Iterations),
-                                           parallelism: UInt32(settings.auth.argon2Parallelism)),
+            parameters: Argon2idParameters(
+                memoryKiB: UInt32(settings.auth.argon2MemoryKib),
+                iterations: UInt32(settings.auth.argon2Iterations),
+                parallelism: UInt32(settings.auth.argon2Parallelism)),
             concurrency: concurrency)
         let backend = env.backend
         var services = Services(
             users: store, sessions: store, entries: store, tokens: tokens, revocations: revocations,
-            authenticator: Authenticator(tokens: tokens, revocations: revocations, adminKeys: adminKeys,
-                                         perUserLimit: rateLimits.perUser,
-                                         sessionCheck: sessionCheck),
+            authenticator: Authenticator(
+                tokens: tokens, revocations: revocations, adminKeys: adminKeys,
+                perUserLimit: rateLimits.perUser,
+                sessionCheck: sessionCheck),
             pageTokens: PageTokenCodec(key: HMACSHA256.authenticationCode(key: secret, message: Array("suplash page tokens v1".utf8))),
             passwordHashing: hashing, timeZones: TimeZoneDatabase(),
-            domain: DomainServices(hydration: store, bills: store, accountData: store,
-                                   tariffs: try TariffFiles.load(settings.billing.tariffsDir, logger: logger)),
+            domain: DomainServices(
+                hydration: store, bills: store, accountData: store,
+                tariffs: try TariffFiles.load(settings.billing.tariffsDir, logger: logger)),
             readiness: backend.readiness(env.migrations),
             operations: store, rateLimits: rateLimits, metrics: metrics, backupDirectory: backupDir,
             sync: SyncWiring.services(store: store, subscribe: subscribe, secret: secret),
@@ -293,12 +316,14 @@ enum ServeCommand {
         // The alert message catalogue is checked at start, so a bad file refuses start-up
         // before any reminder needs it; the reminder sender of push delivery will take it from here.
         _ = try MessageFiles.load(settings.reminders.messagesDir, logger: logger)
-        let maintenance = SyncMaintenance(repository: store, idempotency: store,
-                                          retentionDays: settings.sync.tombstoneRetentionDays,
-                                          intervalSeconds: Double(max(1, settings.sync.maintenanceIntervalSeconds)),
-                                          logger: logger)
-        let outbox = try MailWiring.install(into: &services, settings: settings, dataDir: env.dataDir, store: store,
-                                            secret: secret, logger: logger)
+        let maintenance = SyncMaintenance(
+            repository: store, idempotency: store,
+            retentionDays: settings.sync.tombstoneRetentionDays,
+            intervalSeconds: Double(max(1, settings.sync.maintenanceIntervalSeconds)),
+            logger: logger)
+        let outbox = try MailWiring.install(
+            into: &services, settings: settings, dataDir: env.dataDir, store: store,
+            secret: secret, logger: logger)
         services.storageHealth = storageHealth
 
         var api = APIConfiguration()
@@ -309,9 +334,10 @@ enum ServeCommand {
         api.corsOrigins = Set(settings.server.corsOrigins)
         let application = Application(services: services, configuration: api, logger: logger)
         if routesOnly {
-            let table = JSONValue.array(application.routes.map {
-                .object([("method", .string($0.method)), ("template", .string($0.template))])
-            })
+            let table = JSONValue.array(
+                application.routes.map {
+                    .object([("method", .string($0.method)), ("template", .string($0.template))])
+                })
             FileHandle.standardOutput.write(Data(table.serialized() + [0x0A]))
             application.shutdown()
             backend.close()
@@ -356,8 +382,9 @@ enum ServeCommand {
         // Several instances on one PostgreSQL database: hear the others' commits and
         // revocations (started before serving; its first LISTEN re-reads the revocations).
         let cluster = try postgresStore.map {
-            try ClusterWiring.start(store: $0, longPolls: services.sync?.longPolls, revocations: revocations,
-                                    adminKeys: adminKeys, revocationWindowMs: (tokens.accessTokenTTL + 60) * 1000, logger: logger)
+            try ClusterWiring.start(
+                store: $0, longPolls: services.sync?.longPolls, revocations: revocations,
+                adminKeys: adminKeys, revocationWindowMs: (tokens.accessTokenTTL + 60) * 1000, logger: logger)
         }
         outbox.start()
         let port = try server.start()

@@ -18,8 +18,10 @@ enum SharedStateWiring {
     /// PostgreSQL, `memory` on SQLite. Bucket names are HMACs under a key derived from
     /// the JWT secret (which every instance shares already).
     /// - Throws: `Settings.LoadError` for `database` on SQLite.
-    static func rateLimitBuckets(_ settings: Settings, store: any SuplashStore, secret: [UInt8],
-                                 logger: Logger) throws -> SharedRateLimitBuckets? {
+    static func rateLimitBuckets(
+        _ settings: Settings, store: any SuplashStore, secret: [UInt8],
+        logger: Logger
+    ) throws -> SharedRateLimitBuckets? {
         let choice = settings.ratelimit.store
         let repository = store as? any RateLimitBucketRepository
         switch choice {

@@ -214,9 +214,11 @@ enum StartupChecks {
         guard !migrated else { return }
         // Nothing but (an empty) `schema_migrations`, which the migrator creates before the
         // first migration: a first start killed before its first migration; nothing was lost.
-        if plan.journalFilesOnly, try database.read({
-            try $0.scalarInt64("SELECT count(*) FROM sqlite_schema WHERE name <> 'schema_migrations'") ?? 0
-        }) == 0 {
+        if plan.journalFilesOnly,
+            try database.read({
+                try $0.scalarInt64("SELECT count(*) FROM sqlite_schema WHERE name <> 'schema_migrations'") ?? 0
+            }) == 0
+        {
             return
         }
         throw StartupRefusal(

@@ -23,7 +23,8 @@ enum StorageBackend {
     /// PostgreSQL the same adapter as `PostgresStore` (for the cross-instance listener).
     /// - Parameter health: where the store records its classified storage failures.
     func makeStore(health: StorageHealth = StorageHealth())
-        -> (store: any SuplashStore, subscribe: (@escaping @Sendable (String) -> Void) -> Void, postgres: PostgresStore?) {
+        -> (store: any SuplashStore, subscribe: (@escaping @Sendable (String) -> Void) -> Void, postgres: PostgresStore?)
+    {
         switch self {
         case .sqlite(let database):
             let store = SQLiteStore(database: database, health: health)

@@ -4,8 +4,10 @@ import SuplashCrypto
 /// Wires offline sync into `serve`: the long-poll registry listens to the
 /// store's commits.
 enum SyncWiring {
-    static func services(store: any SuplashStore, subscribe: (@escaping @Sendable (String) -> Void) -> Void,
-                         secret: [UInt8]) -> SyncServices {
+    static func services(
+        store: any SuplashStore, subscribe: (@escaping @Sendable (String) -> Void) -> Void,
+        secret: [UInt8]
+    ) -> SyncServices {
         let longPolls = LongPollRegistry()
         subscribe { userID in longPolls.wake(userID: userID) }
         return SyncServices(

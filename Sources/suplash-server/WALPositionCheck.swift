@@ -13,12 +13,14 @@ enum WALPositionCheck {
         guard case .sqlite(let database) = backend else { return }
         let outcome: AcknowledgedPositionCheck
         do {
-            outcome = try database.trackAcknowledgedPosition(positionSQL: SQLiteStore.changePositionSQL,
-                                                             identitySQL: SQLiteStore.databaseIdentitySQL,
-                                                             forkIdentitySQL: SQLiteStore.forkDatabaseIdentitySQL)
+            outcome = try database.trackAcknowledgedPosition(
+                positionSQL: SQLiteStore.changePositionSQL,
+                identitySQL: SQLiteStore.databaseIdentitySQL,
+                forkIdentitySQL: SQLiteStore.forkDatabaseIdentitySQL)
         } catch let behind as AcknowledgedPositionBehind {
-            logger.error("wal_position_behind", .count("databasePosition", Int(behind.databasePosition)),
-                         .count("acknowledgedPosition", Int(behind.acknowledgedPosition)))
+            logger.error(
+                "wal_position_behind", .count("databasePosition", Int(behind.databasePosition)),
+                .count("acknowledgedPosition", Int(behind.acknowledgedPosition)))
             throw Settings.LoadError(description: behind.description)
         }
         switch outcome {

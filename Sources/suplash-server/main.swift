@@ -25,11 +25,16 @@ func main() -> Int32 {
         if parsed.switches.contains("markdown") {
             print(ProblemRegistry.markdown(), terminator: "")
         } else {
-            print(JSONValue.array(ProblemRegistry.all.map { entry in
-                .object([("code", .string(entry.code)), ("status", .number(JSONNumber(entry.status))),
-                         ("title", .string(entry.title)), ("type", .string(entry.type)),
-                         ("scope", .string(entry.scope.rawValue))])
-            }).serializedString())
+            print(
+                JSONValue.array(
+                    ProblemRegistry.all.map { entry in
+                        .object([
+                            ("code", .string(entry.code)), ("status", .number(JSONNumber(entry.status))),
+                            ("title", .string(entry.title)), ("type", .string(entry.type)),
+                            ("scope", .string(entry.scope.rawValue)),
+                        ])
+                    }
+                ).serializedString())
         }
         return 0
     }
@@ -45,8 +50,9 @@ func main() -> Int32 {
     }
     var databasePath: String?
     do {
-        let settings = try Settings.load(file: parsed.options["config"], environment: ProcessInfo.processInfo.environment,
-                                         flags: parsed.options)
+        let settings = try Settings.load(
+            file: parsed.options["config"], environment: ProcessInfo.processInfo.environment,
+            flags: parsed.options)
         let logger = Logger(minimumLevel: settings.log.level)
         if settings.storage.driver == .sqlite { databasePath = settings.sqliteDatabasePath }
         let options = StartupOptions(parsed)
@@ -100,7 +106,8 @@ enum AdminKeyCommand {
         switch parsed.positional.first {
         case "create":
             guard let name = parsed.options["name"] ?? parsed.positional.dropFirst().first,
-                  (1...64).contains(name.count), name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) else {
+                (1...64).contains(name.count), name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) })
+            else {
                 throw ParsedCommandLine.UsageError(description: "admin-key create needs --name NAME (1–64 of letters, digits, - _ .)")
             }
             let (key, hash) = AdminKeyFormat.generate()

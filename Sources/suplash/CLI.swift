@@ -67,8 +67,9 @@ struct SuplashCLI {
             }
             let uid = await client.userID ?? ""
             _ = try? await client.sync()
-            output.result(["userId": uid, "server": context.serverURL.absoluteString],
-                          human: "Signed in as \(email) on \(context.serverURL.absoluteString).")
+            output.result(
+                ["userId": uid, "server": context.serverURL.absoluteString],
+                human: "Signed in as \(email) on \(context.serverURL.absoluteString).")
         case "logout":
             try arguments.finish()
             try await context.client(requireSession: false).signOut()
@@ -87,13 +88,17 @@ struct SuplashCLI {
             let client = try context.client()
             let report = try await client.sync()
             let pending = try await client.pendingCount()
-            output.result(["applied": report.applied, "superseded": report.superseded, "rejected": report.rejected,
-                           "pulled": report.pulled, "pending": pending, "snapshot": report.restartedFromSnapshot,
-                           "healedServer": report.healedServer, "pushedBack": report.pushedBack],
-                          human: "Pushed \(report.applied) (\(report.superseded) superseded, \(report.rejected) rejected), "
-                              + "pulled \(report.pulled) changes\(report.restartedFromSnapshot ? " (full snapshot)" : "")"
-                              + (report.healedServer ? "; the server's history had changed: gave back \(report.pushedBack) "
-                                 + "local changes it lacked" : "") + ".")
+            output.result(
+                [
+                    "applied": report.applied, "superseded": report.superseded, "rejected": report.rejected,
+                    "pulled": report.pulled, "pending": pending, "snapshot": report.restartedFromSnapshot,
+                    "healedServer": report.healedServer, "pushedBack": report.pushedBack,
+                ],
+                human: "Pushed \(report.applied) (\(report.superseded) superseded, \(report.rejected) rejected), "
+                    + "pulled \(report.pulled) changes\(report.restartedFromSnapshot ? " (full snapshot)" : "")"
+                    + (report.healedServer
+                        ? "; the server's history had changed: gave back \(report.pushedBack) "
+                            + "local changes it lacked" : "") + ".")
         case "bills":
             try arguments.finish()
             try await Commands.bills(context, output)
@@ -161,16 +166,18 @@ struct Context {
             throw UsageError("bad server URL \(text)")
         }
         serverURL = url
-        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        let dataHome =
+            environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.local/share")
         databasePath = dataHome + "/suplash/store.sqlite"
     }
 
     func client(requireSession: Bool = true) throws -> SuplashClient {
         // A CLI answers promptly: three attempts, then it reports (writes stay in the outbox).
-        let client = try SuplashClient(SuplashConfiguration(
-            serverURL: serverURL, databasePath: databasePath, credentials: credentials,
-            retry: RetryPolicy(maxAttempts: 3, baseDelay: 0.3, maxDelay: 10)))
+        let client = try SuplashClient(
+            SuplashConfiguration(
+                serverURL: serverURL, databasePath: databasePath, credentials: credentials,
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: 0.3, maxDelay: 10)))
         if requireSession, (try? credentials.load()) == nil { throw SuplashError.notSignedIn }
         return client
     }

@@ -10,7 +10,8 @@ enum Commands {
         guard let amountText = arguments.next() else { throw UsageError("log needs an amount in ml") }
         try arguments.finish()
         guard let amount = Int(amountText.lowercased().replacingOccurrences(of: "ml", with: "")),
-              (1...5000).contains(amount) else { throw UsageError("the amount is whole millilitres, 1 to 5000") }
+            (1...5000).contains(amount)
+        else { throw UsageError("the amount is whole millilitres, 1 to 5000") }
         guard let source = EntrySource(rawValue: sourceText) else {
             throw UsageError("--source is one of " + EntrySource.allCases.map(\.rawValue).joined(separator: ", "))
         }
@@ -29,9 +30,10 @@ enum Commands {
             throw SuplashError.server(status: 422, code: refused.code, detail: refused.detail)
         }
         let pending = try await client.pendingCount()
-        output.result(["id": entry.id, "amountMl": amount, "loggedAt": iso(date), "synced": synced && pending == 0],
-                      human: "Logged \(amount) ml at \(localTime(date, zone)). "
-                          + (synced ? "Synced." : "Saved offline; `suplash sync` will send it."))
+        output.result(
+            ["id": entry.id, "amountMl": amount, "loggedAt": iso(date), "synced": synced && pending == 0],
+            human: "Logged \(amount) ml at \(localTime(date, zone)). "
+                + (synced ? "Synced." : "Saved offline; `suplash sync` will send it."))
     }
 
     /// RFC 3339, or `HH:MM` today in `zone`.
@@ -88,8 +90,9 @@ enum Commands {
             let zone = (try? await client.profileTimeZone()) ?? .current
             let entries = try await client.entries(on: Date(), in: zone)
             let total = entries.reduce(0) { $0 + $1.amountMl }
-            output.result(["totalMl": total, "entriesCount": entries.count, "offline": true],
-                          human: "Offline — local total today: \(total) ml in \(entries.count) entries.")
+            output.result(
+                ["totalMl": total, "entriesCount": entries.count, "offline": true],
+                human: "Offline — local total today: \(total) ml in \(entries.count) entries.")
         }
     }
 
@@ -105,11 +108,15 @@ enum Commands {
         formatter.dateFormat = "yyyy-MM-dd"
         let to = Date()
         let from = calendar.date(byAdding: .day, value: -(days - 1), to: to) ?? to
-        let data = try await client.get("/v1/water_logs/me/stats",
-                                        query: ["from": formatter.string(from: from), "to": formatter.string(from: to),
-                                                "interval": "day"])
+        let data = try await client.get(
+            "/v1/water_logs/me/stats",
+            query: [
+                "from": formatter.string(from: from), "to": formatter.string(from: to),
+                "interval": "day",
+            ])
         guard let s = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let buckets = s["buckets"] as? [[String: Any]] else { throw SuplashError.invalidResponse("stats") }
+            let buckets = s["buckets"] as? [[String: Any]]
+        else { throw SuplashError.invalidResponse("stats") }
         var human = "date        total ml   goal ml  entries"
         for b in buckets {
             let total = (b["totalMl"] as? NSNumber)?.intValue ?? 0
@@ -130,16 +137,21 @@ enum Commands {
         let client = try context.client()
         let data = try await client.get("/v1/invoices/me/bills", query: ["pageSize": "100"])
         guard let s = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let bills = s["bills"] as? [[String: Any]] else { throw SuplashError.invalidResponse("bills") }
+            let bills = s["bills"] as? [[String: Any]]
+        else { throw SuplashError.invalidResponse("bills") }
         var human = bills.isEmpty ? "No bills." : "period   provider  subscriber        m³        amount  due         status"
         for b in bills {
             let minor = (b["amountMinor"] as? NSNumber)?.intValue ?? 0
             let amount = "\(minor / 100).\(String(format: "%02d", minor % 100)) \(b["currency"] as? String ?? "")"
-            human += "\n" + [b["period"] as? String ?? "", (b["provider"] as? String ?? "").padding(toLength: 8, withPad: " ", startingAt: 0),
-                             (b["subscriberNo"] as? String ?? "").padding(toLength: 16, withPad: " ", startingAt: 0),
-                             "\((b["consumptionM3"] as? NSNumber)?.stringValue ?? "")".padding(toLength: 8, withPad: " ", startingAt: 0),
-                             amount.padding(toLength: 14, withPad: " ", startingAt: 0), b["dueDate"] as? String ?? "",
-                             b["status"] as? String ?? ""].joined(separator: " ")
+            human +=
+                "\n"
+                + [
+                    b["period"] as? String ?? "", (b["provider"] as? String ?? "").padding(toLength: 8, withPad: " ", startingAt: 0),
+                    (b["subscriberNo"] as? String ?? "").padding(toLength: 16, withPad: " ", startingAt: 0),
+                    "\((b["consumptionM3"] as? NSNumber)?.stringValue ?? "")".padding(toLength: 8, withPad: " ", startingAt: 0),
+                    amount.padding(toLength: 14, withPad: " ", startingAt: 0), b["dueDate"] as? String ?? "",
+                    b["status"] as? String ?? "",
+                ].joined(separator: " ")
         }
         output.raw(data, human: human)
     }
@@ -156,15 +168,17 @@ enum Commands {
         }
         let seconds = Date().timeIntervalSince(started)
         let c = reader.counts
-        output.result([
-            "records": c.records, "waterRecords": c.waterRecords, "skippedSuplash": c.skippedOwn,
-            "malformed": c.malformed, "xmlErrors": c.xmlErrors, "samples": samples, "totalMl": totalMl,
-            "bytes": c.bytes, "seconds": (seconds * 1000).rounded() / 1000,
-            "recordsPerSecond": seconds > 0 ? Int(Double(c.records) / seconds) : 0,
-        ], human: """
-            Read \(c.records) records (\(c.waterRecords) water, \(samples) to import, \(totalMl) ml) \
-            in \(String(format: "%.1f", seconds)) s; skipped from Suplash \(c.skippedOwn), malformed \(c.malformed).
-            """)
+        output.result(
+            [
+                "records": c.records, "waterRecords": c.waterRecords, "skippedSuplash": c.skippedOwn,
+                "malformed": c.malformed, "xmlErrors": c.xmlErrors, "samples": samples, "totalMl": totalMl,
+                "bytes": c.bytes, "seconds": (seconds * 1000).rounded() / 1000,
+                "recordsPerSecond": seconds > 0 ? Int(Double(c.records) / seconds) : 0,
+            ],
+            human: """
+                Read \(c.records) records (\(c.waterRecords) water, \(samples) to import, \(totalMl) ml) \
+                in \(String(format: "%.1f", seconds)) s; skipped from Suplash \(c.skippedOwn), malformed \(c.malformed).
+                """)
     }
 
     static func importHealth(file: String, includeOwn: Bool, _ context: Context, _ output: Output) async throws {
@@ -173,23 +187,26 @@ enum Commands {
         let showBar = !output.json && isatty(2) == 1
         let report = try await HealthImporter.run(path: file, client: client, includeOwnRecords: includeOwn) { p in
             guard showBar else { return }
-            let line = "\r\u{1B}[2Kread \(p.counts.records) records (\(p.counts.waterRecords) water, \(p.counts.bytes >> 20) MiB) · "
+            let line =
+                "\r\u{1B}[2Kread \(p.counts.records) records (\(p.counts.waterRecords) water, \(p.counts.bytes >> 20) MiB) · "
                 + "uploaded \(p.uploaded) · duplicates \(p.duplicates)"
             FileHandle.standardError.write(Data(line.utf8))
         }
         if showBar { FileHandle.standardError.write(Data("\n".utf8)) }
         let seconds = Date().timeIntervalSince(started)
         let rejected = report.rejected.values.reduce(0, +)
-        output.result([
-            "records": report.counts.records, "waterRecords": report.counts.waterRecords,
-            "skippedSuplash": report.counts.skippedOwn, "malformed": report.counts.malformed,
-            "xmlErrors": report.counts.xmlErrors, "uploaded": report.uploaded, "duplicates": report.duplicates,
-            "rejected": rejected, "batches": report.batches, "seconds": (seconds * 1000).rounded() / 1000,
-            "recordsPerSecond": seconds > 0 ? Int(Double(report.counts.records) / seconds) : 0,
-        ], human: """
-            Read \(report.counts.records) records (\(report.counts.waterRecords) water) in \(String(format: "%.1f", seconds)) s.
-            Uploaded \(report.uploaded), duplicates \(report.duplicates), rejected \(rejected), \
-            skipped from Suplash \(report.counts.skippedOwn), malformed \(report.counts.malformed).
-            """)
+        output.result(
+            [
+                "records": report.counts.records, "waterRecords": report.counts.waterRecords,
+                "skippedSuplash": report.counts.skippedOwn, "malformed": report.counts.malformed,
+                "xmlErrors": report.counts.xmlErrors, "uploaded": report.uploaded, "duplicates": report.duplicates,
+                "rejected": rejected, "batches": report.batches, "seconds": (seconds * 1000).rounded() / 1000,
+                "recordsPerSecond": seconds > 0 ? Int(Double(report.counts.records) / seconds) : 0,
+            ],
+            human: """
+                Read \(report.counts.records) records (\(report.counts.waterRecords) water) in \(String(format: "%.1f", seconds)) s.
+                Uploaded \(report.uploaded), duplicates \(report.duplicates), rejected \(rejected), \
+                skipped from Suplash \(report.counts.skippedOwn), malformed \(report.counts.malformed).
+                """)
     }
 }

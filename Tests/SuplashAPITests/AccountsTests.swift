@@ -41,8 +41,9 @@ final class AccountsTests: XCTestCase {
     func testSignupLoginRefreshRotationAndReuse() throws {
         let s = try srv()
         let user = try s.signUp()
-        let taken = try s.request("POST", "/v1/auth/signup",
-                                  json: ["email": .string("  " + user.email.uppercased()), "password": "another password"])
+        let taken = try s.request(
+            "POST", "/v1/auth/signup",
+            json: ["email": .string("  " + user.email.uppercased()), "password": "another password"])
         XCTAssertEqual(taken.status, 409)
         XCTAssertEqual(taken.json?["code"]?.stringValue, "email_taken")
 
@@ -97,7 +98,8 @@ final class AccountsTests: XCTestCase {
 
     func testUsersSeeOnlyTheirOwnData() throws {
         let s = try srv()
-        let a = try s.signUp(), b = try s.signUp()
+        let a = try s.signUp()
+        let b = try s.signUp()
         let r = try s.request("GET", "/v1/users/\(a.id)", token: b.token)
         XCTAssertEqual(r.status, 403)
         XCTAssertEqual(r.json?["code"]?.stringValue, "permission_denied")
@@ -107,19 +109,22 @@ final class AccountsTests: XCTestCase {
     func testProfileMergePatchAndValidation() throws {
         let s = try srv()
         let u = try s.signUp()
-        let r = try s.request("PATCH", "/v1/users/me", json: ["displayName": "Ayşe", "weightKg": 62.5, "timezone": "Europe/Kiev"],
-                              token: u.token)
+        let r = try s.request(
+            "PATCH", "/v1/users/me", json: ["displayName": "Ayşe", "weightKg": 62.5, "timezone": "Europe/Kiev"],
+            token: u.token)
         XCTAssertEqual(r.status, 200, r.text)
         XCTAssertEqual(r.json?["timezone"]?.stringValue, "Europe/Kiev")
         XCTAssertEqual(r.json?["recommendedGoalMl"]?.int64Value, 2400)
-        let bad = try s.request("PATCH", "/v1/users/me",
-                                json: ["timezone": "GMT+3", "wakeTime": "25:00", "cupSizesMl": [10], "email": "x@y.z"],
-                                token: u.token)
+        let bad = try s.request(
+            "PATCH", "/v1/users/me",
+            json: ["timezone": "GMT+3", "wakeTime": "25:00", "cupSizesMl": [10], "email": "x@y.z"],
+            token: u.token)
         XCTAssertEqual(bad.status, 422)
         let pointers = Set((bad.json?["errors"]?.arrayValue ?? []).compactMap { $0["pointer"]?.stringValue })
         XCTAssertEqual(pointers, ["/timezone", "/wakeTime", "/cupSizesMl/0", "/email"])
-        let merge = try s.request("PATCH", "/v1/users/me", body: Array(#"{"weightKg": null}"#.utf8),
-                                  token: u.token, headers: [("Content-Type", "application/merge-patch+json")])
+        let merge = try s.request(
+            "PATCH", "/v1/users/me", body: Array(#"{"weightKg": null}"#.utf8),
+            token: u.token, headers: [("Content-Type", "application/merge-patch+json")])
         XCTAssertEqual(merge.status, 200)
         XCTAssertEqual(merge.json?["weightKg"], .null)
         XCTAssertEqual(merge.json?["displayName"]?.stringValue, "Ayşe")
@@ -128,8 +133,10 @@ final class AccountsTests: XCTestCase {
     func testAdminKeysFromTheCLI() throws {
         let s = try srv()
         let u = try s.signUp()
-        let (status, key, _) = try TestServer.runCLI(["admin-key", "create", "--name", "ops-\(UUID().uuidString.prefix(6))",
-                                                      "--data-dir", s.dataDir])
+        let (status, key, _) = try TestServer.runCLI([
+            "admin-key", "create", "--name", "ops-\(UUID().uuidString.prefix(6))",
+            "--data-dir", s.dataDir,
+        ])
         XCTAssertEqual(status, 0)
         let adminKey = key.trimmingCharacters(in: .whitespacesAndNewlines)
         XCTAssertTrue(adminKey.hasPrefix("sk_admin_"))

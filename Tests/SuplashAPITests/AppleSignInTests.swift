@@ -15,7 +15,7 @@ final class AppleSignInTests: XCTestCase {
 
     override class func setUp() {
         apple = try? TestRSAKey(kid: "apple-1")
-        attacker = try? TestRSAKey(kid: "apple-1") // same kid, other key: a forged signature
+        attacker = try? TestRSAKey(kid: "apple-1")  // same kid, other key: a forged signature
         let dir = TestServer.makeDataDir()
         jwksPath = dir + "/jwks.json"
         if let apple { try? TestRSAKey.writeJWKS([apple], to: jwksPath) }
@@ -36,9 +36,11 @@ final class AppleSignInTests: XCTestCase {
 
     var now: Int64 { Int64(Date().timeIntervalSince1970) }
 
-    func claims(sub: String = "000123.\(UUID().uuidString.lowercased())", email: String? = nil, verified: JSONValue = .bool(true),
-                aud: JSONValue = .string(audience), iss: String = "https://appleid.apple.com", iat: Int64? = nil,
-                exp: Int64? = nil, nonce: String? = nil) -> JSONValue {
+    func claims(
+        sub: String = "000123.\(UUID().uuidString.lowercased())", email: String? = nil, verified: JSONValue = .bool(true),
+        aud: JSONValue = .string(audience), iss: String = "https://appleid.apple.com", iat: Int64? = nil,
+        exp: Int64? = nil, nonce: String? = nil
+    ) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("iss", .string(iss)), ("aud", aud), ("exp", .int(exp ?? now + 600)), ("iat", .int(iat ?? now)),
             ("sub", .string(sub)),
@@ -83,16 +85,25 @@ final class AppleSignInTests: XCTestCase {
         let v = verifier()
         func reason(_ token: String, nonce: String? = nil) -> String? { code(try v.verify(token: token, nonce: nonce, now: now)) }
         XCTAssertEqual(reason(attacker.token(claims())), "invalid_identity_token:The Apple identity token is not acceptable: signature.")
-        XCTAssertEqual(reason(apple.token(claims(aud: "com.evil.app"))), "invalid_identity_token:The Apple identity token is not acceptable: audience.")
-        XCTAssertEqual(reason(apple.token(claims(iss: "https://evil.example"))), "invalid_identity_token:The Apple identity token is not acceptable: issuer.")
-        XCTAssertEqual(reason(apple.token(claims(iat: now - 4000, exp: now - 3000))), "invalid_identity_token:The Apple identity token is not acceptable: expired.")
-        XCTAssertEqual(reason(apple.token(claims(iat: now + 3600))), "invalid_identity_token:The Apple identity token is not acceptable: issued in the future.")
-        XCTAssertEqual(reason(apple.token(claims(nonce: "n-1")), nonce: "n-2"), "invalid_identity_token:The Apple identity token is not acceptable: nonce.")
-        XCTAssertEqual(reason(apple.token(claims(nonce: "n-1"))), "invalid_identity_token:The Apple identity token is not acceptable: nonce.",
-                       "a token with a nonce needs the client's raw nonce")
-        XCTAssertEqual(reason(apple.token(claims()), nonce: "n-1"), "invalid_identity_token:The Apple identity token is not acceptable: nonce.",
-                       "a client nonce needs a token nonce")
-        XCTAssertEqual(reason(apple.token(claims(), headerKid: "apple-2")), "invalid_identity_token:The Apple identity token is not acceptable: unknown key.")
+        XCTAssertEqual(
+            reason(apple.token(claims(aud: "com.evil.app"))), "invalid_identity_token:The Apple identity token is not acceptable: audience.")
+        XCTAssertEqual(
+            reason(apple.token(claims(iss: "https://evil.example"))), "invalid_identity_token:The Apple identity token is not acceptable: issuer.")
+        XCTAssertEqual(
+            reason(apple.token(claims(iat: now - 4000, exp: now - 3000))),
+            "invalid_identity_token:The Apple identity token is not acceptable: expired.")
+        XCTAssertEqual(
+            reason(apple.token(claims(iat: now + 3600))), "invalid_identity_token:The Apple identity token is not acceptable: issued in the future.")
+        XCTAssertEqual(
+            reason(apple.token(claims(nonce: "n-1")), nonce: "n-2"), "invalid_identity_token:The Apple identity token is not acceptable: nonce.")
+        XCTAssertEqual(
+            reason(apple.token(claims(nonce: "n-1"))), "invalid_identity_token:The Apple identity token is not acceptable: nonce.",
+            "a token with a nonce needs the client's raw nonce")
+        XCTAssertEqual(
+            reason(apple.token(claims()), nonce: "n-1"), "invalid_identity_token:The Apple identity token is not acceptable: nonce.",
+            "a client nonce needs a token nonce")
+        XCTAssertEqual(
+            reason(apple.token(claims(), headerKid: "apple-2")), "invalid_identity_token:The Apple identity token is not acceptable: unknown key.")
         // Tampered payload with the original signature.
         let good = apple.token(claims(sub: "victim"))
         let parts = good.split(separator: ".")
@@ -105,7 +116,7 @@ final class AppleSignInTests: XCTestCase {
     func testUnreachableKeySetIs503() {
         let v = verifier(jwks: "/nonexistent/jwks.json")
         XCTAssertEqual(code(try v.verify(token: "a.b.c", nonce: nil, now: now))?.hasPrefix("unavailable"), true)
-        let http = verifier(jwks: "http://127.0.0.1:9/keys") // discard port: nothing listens
+        let http = verifier(jwks: "http://127.0.0.1:9/keys")  // discard port: nothing listens
         XCTAssertEqual(code(try http.verify(token: "a.b.c", nonce: nil, now: now))?.hasPrefix("unavailable"), true)
     }
 
@@ -164,8 +175,10 @@ final class AppleSignInTests: XCTestCase {
 
     func testBadTokensAre401AndBadBodies422() throws {
         let (apple, attacker) = try keys()
-        for token in [attacker.token(claims()), apple.token(claims(aud: "x")), apple.token(claims(iss: "https://x")),
-                      apple.token(claims(iat: now - 4000, exp: now - 3000)), apple.token(claims(), headerKid: "nope")] {
+        for token in [
+            attacker.token(claims()), apple.token(claims(aud: "x")), apple.token(claims(iss: "https://x")),
+            apple.token(claims(iat: now - 4000, exp: now - 3000)), apple.token(claims(), headerKid: "nope"),
+        ] {
             let r = try signIn(token)
             XCTAssertEqual(r.status, 401, r.text)
             XCTAssertEqual(r.json?["code"]?.stringValue, "invalid_identity_token")

@@ -1,8 +1,9 @@
 import Foundation
-@testable import SuplashAPI
 import SuplashDomain
 import SuplashHTTP
 import XCTest
+
+@testable import SuplashAPI
 
 /// The in-memory state each instance keeps, as the PostgreSQL cluster listener drives it:
 /// a resync merges the database's revocations, wakes every long poll, and forgets the
@@ -24,7 +25,9 @@ final class ClusterStateTests: XCTestCase {
 
     func testWakeAllWakesEveryWaiterOnceAndEmptiesTheRegistry() {
         let registry = LongPollRegistry()
-        let a1 = FakeWaiter(), a2 = FakeWaiter(), b = FakeWaiter()
+        let a1 = FakeWaiter()
+        let a2 = FakeWaiter()
+        let b = FakeWaiter()
         registry.add(a1, userID: "a")
         registry.add(a2, userID: "a")
         registry.add(b, userID: "b")
@@ -35,10 +38,12 @@ final class ClusterStateTests: XCTestCase {
     }
 
     func request(token: String, now: Int64) throws -> APIRequest {
-        let head = HTTPRequestHead(method: "GET", target: "/v1/users/me", path: "/v1/users/me", query: nil, version: .http1_1,
-                                   headers: ["Authorization": "Bearer " + token])
-        return try APIRequest(http: HTTPRequest(head: head, body: [], requestID: "r", remoteAddress: "127.0.0.1"),
-                              parameters: [:], route: "/v1/users/{uid}", now: now)
+        let head = HTTPRequestHead(
+            method: "GET", target: "/v1/users/me", path: "/v1/users/me", query: nil, version: .http1_1,
+            headers: ["Authorization": "Bearer " + token])
+        return try APIRequest(
+            http: HTTPRequest(head: head, body: [], requestID: "r", remoteAddress: "127.0.0.1"),
+            parameters: [:], route: "/v1/users/{uid}", now: now)
     }
 
     /// With a session check (PostgreSQL), a token whose session the database no longer holds
@@ -50,11 +55,12 @@ final class ClusterStateTests: XCTestCase {
         struct Down: Error {}
         let failing = Locked(false)
         let view = RevocationView()
-        let auth = Authenticator(tokens: tokens, revocations: view, adminKeys: AdminKeyCache(repository: FakeAdminKeys()),
-                                 sessionCheck: { session, user in
-                                     if failing.current { throw Down() }
-                                     return user == "u1" && live.current.contains(session)
-                                 })
+        let auth = Authenticator(
+            tokens: tokens, revocations: view, adminKeys: AdminKeyCache(repository: FakeAdminKeys()),
+            sessionCheck: { session, user in
+                if failing.current { throw Down() }
+                return user == "u1" && live.current.contains(session)
+            })
         let good = tokens.accessToken(userID: "u1", sessionID: "s-live", now: now)
         let gone = tokens.accessToken(userID: "u1", sessionID: "s-gone", now: now)
         guard case .user(let id, let session) = try auth.authenticate(try request(token: good, now: now)) else {

@@ -1,7 +1,8 @@
 import Foundation
-@testable import SuplashAPI
 import SuplashJSON
 import XCTest
+
+@testable import SuplashAPI
 
 /// Spec §1 over HTTP: field names, enum values and query names are compared code point by
 /// code point (U+212A KELVIN SIGN is not `K`); emails are one account in NFC and NFD.
@@ -27,16 +28,18 @@ final class CodePointTests: XCTestCase {
         assertUnknownField(try send(s, "PATCH", "/v1/users/me", #"{"weight\u212Ag":70}"#, token: u.token), "/weight\u{212A}g")
         assertUnknownField(try send(s, "PATCH", "/v1/users/me", "{\"weight\u{212A}g\":70}", token: u.token), "/weight\u{212A}g")
         // Not a duplicate of weightKg either (400 malformed_json before), and nothing is written.
-        assertUnknownField(try send(s, "PATCH", "/v1/users/me", #"{"weightKg":70,"weight\u212Ag":80}"#, token: u.token),
-                           "/weight\u{212A}g")
+        assertUnknownField(
+            try send(s, "PATCH", "/v1/users/me", #"{"weightKg":70,"weight\u212Ag":80}"#, token: u.token),
+            "/weight\u{212A}g")
         let profile = try s.request("GET", "/v1/users/me", token: u.token)
         XCTAssertEqual(profile.json?["weightKg"], .null)
         // An escaped ASCII K is the same name.
         let ascii = try send(s, "PATCH", "/v1/users/me", #"{"weight\u004Bg":70}"#, token: u.token)
         XCTAssertEqual(ascii.status, 200, ascii.text)
         if case .number(let weight)? = ascii.json?["weightKg"] { XCTAssertEqual(weight.doubleValue, 70) } else { XCTFail(ascii.text) }
-        XCTAssertEqual(try send(s, "PATCH", "/v1/users/me", #"{"weightKg":70,"weight\u004Bg":80}"#, token: u.token).json?["code"]?
-            .stringValue, "malformed_json", "a real duplicate stays a 400")
+        XCTAssertEqual(
+            try send(s, "PATCH", "/v1/users/me", #"{"weightKg":70,"weight\u004Bg":80}"#, token: u.token).json?["code"]?
+                .stringValue, "malformed_json", "a real duplicate stays a 400")
 
         let entry = #"{"amountMl":250,"loggedAt":"2026-01-15T07:30:00Z","health\u212AitUUID":"0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f"}"#
         assertUnknownField(try send(s, "POST", "/v1/water_logs/me/entries", entry, token: u.token), "/health\u{212A}itUUID")
@@ -53,8 +56,9 @@ final class CodePointTests: XCTestCase {
         XCTAssertEqual(try send(s, "PATCH", "/v1/users/me", #"{"timezone":"Europe/Kiev"}"#, token: u.token).status, 200)
         let kelvin = try send(s, "PATCH", "/v1/users/me", #"{"timezone":"Europe/\u212Aiev"}"#, token: u.token)
         XCTAssertEqual(kelvin.status, 422, kelvin.text)
-        XCTAssertEqual(kelvin.json?["errors"].flatMap { if case .array(let a) = $0 { a.first } else { nil } }?["pointer"]?
-            .stringValue, "/timezone")
+        XCTAssertEqual(
+            kelvin.json?["errors"].flatMap { if case .array(let a) = $0 { a.first } else { nil } }?["pointer"]?
+                .stringValue, "/timezone")
     }
 
     func testQueryNamesAreComparedByCodePoints() throws {
@@ -78,17 +82,20 @@ final class CodePointTests: XCTestCase {
         let nfc = "ay\u{15F}e.\(tag)@\u{F6}rnek.com.tr"
         let nfd = "ays\u{327}e.\(tag)@o\u{308}rnek.com.tr"
         XCTAssertNotEqual(Array(nfc.utf8), Array(nfd.utf8))
-        let first = try s.request("POST", "/v1/auth/signup",
-                                  json: ["email": .string(nfd), "password": .string("correct horse battery")])
+        let first = try s.request(
+            "POST", "/v1/auth/signup",
+            json: ["email": .string(nfd), "password": .string("correct horse battery")])
         XCTAssertEqual(first.status, 201, first.text)
         XCTAssertEqual(first.json?["user"]?["email"]?.stringValue.map { Array($0.utf8) }, Array(nfc.utf8), "stored as NFC")
-        let second = try s.request("POST", "/v1/auth/signup",
-                                   json: ["email": .string(nfc), "password": .string("correct horse battery")])
+        let second = try s.request(
+            "POST", "/v1/auth/signup",
+            json: ["email": .string(nfc), "password": .string("correct horse battery")])
         XCTAssertEqual(second.status, 409)
         XCTAssertEqual(second.json?["code"]?.stringValue, "email_taken")
         for spelling in [nfc, nfd] {
-            let login = try s.request("POST", "/v1/auth/login",
-                                      json: ["email": .string(spelling), "password": .string("correct horse battery")])
+            let login = try s.request(
+                "POST", "/v1/auth/login",
+                json: ["email": .string(spelling), "password": .string("correct horse battery")])
             XCTAssertEqual(login.status, 200, login.text)
             XCTAssertEqual(login.json?["user"]?["id"], first.json?["user"]?["id"])
         }

@@ -23,8 +23,11 @@ final class DomainStoreTests: XCTestCase {
         let store = SQLiteStore(database: db)
         let now: Int64 = 1_790_000_000_000
         let user = UserProfile(id: "01930000-0000-7000-8000-000000000001", email: "a@example.test", displayName: nil, now: now)
-        _ = try store.createUser(user, passwordHash: "x", session: NewSession(id: "s", userID: user.id, refreshTokenHash: [1],
-                                                                              createdAt: now, refreshExpiresAt: now + 1))
+        _ = try store.createUser(
+            user, passwordHash: "x",
+            session: NewSession(
+                id: "s", userID: user.id, refreshTokenHash: [1],
+                createdAt: now, refreshExpiresAt: now + 1))
         _ = try store.updateProfile(userID: user.id, now: now) { p in
             var p = p
             p.timezone = timezone
@@ -40,8 +43,9 @@ final class DomainStoreTests: XCTestCase {
     @discardableResult
     func log(_ store: SQLiteStore, _ uid: String, _ ml: Int, _ time: String, source: EntrySource = .api) throws -> String {
         let id = UUID().uuidString.lowercased()
-        _ = try store.createEntry(userID: uid, id: id, content: WaterEntryContent(amountMl: ml, loggedAt: try at(time), source: source),
-                                  deviceID: nil, now: try at(time))
+        _ = try store.createEntry(
+            userID: uid, id: id, content: WaterEntryContent(amountMl: ml, loggedAt: try at(time), source: source),
+            deviceID: nil, now: try at(time))
         return id
     }
 
@@ -86,8 +90,10 @@ final class DomainStoreTests: XCTestCase {
         XCTAssertTrue(a.badges.contains { $0.badge == .streak7 }, "earned badges are kept")
         XCTAssertGreaterThan(a.version, version)
         // Moving an entry to the gap day restores one run of 7 days... minus the day it left.
-        _ = try store.updateEntry(userID: uid, id: ids[6], deviceID: nil, now: try at("2026-06-08T10:00:00Z"),
-                                  precondition: { _ in true }) { c in
+        _ = try store.updateEntry(
+            userID: uid, id: ids[6], deviceID: nil, now: try at("2026-06-08T10:00:00Z"),
+            precondition: { _ in true }
+        ) { c in
             var c = c
             c.loggedAt = try XCTUnwrap(RFC3339.parse("2026-06-04T09:00:00Z"))
             return c
@@ -132,25 +138,31 @@ final class DomainStoreTests: XCTestCase {
         try log(store, uid, 1000, "2026-06-01T09:00:00Z")
         try log(store, uid, 1000, "2026-06-02T09:00:00Z")
         XCTAssertEqual(try store.achievements(userID: uid).longestStreakDays, 2)
-        let (day, created) = try store.putDay(userID: uid, date: d("2026-06-02"),
-                                              content: DayContextContent(maxTemperatureC: 35), deviceID: nil,
-                                              now: try at("2026-06-02T10:00:00Z"))
+        let (day, created) = try store.putDay(
+            userID: uid, date: d("2026-06-02"),
+            content: DayContextContent(maxTemperatureC: 35), deviceID: nil,
+            now: try at("2026-06-02T10:00:00Z"))
         XCTAssertTrue(created)
         XCTAssertEqual(day.version, 1)
         let a = try store.achievements(userID: uid)
         XCTAssertEqual(a.longestStreakDays, 1)
         XCTAssertEqual(a.latestRunEnd, d("2026-06-01"))
-        XCTAssertFalse(try store.putDay(userID: uid, date: d("2026-06-02"), content: DayContextContent(), deviceID: nil,
-                                        now: try at("2026-06-02T11:00:00Z")).created)
+        XCTAssertFalse(
+            try store.putDay(
+                userID: uid, date: d("2026-06-02"), content: DayContextContent(), deviceID: nil,
+                now: try at("2026-06-02T11:00:00Z")
+            ).created)
         XCTAssertEqual(try store.achievements(userID: uid).latestRunEnd, d("2026-06-02"))
     }
 
     func testEraseRemovesEverything() throws {
         let (store, uid) = try makeStore()
         try log(store, uid, 1000, "2026-03-28T11:00:00Z")
-        _ = try store.createBill(userID: uid, id: UUID().uuidString.lowercased(), content: BillContent(
-            provider: "ISKI", subscriberNo: "1", period: d("2026-03-01").yearMonth, consumptionMilliM3: 1, amountMinor: 1,
-            dueDate: d("2026-04-01")), deviceID: nil, now: 1)
+        _ = try store.createBill(
+            userID: uid, id: UUID().uuidString.lowercased(),
+            content: BillContent(
+                provider: "ISKI", subscriberNo: "1", period: d("2026-03-01").yearMonth, consumptionMilliM3: 1, amountMinor: 1,
+                dueDate: d("2026-04-01")), deviceID: nil, now: 1)
         XCTAssertTrue(try store.eraseAccount(userID: uid, now: 5))
         XCTAssertFalse(try store.eraseAccount(userID: uid, now: 6))
         XCTAssertNil(try store.user(id: uid))
@@ -177,8 +189,9 @@ final class DomainStoreTests: XCTestCase {
         let bills = try plan(SQLiteStore.listBillsSQL, [.text("u"), .text("9999-99"), .text("z"), .integer(21)])
         XCTAssertTrue(bills.contains("bills_list"), bills)
         XCTAssertFalse(bills.contains("TEMP B-TREE"), bills)
-        let stats = try plan("SELECT local_date, total_ml FROM daily_totals WHERE user_id = ? AND local_date >= ? AND local_date <= ?",
-                             [.text("u"), .text("2026-01-01"), .text("2026-12-31")])
+        let stats = try plan(
+            "SELECT local_date, total_ml FROM daily_totals WHERE user_id = ? AND local_date >= ? AND local_date <= ?",
+            [.text("u"), .text("2026-01-01"), .text("2026-12-31")])
         XCTAssertFalse(stats.contains("SCAN"), stats)
     }
 }

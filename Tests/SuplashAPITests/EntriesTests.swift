@@ -19,8 +19,9 @@ final class EntriesTests: XCTestCase {
         let s = try srv()
         let u = try s.signUp()
         let base = "/v1/water_logs/\(u.id)/entries"
-        let created = try s.request("POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "watch"],
-                                    token: u.token)
+        let created = try s.request(
+            "POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "watch"],
+            token: u.token)
         XCTAssertEqual(created.status, 201, created.text)
         let id = try XCTUnwrap(created.json?["id"]?.stringValue)
         XCTAssertEqual(created.json?["loggedAt"]?.stringValue, "2026-01-15T07:30:00.000Z")
@@ -32,12 +33,18 @@ final class EntriesTests: XCTestCase {
         XCTAssertEqual(patched.json?["version"]?.int64Value, 2)
         XCTAssertEqual(try s.request("PATCH", "\(base)/\(id)", json: ["amountMl": 1], token: u.token, headers: [("If-Match", etag)]).status, 412)
         XCTAssertEqual(try s.request("DELETE", "\(base)/\(id)", token: u.token, headers: [("If-Match", etag)]).status, 412)
-        XCTAssertEqual(try s.request("DELETE", "\(base)/\(id)", token: u.token,
-                                     headers: [("If-Match", patched.header("ETag") ?? "")]).status, 204)
+        XCTAssertEqual(
+            try s.request(
+                "DELETE", "\(base)/\(id)", token: u.token,
+                headers: [("If-Match", patched.header("ETag") ?? "")]
+            ).status, 204)
         XCTAssertEqual(try s.request("GET", "\(base)/\(id)", token: u.token).status, 404)
         // A deleted id cannot be re-created (its tombstone stays for sync).
-        XCTAssertEqual(try s.request("POST", base, json: ["id": .string(id), "amountMl": 250, "loggedAt": "2026-01-15T10:30:00Z"],
-                                     token: u.token).status, 409)
+        XCTAssertEqual(
+            try s.request(
+                "POST", base, json: ["id": .string(id), "amountMl": 250, "loggedAt": "2026-01-15T10:30:00Z"],
+                token: u.token
+            ).status, 409)
     }
 
     func testClientIDsAndHealthKitUUIDsAreIdempotent() throws {
@@ -73,7 +80,8 @@ final class EntriesTests: XCTestCase {
             let id = UUID().uuidString.lowercased()
             let body = Array("{\"id\":\"\(id)\",\"amountMl\":150,\"loggedAt\":\"\(rfc3339(Date()))\"}".utf8)
             let auth = "Authorization: Bearer \(u.token)\r\n"
-            var wire = Array("POST \(base) HTTP/1.1\r\nHost: test\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+            var wire = Array(
+                "POST \(base) HTTP/1.1\r\nHost: test\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
             wire += body
             wire += Array("GET \(base)/\(id) HTTP/1.1\r\nHost: test\r\n\(auth)\r\n".utf8)
             wire += Array("DELETE \(base)/\(id) HTTP/1.1\r\nHost: test\r\n\(auth)\r\n".utf8)
@@ -93,8 +101,10 @@ final class EntriesTests: XCTestCase {
         var wire: [UInt8] = []
         let count = 500
         for i in 0..<count {
-            let body = Array("{\"amountMl\":\(100 + i),\"loggedAt\":\"\(rfc3339(Date(timeIntervalSinceNow: Double(-i * 60))))\",\"note\":\"n\(i)\"}".utf8)
-            wire += Array("POST \(base) HTTP/1.1\r\nHost: test\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+            let body = Array(
+                "{\"amountMl\":\(100 + i),\"loggedAt\":\"\(rfc3339(Date(timeIntervalSinceNow: Double(-i * 60))))\",\"note\":\"n\(i)\"}".utf8)
+            wire += Array(
+                "POST \(base) HTTP/1.1\r\nHost: test\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
             wire += body
         }
         wire += Array("GET /v1/users/me/export HTTP/1.1\r\nHost: test\r\n\(auth)Connection: close\r\n\r\n".utf8)
@@ -112,21 +122,25 @@ final class EntriesTests: XCTestCase {
     func testValidationListsEveryBadField() throws {
         let s = try srv()
         let u = try s.signUp()
-        let r = try s.request("POST", "/v1/water_logs/me/entries",
-                              body: Array(#"{"amountMl": 2.5, "loggedAt": "yesterday", "source": "fridge", "color": 1}"#.utf8),
-                              token: u.token, headers: [("Content-Type", "application/json")])
+        let r = try s.request(
+            "POST", "/v1/water_logs/me/entries",
+            body: Array(#"{"amountMl": 2.5, "loggedAt": "yesterday", "source": "fridge", "color": 1}"#.utf8),
+            token: u.token, headers: [("Content-Type", "application/json")])
         XCTAssertEqual(r.status, 422)
         let pointers = Set((r.json?["errors"]?.arrayValue ?? []).compactMap { $0["pointer"]?.stringValue })
         XCTAssertEqual(pointers, ["/amountMl", "/loggedAt", "/source", "/color"])
-        let wrongType = try s.request("POST", "/v1/water_logs/me/entries", body: Array("amountMl=1".utf8), token: u.token,
-                                      headers: [("Content-Type", "application/x-www-form-urlencoded")])
+        let wrongType = try s.request(
+            "POST", "/v1/water_logs/me/entries", body: Array("amountMl=1".utf8), token: u.token,
+            headers: [("Content-Type", "application/x-www-form-urlencoded")])
         XCTAssertEqual(wrongType.status, 415)
-        let broken = try s.request("POST", "/v1/water_logs/me/entries", body: Array(#"{"amountMl": 250,"#.utf8), token: u.token,
-                                   headers: [("Content-Type", "application/json")])
+        let broken = try s.request(
+            "POST", "/v1/water_logs/me/entries", body: Array(#"{"amountMl": 250,"#.utf8), token: u.token,
+            headers: [("Content-Type", "application/json")])
         XCTAssertEqual(broken.status, 400)
-        let huge = try s.request("POST", "/v1/water_logs/me/entries",
-                                 body: Array(#"{"amountMl": 1e400, "loggedAt": "2026-01-01T00:00:00Z"}"#.utf8), token: u.token,
-                                 headers: [("Content-Type", "application/json")])
+        let huge = try s.request(
+            "POST", "/v1/water_logs/me/entries",
+            body: Array(#"{"amountMl": 1e400, "loggedAt": "2026-01-01T00:00:00Z"}"#.utf8), token: u.token,
+            headers: [("Content-Type", "application/json")])
         XCTAssertEqual(huge.status, 422)
     }
 
@@ -137,15 +151,21 @@ final class EntriesTests: XCTestCase {
         let start = Date().addingTimeInterval(-10 * 86_400)
         var made = Set<String>()
         for i in 0..<45 {
-            let r = try s.request("POST", base, json: ["amountMl": .number(JSONNumber(100 + i)),
-                                                        "loggedAt": .string(rfc3339(start.addingTimeInterval(Double(i) * 3600)))],
-                                  token: u.token)
+            let r = try s.request(
+                "POST", base,
+                json: [
+                    "amountMl": .number(JSONNumber(100 + i)),
+                    "loggedAt": .string(rfc3339(start.addingTimeInterval(Double(i) * 3600))),
+                ],
+                token: u.token)
             made.insert(try XCTUnwrap(r.json?["id"]?.stringValue))
         }
         let same = rfc3339(start.addingTimeInterval(-86_400))
         for _ in 0..<2 {
-            made.insert(try XCTUnwrap(try s.request("POST", base, json: ["amountMl": 90, "loggedAt": .string(same)], token: u.token)
-                .json?["id"]?.stringValue))
+            made.insert(
+                try XCTUnwrap(
+                    try s.request("POST", base, json: ["amountMl": 90, "loggedAt": .string(same)], token: u.token)
+                        .json?["id"]?.stringValue))
         }
         var seen: [String] = []
         var stamps: [String] = []

@@ -14,7 +14,8 @@ enum MailFiles {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(".eml") }.sorted()
         return names.compactMap { name in
             guard let text = try? String(contentsOfFile: dir + "/" + name, encoding: .utf8),
-                  text.contains("\r\nTo: \(recipient)\r\n") else { return nil }
+                text.contains("\r\nTo: \(recipient)\r\n")
+            else { return nil }
             return (name, text)
         }
     }
@@ -138,20 +139,24 @@ final class EmailCodeIntegrationTests: XCTestCase {
         let code = try XCTUnwrap(MailFiles.latestCode(dataDir: s.dataDir, to: u.email, after: before, wait: 10))
         XCTAssertTrue(MailFiles.messages(dataDir: s.dataDir, to: u.email).last?.1.contains("sıfırlamak") ?? false)
 
-        let wrong = try s.request("POST", "/v1/auth/password/reset",
-                                  json: ["email": .string(u.email), "code": code == "000000" ? "111111" : "000000", "newPassword": "new password 456"])
+        let wrong = try s.request(
+            "POST", "/v1/auth/password/reset",
+            json: ["email": .string(u.email), "code": code == "000000" ? "111111" : "000000", "newPassword": "new password 456"])
         XCTAssertEqual(wrong.status, 422)
         XCTAssertEqual(wrong.json?["code"]?.stringValue, "invalid_code")
-        let unknown = try s.request("POST", "/v1/auth/password/reset",
-                                    json: ["email": "nobody@example.test", "code": .string(code), "newPassword": "new password 456"])
+        let unknown = try s.request(
+            "POST", "/v1/auth/password/reset",
+            json: ["email": "nobody@example.test", "code": .string(code), "newPassword": "new password 456"])
         XCTAssertEqual(unknown.status, 422)
         XCTAssertEqual(unknown.json?["code"]?.stringValue, "invalid_code", "unknown accounts fail the same way")
-        let short = try s.request("POST", "/v1/auth/password/reset",
-                                  json: ["email": .string(u.email), "code": .string(code), "newPassword": "short"])
+        let short = try s.request(
+            "POST", "/v1/auth/password/reset",
+            json: ["email": .string(u.email), "code": .string(code), "newPassword": "short"])
         XCTAssertEqual(short.json?["code"]?.stringValue, "validation_failed")
 
-        let reset = try s.request("POST", "/v1/auth/password/reset",
-                                  json: ["email": .string(u.email), "code": .string(code), "newPassword": "new password 456"])
+        let reset = try s.request(
+            "POST", "/v1/auth/password/reset",
+            json: ["email": .string(u.email), "code": .string(code), "newPassword": "new password 456"])
         XCTAssertEqual(reset.status, 204, reset.text)
         for token in [u.token, access2] {
             XCTAssertEqual(try s.request("GET", "/v1/users/me", token: token).status, 401, "access tokens die at once")
@@ -165,10 +170,12 @@ final class EmailCodeIntegrationTests: XCTestCase {
         XCTAssertEqual(fresh.status, 200)
         let token = try XCTUnwrap(fresh.json?["session"]?["accessToken"]?.stringValue)
         XCTAssertEqual(try s.request("GET", "/v1/users/me", token: token).status, 200, "a session made right after the reset works")
-        XCTAssertEqual(try s.request("GET", "/v1/users/me", token: token).json?["emailVerified"]?.boolValue, true,
-                       "a reset code also proves the mailbox")
-        let reuse = try s.request("POST", "/v1/auth/password/reset",
-                                  json: ["email": .string(u.email), "code": .string(code), "newPassword": "third password 789"])
+        XCTAssertEqual(
+            try s.request("GET", "/v1/users/me", token: token).json?["emailVerified"]?.boolValue, true,
+            "a reset code also proves the mailbox")
+        let reuse = try s.request(
+            "POST", "/v1/auth/password/reset",
+            json: ["email": .string(u.email), "code": .string(code), "newPassword": "third password 789"])
         XCTAssertEqual(reuse.status, 422, "a code works once")
 
         let log = s.serverLog
@@ -220,10 +227,13 @@ final class ResendTransportTests: XCTestCase {
         let server = HTTPServer(configuration: configuration, responder: sink, logger: Logger(minimumLevel: .error))
         let port = try server.start()
         defer { server.shutdown(gracePeriod: 1) }
-        let transport = try XCTUnwrap(ResendTransport(baseURL: "http://127.0.0.1:\(port)/", apiKey: "re_test_key",
-                                                      from: "Suplash <no-reply@suplash.app>", timeoutSeconds: 5))
-        let message = OutboxMessage(id: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", recipient: "ayse@example.com",
-                                    subject: "Suplash doğrulama kodunuz", text: "Kod: 123456", createdAt: 0)
+        let transport = try XCTUnwrap(
+            ResendTransport(
+                baseURL: "http://127.0.0.1:\(port)/", apiKey: "re_test_key",
+                from: "Suplash <no-reply@suplash.app>", timeoutSeconds: 5))
+        let message = OutboxMessage(
+            id: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", recipient: "ayse@example.com",
+            subject: "Suplash doğrulama kodunuz", text: "Kod: 123456", createdAt: 0)
         XCTAssertNoThrow(try transport.deliver(message))
         let first = try XCTUnwrap(sink.received.first)
         XCTAssertEqual(first.path, "/emails")
@@ -246,8 +256,9 @@ final class ResendTransportTests: XCTestCase {
         XCTAssertEqual(failure(), .temporary(kind: "http_429"))
         XCTAssertEqual(failure(), .permanent(kind: "http_422"))
         XCTAssertEqual(failure(), .permanent(kind: "http_401"))
-        XCTAssertEqual(Set(sink.received.map { $0.headers.first(name: "Idempotency-Key") ?? "" }), [message.id],
-                       "every attempt carries the same key")
+        XCTAssertEqual(
+            Set(sink.received.map { $0.headers.first(name: "Idempotency-Key") ?? "" }), [message.id],
+            "every attempt carries the same key")
 
         let closed = try XCTUnwrap(ResendTransport(baseURL: "http://127.0.0.1:9", apiKey: "k", from: "f", timeoutSeconds: 2))
         XCTAssertThrowsError(try closed.deliver(message)) {
@@ -263,9 +274,11 @@ final class ResendTransportTests: XCTestCase {
         let tr = MailTemplates.message(purpose: .verifyEmail, code: "042042", locale: "tr", validMinutes: 10)
         XCTAssertEqual(tr.subject, "Suplash doğrulama kodunuz")
         XCTAssertEqual(MailFiles.sixDigits(tr.text), ["042042"])
-        XCTAssertEqual(MailTemplates.message(purpose: .verifyEmail, code: "1", locale: "de-DE", validMinutes: 10).subject,
-                       "Your Suplash verification code", "English is the default")
-        XCTAssertEqual(MailTemplates.message(purpose: .verifyEmail, code: "1", locale: "TR-tr", validMinutes: 10).subject,
-                       "Suplash doğrulama kodunuz")
+        XCTAssertEqual(
+            MailTemplates.message(purpose: .verifyEmail, code: "1", locale: "de-DE", validMinutes: 10).subject,
+            "Your Suplash verification code", "English is the default")
+        XCTAssertEqual(
+            MailTemplates.message(purpose: .verifyEmail, code: "1", locale: "TR-tr", validMinutes: 10).subject,
+            "Suplash doğrulama kodunuz")
     }
 }

@@ -13,9 +13,10 @@ final class OperationsTests: XCTestCase {
     func testLogsCarryNoUserContent() throws {
         let server = try TestServer()
         let u = try server.signUp(password: "secret-password-xyz")
-        _ = try server.request("POST", "/v1/water_logs/me/entries",
-                               json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date())), "note": "private-note-text"],
-                               token: u.token)
+        _ = try server.request(
+            "POST", "/v1/water_logs/me/entries",
+            json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date())), "note": "private-note-text"],
+            token: u.token)
         server.stop()
         let log = server.serverLog
         XCTAssertTrue(log.contains("/v1/water_logs/{uid}/entries"), "route templates are logged")
@@ -73,12 +74,14 @@ final class ConfigurationFileTests: XCTestCase {
     /// `ratelimit.store`: `database` needs PostgreSQL (SQLite is one process); unknown values
     /// are refused at start-up.
     func testRateLimitStoreIsCheckedAtStartUp() throws {
-        let (status, _, err) = try TestServer.runCLI(["serve", "--port", "0", "--data-dir", TestServer.makeDataDir()],
-                                                     environment: ["SUPLASH_RATELIMIT_STORE": "database"])
+        let (status, _, err) = try TestServer.runCLI(
+            ["serve", "--port", "0", "--data-dir", TestServer.makeDataDir()],
+            environment: ["SUPLASH_RATELIMIT_STORE": "database"])
         XCTAssertNotEqual(status, 0)
         XCTAssertTrue(err.contains("ratelimit.store=database needs storage.driver=postgres"), err)
-        let (bad, _, err2) = try TestServer.runCLI(["serve", "--port", "0", "--data-dir", TestServer.makeDataDir()],
-                                                   environment: ["SUPLASH_RATELIMIT_STORE": "redis"])
+        let (bad, _, err2) = try TestServer.runCLI(
+            ["serve", "--port", "0", "--data-dir", TestServer.makeDataDir()],
+            environment: ["SUPLASH_RATELIMIT_STORE": "redis"])
         XCTAssertNotEqual(bad, 0)
         XCTAssertTrue(err2.contains("ratelimit.store must be"), err2)
     }
@@ -105,9 +108,12 @@ final class LogPrivacyTests: XCTestCase {
         let marker = "mk\(UUID().uuidString.prefix(8).lowercased())"
         let email = "\(marker)-mail@example.test"
         let password = "\(marker)-password"
-        let signup = try server.request("POST", "/v1/auth/signup",
-                                        json: ["email": .string(email), "password": .string(password),
-                                               "displayName": .string("\(marker)-name")])
+        let signup = try server.request(
+            "POST", "/v1/auth/signup",
+            json: [
+                "email": .string(email), "password": .string(password),
+                "displayName": .string("\(marker)-name"),
+            ])
         XCTAssertEqual(signup.status, 201)
         let token = try XCTUnwrap(signup.json?["session"]?["accessToken"]?.stringValue)
         let refresh = try XCTUnwrap(signup.json?["session"]?["refreshToken"]?.stringValue)
@@ -115,28 +121,52 @@ final class LogPrivacyTests: XCTestCase {
         _ = try server.request("POST", "/v1/auth/login", json: ["email": .string(email), "password": .string(password)])
         _ = try server.request("POST", "/v1/auth/login", json: ["email": .string(email), "password": .string("\(marker)-wrong")])
         _ = try server.request("PATCH", "/v1/users/me", json: ["displayName": .string("\(marker)-renamed")], token: token)
-        let entry = try server.request("POST", "/v1/water_logs/me/entries",
-                                       json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date())),
-                                              "note": .string("\(marker)-note")],
-                                       token: token, headers: [("X-Device-ID", device), ("Idempotency-Key", "\(marker)-key")])
+        let entry = try server.request(
+            "POST", "/v1/water_logs/me/entries",
+            json: [
+                "amountMl": 250, "loggedAt": .string(rfc3339(Date())),
+                "note": .string("\(marker)-note"),
+            ],
+            token: token, headers: [("X-Device-ID", device), ("Idempotency-Key", "\(marker)-key")])
         let entryID = entry.json?["id"]?.stringValue ?? ""
-        _ = try server.request("PATCH", "/v1/water_logs/me/entries/\(entryID)", json: ["note": .string("\(marker)-note2")],
-                               token: token)
-        _ = try server.request("POST", "/v1/water_logs/me/entries:batch",
-                               json: ["entries": [["amountMl": 100, "loggedAt": .string(rfc3339(Date())),
-                                                   "note": .string("\(marker)-batch")]]], token: token)
-        _ = try server.request("POST", "/v1/water_logs/me/entries", json: ["amountMl": 1, "note": .string("\(marker)-bad")],
-                               token: token)
-        _ = try server.request("POST", "/v1/sync",
-                               json: ["mutations": [["collection": "water_entries", "id": .string(UUID().uuidString),
-                                                     "op": "upsert", "clientUpdatedAt": .string(rfc3339(Date())),
-                                                     "data": ["amountMl": 200, "loggedAt": .string(rfc3339(Date())),
-                                                              "note": .string("\(marker)-sync")]]]],
-                               token: token, headers: [("X-Device-ID", device)])
-        let bill = try server.request("POST", "/v1/invoices/me/bills",
-                                      json: ["provider": "ISKI", "subscriberNo": .string("\(marker)-sub"), "period": "2026-10",
-                                             "consumptionM3": 12.5, "amountMinor": 60000, "dueDate": "2026-11-20"],
-                                      token: token)
+        _ = try server.request(
+            "PATCH", "/v1/water_logs/me/entries/\(entryID)", json: ["note": .string("\(marker)-note2")],
+            token: token)
+        _ = try server.request(
+            "POST", "/v1/water_logs/me/entries:batch",
+            json: [
+                "entries": [
+                    [
+                        "amountMl": 100, "loggedAt": .string(rfc3339(Date())),
+                        "note": .string("\(marker)-batch"),
+                    ]
+                ]
+            ], token: token)
+        _ = try server.request(
+            "POST", "/v1/water_logs/me/entries", json: ["amountMl": 1, "note": .string("\(marker)-bad")],
+            token: token)
+        _ = try server.request(
+            "POST", "/v1/sync",
+            json: [
+                "mutations": [
+                    [
+                        "collection": "water_entries", "id": .string(UUID().uuidString),
+                        "op": "upsert", "clientUpdatedAt": .string(rfc3339(Date())),
+                        "data": [
+                            "amountMl": 200, "loggedAt": .string(rfc3339(Date())),
+                            "note": .string("\(marker)-sync"),
+                        ],
+                    ]
+                ]
+            ],
+            token: token, headers: [("X-Device-ID", device)])
+        let bill = try server.request(
+            "POST", "/v1/invoices/me/bills",
+            json: [
+                "provider": "ISKI", "subscriberNo": .string("\(marker)-sub"), "period": "2026-10",
+                "consumptionM3": 12.5, "amountMinor": 60000, "dueDate": "2026-11-20",
+            ],
+            token: token)
         XCTAssertEqual(bill.status, 201, bill.text)
         _ = try server.request("GET", "/v1/invoices/me/estimate?provider=ISKI&subscriberNo=\(marker)-sub", token: token)
         _ = try server.request("GET", "/v1/users/me/export", token: token)
@@ -160,8 +190,11 @@ final class BackupCommandTests: XCTestCase {
     func testOnlineBackupFromTheCLIHoldsTheData() throws {
         let server = try TestServer()
         let u = try server.signUp()
-        XCTAssertEqual(try server.request("POST", "/v1/water_logs/me/entries",
-                                          json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date()))], token: u.token).status, 201)
+        XCTAssertEqual(
+            try server.request(
+                "POST", "/v1/water_logs/me/entries",
+                json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date()))], token: u.token
+            ).status, 201)
         let destination = TestServer.makeDataDir() + "/snapshot.sqlite"
         let (status, out, err) = try TestServer.runCLI(["backup", "--to", destination, "--data-dir", server.dataDir])
         XCTAssertEqual(status, 0, err)
@@ -174,8 +207,9 @@ final class BackupCommandTests: XCTestCase {
         try FileManager.default.copyItem(atPath: destination, toPath: restoredDir + "/suplash.sqlite")
         try FileManager.default.copyItem(atPath: server.dataDir + "/jwt-secret", toPath: restoredDir + "/jwt-secret")
         let restored = try TestServer(dataDir: restoredDir)
-        let login = try restored.request("POST", "/v1/auth/login",
-                                         json: ["email": .string(u.email), "password": "correct horse battery"])
+        let login = try restored.request(
+            "POST", "/v1/auth/login",
+            json: ["email": .string(u.email), "password": "correct horse battery"])
         XCTAssertEqual(login.status, 200)
         let token = try XCTUnwrap(login.json?["session"]?["accessToken"]?.stringValue)
         XCTAssertEqual(try restored.request("GET", "/v1/water_logs/me/entries", token: token).json?["entries"]?.arrayValue?.count, 1)
@@ -197,14 +231,18 @@ final class CORSTests: XCTestCase {
         XCTAssertTrue((allowed.header("Access-Control-Expose-Headers") ?? "").contains("ETag"))
         let other = try server.request("GET", "/healthz", headers: [("Origin", "https://evil.test")])
         XCTAssertNil(other.header("Access-Control-Allow-Origin"))
-        let preflight = try server.request("OPTIONS", "/v1/water_logs/me/entries",
-                                           headers: [("Origin", "https://app.suplash.test"),
-                                                     ("Access-Control-Request-Method", "POST")])
+        let preflight = try server.request(
+            "OPTIONS", "/v1/water_logs/me/entries",
+            headers: [
+                ("Origin", "https://app.suplash.test"),
+                ("Access-Control-Request-Method", "POST"),
+            ])
         XCTAssertEqual(preflight.status, 204)
         XCTAssertTrue((preflight.header("Access-Control-Allow-Methods") ?? "").contains("POST"))
         XCTAssertTrue((preflight.header("Access-Control-Allow-Headers") ?? "").contains("Idempotency-Key"))
-        let refused = try server.request("OPTIONS", "/v1/water_logs/me/entries",
-                                         headers: [("Origin", "https://evil.test"), ("Access-Control-Request-Method", "POST")])
+        let refused = try server.request(
+            "OPTIONS", "/v1/water_logs/me/entries",
+            headers: [("Origin", "https://evil.test"), ("Access-Control-Request-Method", "POST")])
         XCTAssertEqual(refused.status, 405)
         server.stop()
     }

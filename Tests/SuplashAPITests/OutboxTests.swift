@@ -62,11 +62,13 @@ final class OutboxTests: XCTestCase {
         let db = try SQLiteDatabase(path: dir + "/test.sqlite", readers: 2)
         try Migrator.migrate(db, try Migrator.load(directory: TestServer.packageRoot + "/Migrations/sqlite"))
         let store = SQLiteStore(database: db)
-        var profile = UserProfile(id: UUIDText.version7(unixMillis: t0, random: SecureRandom.bytes(10)),
-                                  email: "user@example.test", displayName: nil, now: t0)
+        var profile = UserProfile(
+            id: UUIDText.version7(unixMillis: t0, random: SecureRandom.bytes(10)),
+            email: "user@example.test", displayName: nil, now: t0)
         profile.locale = "en-US"
-        let session = NewSession(id: "s-1", userID: profile.id, refreshTokenHash: SHA256.hash([1]), createdAt: t0,
-                                 refreshExpiresAt: t0 + 86_400_000)
+        let session = NewSession(
+            id: "s-1", userID: profile.id, refreshTokenHash: SHA256.hash([1]), createdAt: t0,
+            refreshExpiresAt: t0 + 86_400_000)
         let stored = try store.createUser(profile, passwordHash: "$argon2id$placeholder", session: session)
         return (store, db, stored)
     }
@@ -101,13 +103,19 @@ final class OutboxTests: XCTestCase {
         XCTAssertEqual(try codes.issue(for: user, purpose: .resetPassword, now: t0 + 30_000), .issued, "per purpose")
 
         let wrong = code == "000000" ? "000001" : "000000"
-        XCTAssertEqual(try codes.redeem(userID: user.id, purpose: .verifyEmail, code: wrong, now: t0 + 1000,
-                                        redemption: .verifyEmail), .wrong(attemptsLeft: 4))
+        XCTAssertEqual(
+            try codes.redeem(
+                userID: user.id, purpose: .verifyEmail, code: wrong, now: t0 + 1000,
+                redemption: .verifyEmail), .wrong(attemptsLeft: 4))
         // Expiry at exactly 10 minutes.
-        XCTAssertEqual(try codes.redeem(userID: user.id, purpose: .verifyEmail, code: code, now: t0 + 600_000,
-                                        redemption: .verifyEmail), .expired)
-        XCTAssertEqual(try codes.redeem(userID: user.id, purpose: .verifyEmail, code: code, now: t0 + 600_001,
-                                        redemption: .verifyEmail), .noCode, "an expired code is deleted")
+        XCTAssertEqual(
+            try codes.redeem(
+                userID: user.id, purpose: .verifyEmail, code: code, now: t0 + 600_000,
+                redemption: .verifyEmail), .expired)
+        XCTAssertEqual(
+            try codes.redeem(
+                userID: user.id, purpose: .verifyEmail, code: code, now: t0 + 600_001,
+                redemption: .verifyEmail), .noCode, "an expired code is deleted")
 
         // A new code: five attempts, then void.
         let t1 = t0 + 700_000
@@ -115,20 +123,28 @@ final class OutboxTests: XCTestCase {
         let code2 = try codeIn(store, now: t1)
         let wrong2 = code2 == "000000" ? "000001" : "000000"
         for left in stride(from: 4, through: 0, by: -1) {
-            XCTAssertEqual(try codes.redeem(userID: user.id, purpose: .verifyEmail, code: wrong2, now: t1 + 1,
-                                            redemption: .verifyEmail), .wrong(attemptsLeft: left))
+            XCTAssertEqual(
+                try codes.redeem(
+                    userID: user.id, purpose: .verifyEmail, code: wrong2, now: t1 + 1,
+                    redemption: .verifyEmail), .wrong(attemptsLeft: left))
         }
-        XCTAssertEqual(try codes.redeem(userID: user.id, purpose: .verifyEmail, code: code2, now: t1 + 2,
-                                        redemption: .verifyEmail), .noCode)
+        XCTAssertEqual(
+            try codes.redeem(
+                userID: user.id, purpose: .verifyEmail, code: code2, now: t1 + 2,
+                redemption: .verifyEmail), .noCode)
 
         // A right code within its life is consumed once and marks the email verified.
         let t2 = t1 + 120_000
         XCTAssertEqual(try codes.issue(for: user, purpose: .verifyEmail, now: t2), .issued)
         let code3 = try codeIn(store, now: t2)
-        XCTAssertEqual(try codes.redeem(userID: user.id, purpose: .verifyEmail, code: code3, now: t2 + 599_999,
-                                        redemption: .verifyEmail), .redeemed(revokedSessionIDs: []))
-        XCTAssertEqual(try codes.redeem(userID: user.id, purpose: .verifyEmail, code: code3, now: t2 + 599_999,
-                                        redemption: .verifyEmail), .noCode)
+        XCTAssertEqual(
+            try codes.redeem(
+                userID: user.id, purpose: .verifyEmail, code: code3, now: t2 + 599_999,
+                redemption: .verifyEmail), .redeemed(revokedSessionIDs: []))
+        XCTAssertEqual(
+            try codes.redeem(
+                userID: user.id, purpose: .verifyEmail, code: code3, now: t2 + 599_999,
+                redemption: .verifyEmail), .noCode)
         XCTAssertEqual(try store.user(id: user.id)?.profile.emailVerified, true)
     }
 
@@ -138,8 +154,9 @@ final class OutboxTests: XCTestCase {
         let codes = EmailCodes(repository: store, key: SecureRandom.bytes(32), logger: quiet, wake: {})
         XCTAssertEqual(try codes.issue(for: user, purpose: .resetPassword, now: t0), .issued)
         let code = try codeIn(store, now: t0)
-        let outcome = try codes.redeem(userID: user.id, purpose: .resetPassword, code: code, now: t0 + 5,
-                                       redemption: .resetPassword(newPasswordHash: "$argon2id$new"))
+        let outcome = try codes.redeem(
+            userID: user.id, purpose: .resetPassword, code: code, now: t0 + 5,
+            redemption: .resetPassword(newPasswordHash: "$argon2id$new"))
         XCTAssertEqual(outcome, .redeemed(revokedSessionIDs: ["s-1"]))
         XCTAssertEqual(try store.user(id: user.id)?.passwordHash, "$argon2id$new")
         XCTAssertEqual(try store.sessionsRevoked(since: t0), ["s-1"])
@@ -178,16 +195,16 @@ final class OutboxTests: XCTestCase {
         XCTAssertEqual(try codes.issue(for: user, purpose: .verifyEmail, now: t0), .issued)
         XCTAssertEqual(try store.pendingCount(), 1)
 
-        XCTAssertEqual(worker.deliverDue(), 1)           // attempt 1 fails: retry after 2 s
+        XCTAssertEqual(worker.deliverDue(), 1)  // attempt 1 fails: retry after 2 s
         XCTAssertEqual(try store.nextAttemptTime(), t0 + 2_000)
         XCTAssertEqual(worker.deliverDue(), 0, "not due yet")
         clock.advance(1_999)
         XCTAssertEqual(worker.deliverDue(), 0)
         clock.advance(1)
-        XCTAssertEqual(worker.deliverDue(), 1)           // attempt 2 fails: retry after 4 s
+        XCTAssertEqual(worker.deliverDue(), 1)  // attempt 2 fails: retry after 4 s
         XCTAssertEqual(try store.nextAttemptTime(), t0 + 2_000 + 4_000)
         clock.advance(4_000)
-        XCTAssertEqual(worker.deliverDue(), 1)           // attempt 3 succeeds
+        XCTAssertEqual(worker.deliverDue(), 1)  // attempt 3 succeeds
         XCTAssertEqual(transport.attempts, 3)
         XCTAssertEqual(Array(transport.deliveries.values), [1], "exactly one delivery")
         XCTAssertEqual(try store.pendingCount(), 0)
@@ -217,8 +234,9 @@ final class OutboxTests: XCTestCase {
         var policy = OutboxRetryPolicy()
         policy.maxAttempts = 2
         let flaky = FakeTransport(failFirst: 10)
-        let limited = OutboxWorker(repository: store, transport: flaky, policy: policy, logger: quiet, clock: { clock.now },
-                                   random: { $0 })
+        let limited = OutboxWorker(
+            repository: store, transport: flaky, policy: policy, logger: quiet, clock: { clock.now },
+            random: { $0 })
         XCTAssertEqual(try codes.issue(for: user, purpose: .resetPassword, now: clock.now), .issued)
         XCTAssertEqual(limited.deliverDue(), 1)
         clock.advance(2_000)
@@ -237,7 +255,7 @@ final class OutboxTests: XCTestCase {
         XCTAssertEqual(try codes.issue(for: user, purpose: .resetPassword, now: Int64(Date().timeIntervalSince1970 * 1000)), .issued)
         let transport = FakeTransport(failFirst: 0)
         var policy = OutboxRetryPolicy()
-        policy.scanIntervalMs = 60_000 // so only a wake-up explains a prompt delivery below
+        policy.scanIntervalMs = 60_000  // so only a wake-up explains a prompt delivery below
         let worker = OutboxWorker(repository: store, transport: transport, policy: policy, logger: quiet)
         worker.start()
         defer { worker.stop() }
@@ -248,9 +266,10 @@ final class OutboxTests: XCTestCase {
         let woken = EmailCodes(repository: store, key: SecureRandom.bytes(32), logger: quiet, wake: { worker.wake() })
         let started = Date()
         XCTAssertEqual(try woken.issue(for: user, purpose: .verifyEmail, now: Int64(Date().timeIntervalSince1970 * 1000)), .issued)
-        let id = try XCTUnwrap(try db.read { c in
-            try c.query("SELECT id FROM outbox ORDER BY created_at DESC, id DESC LIMIT 1", []).first?["id"]
-        })
+        let id = try XCTUnwrap(
+            try db.read { c in
+                try c.query("SELECT id FROM outbox ORDER BY created_at DESC, id DESC LIMIT 1", []).first?["id"]
+            })
         guard case .text(let messageID) = id else { return XCTFail("no message id") }
         XCTAssertTrue(worker.waitForAttempt(id: messageID, timeoutSeconds: 20))
         XCTAssertLessThan(Date().timeIntervalSince(started), 20, "woken by the commit, not by the 60 s rescan")

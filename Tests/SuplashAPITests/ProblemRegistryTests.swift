@@ -85,8 +85,9 @@ final class ProblemRegistryTests: XCTestCase {
                 for match in text.matches(of: pattern) { found[String(match.1), default: url.lastPathComponent] = url.lastPathComponent }
             }
             for match in text.matches(of: /APIError\(\s*status: (\d+), code: "([a-z0-9_]+)"/) {
-                XCTAssertEqual(ProblemRegistry.entry(String(match.2))?.status, Int(match.1),
-                               "\(url.lastPathComponent): \(match.2) has another status in ProblemRegistry")
+                XCTAssertEqual(
+                    ProblemRegistry.entry(String(match.2))?.status, Int(match.1),
+                    "\(url.lastPathComponent): \(match.2) has another status in ProblemRegistry")
             }
         }
         // The scan reaches the API, the domain and both stores.
@@ -107,7 +108,9 @@ final class ProblemRegistryTests: XCTestCase {
         }
         let documented = Set(values.compactMap(\.stringValue))
         let sent = Set(ProblemRegistry.all.filter { $0.scope != .commandLine }.map(\.code))
-        let expected = "[" + ProblemRegistry.all.filter { $0.scope != .commandLine }
+        let expected =
+            "["
+            + ProblemRegistry.all.filter { $0.scope != .commandLine }
             .map { "\"\($0.code)\"" }.joined(separator: ", ") + "]"
         XCTAssertEqual(documented, sent, "Problem.code enum of docs/openapi.json must be: \(expected)")
         guard case .array(let fieldValues) = schemas?["FieldError"]?["properties"]?["code"]?["enum"] else {
@@ -119,8 +122,9 @@ final class ProblemRegistryTests: XCTestCase {
     func testErrorsDocumentIsGeneratedFromTheRegistry() throws {
         let path = TestServer.packageRoot + "/docs/errors.md"
         let file = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        XCTAssertEqual(file, ProblemRegistry.markdown(),
-                       "docs/errors.md is stale: swift run suplash-server problem-codes --markdown > docs/errors.md")
+        XCTAssertEqual(
+            file, ProblemRegistry.markdown(),
+            "docs/errors.md is stale: swift run suplash-server problem-codes --markdown > docs/errors.md")
         let (status, out, _) = try TestServer.runCLI(["problem-codes", "--markdown"])
         XCTAssertEqual(status, 0)
         XCTAssertEqual(out, ProblemRegistry.markdown())
@@ -136,8 +140,11 @@ final class ProblemRegistryTests: XCTestCase {
         XCTAssertEqual(noHost.first?.json?["code"]?.stringValue, "bad_request")
         XCTAssertEqual(noHost.first?.json?["type"]?.stringValue, ProblemCode.badRequest.type)
         // A final chunked after a coding the engine does not implement (RFC 9112 §6.3).
-        let gzipTE = HTTPTestClient.parse(try HTTPTestClient.raw(port: server.port, Array(
-            "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n".utf8)))
+        let gzipTE = HTTPTestClient.parse(
+            try HTTPTestClient.raw(
+                port: server.port,
+                Array(
+                    "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n".utf8)))
         XCTAssertEqual(gzipTE.first?.status, 501)
         XCTAssertEqual(gzipTE.first?.json?["code"]?.stringValue, "not_implemented")
     }

@@ -1,8 +1,9 @@
 import Foundation
-@testable import SuplashAPI
 import SuplashDomain
 import SuplashLogging
 import XCTest
+
+@testable import SuplashAPI
 
 /// Shared buckets whose database is down.
 private struct UnreachableBuckets: RateLimitBucketRepository {
@@ -33,8 +34,9 @@ final class RateLimitTests: XCTestCase {
     /// A limiter outage must not take the API down: the layer falls back to its in-memory
     /// bucket (still limiting per instance) instead of refusing or allowing everything.
     func testSharedBucketsFailOpenToTheLocalBucket() {
-        let shared = SharedRateLimitBuckets(repository: UnreachableBuckets(), key: Array(repeating: 7, count: 32),
-                                            logger: Logger(minimumLevel: .error))
+        let shared = SharedRateLimitBuckets(
+            repository: UnreachableBuckets(), key: Array(repeating: 7, count: 32),
+            logger: Logger(minimumLevel: .error))
         let layer = RateLimitLayer(name: "t", limit: 2, window: 60, shared: shared)
         XCTAssertTrue(layer.take("a", now: 0).allowed)
         XCTAssertTrue(layer.take("a", now: 0).allowed)
@@ -83,18 +85,21 @@ final class PerUserLimitTests: XCTestCase {
         let u = try s.signUp()
         let base = "/v1/water_logs/\(u.id)/entries"
         for i in 0..<4 {
-            let r = try s.request("POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "phone"],
-                                  token: u.token, headers: [("Idempotency-Key", "k\(i)")])
+            let r = try s.request(
+                "POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "phone"],
+                token: u.token, headers: [("Idempotency-Key", "k\(i)")])
             XCTAssertEqual(r.status, 201, r.text)
         }
-        let limited = try s.request("POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "phone"],
-                                    token: u.token, headers: [("Idempotency-Key", "k4")])
+        let limited = try s.request(
+            "POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "phone"],
+            token: u.token, headers: [("Idempotency-Key", "k4")])
         XCTAssertEqual(limited.status, 429, limited.text)
         XCTAssertNotNil(limited.header("Retry-After"))
         XCTAssertEqual(limited.header("RateLimit-Policy"), "\"user\";q=4;w=60", "the fifth, not the third, is limited")
         // A 429 is not stored: the same key runs again once the budget allows (here: still 429, not a replay).
-        let again = try s.request("POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "phone"],
-                                  token: u.token, headers: [("Idempotency-Key", "k4")])
+        let again = try s.request(
+            "POST", base, json: ["amountMl": 250, "loggedAt": "2026-01-15T10:30:00+03:00", "source": "phone"],
+            token: u.token, headers: [("Idempotency-Key", "k4")])
         XCTAssertEqual(again.status, 429)
         XCTAssertNil(again.header("Idempotent-Replayed"))
     }

@@ -9,17 +9,24 @@ final class ReviewTests: XCTestCase {
         let s = try TestServer()
         defer { s.stop() }
         let u = try s.signUp()
-        let created = try s.request("POST", "/v1/water_logs/me/entries",
-                                    json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date()))], token: u.token)
+        let created = try s.request(
+            "POST", "/v1/water_logs/me/entries",
+            json: ["amountMl": 250, "loggedAt": .string(rfc3339(Date()))], token: u.token)
         XCTAssertEqual(created.status, 201)
         let id = try XCTUnwrap(created.json?["id"]?.stringValue)
         let etag = try XCTUnwrap(created.header("ETag"))
         let path = "/v1/water_logs/me/entries/\(id)"
-        XCTAssertEqual(try s.request("PATCH", path, json: ["amountMl": 300], token: u.token,
-                                     headers: [("If-Match", "W/\(etag)")]).status, 412)
+        XCTAssertEqual(
+            try s.request(
+                "PATCH", path, json: ["amountMl": 300], token: u.token,
+                headers: [("If-Match", "W/\(etag)")]
+            ).status, 412)
         XCTAssertEqual(try s.request("DELETE", path, token: u.token, headers: [("If-Match", "W/\(etag)")]).status, 412)
-        XCTAssertEqual(try s.request("PATCH", "/v1/users/me", json: ["displayName": "x"], token: u.token,
-                                     headers: [("If-Match", "W/\"1\"")]).status, 412)
+        XCTAssertEqual(
+            try s.request(
+                "PATCH", "/v1/users/me", json: ["displayName": "x"], token: u.token,
+                headers: [("If-Match", "W/\"1\"")]
+            ).status, 412)
         // If-None-Match keeps the weak comparison: a weak tag still hits.
         XCTAssertEqual(try s.request("GET", path, token: u.token, headers: [("If-None-Match", "W/\(etag)")]).status, 304)
         XCTAssertEqual(try s.request("DELETE", path, token: u.token, headers: [("If-Match", "\"9\", \(etag)")]).status, 204)

@@ -96,8 +96,9 @@ final class StartupChecksTests: XCTestCase {
             try? FileManager.default.removeItem(atPath: file)
         }
         let secret = ["SUPLASH_AUTH_JWT_SECRET": String(repeating: "s", count: 64)]
-        assertRefused(try serve(dir, environment: secret), code: 65,
-                      mentions: [database, "is missing", "suplash.sqlite-position", "--init-empty"])
+        assertRefused(
+            try serve(dir, environment: secret), code: 65,
+            mentions: [database, "is missing", "suplash.sqlite-position", "--init-empty"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: database), "no empty database was created")
 
         XCTAssertNil(try serve(dir, ["--init-empty"], environment: secret), "--init-empty starts over on purpose")
@@ -246,10 +247,15 @@ final class StartupChecksTests: XCTestCase {
         // Killed after the migrations table was created, before the first migration committed.
         let tableDir = TestServer.makeDataDir()
         let tableDatabase = tableDir + "/suplash.sqlite"
-        _ = try shell("/usr/bin/sqlite3", [tableDatabase, """
-            PRAGMA journal_mode=WAL; CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
-            checksum TEXT NOT NULL, applied_at TEXT NOT NULL);
-            """])
+        _ = try shell(
+            "/usr/bin/sqlite3",
+            [
+                tableDatabase,
+                """
+                PRAGMA journal_mode=WAL; CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+                checksum TEXT NOT NULL, applied_at TEXT NOT NULL);
+                """,
+            ])
         XCTAssertTrue(fm.createFile(atPath: tableDatabase + "-wal", contents: Data()))
         XCTAssertTrue(fm.createFile(atPath: tableDatabase + "-shm", contents: Data(count: 32768)))
         XCTAssertNil(try serve(tableDir), "an empty migrations table is no lost database")

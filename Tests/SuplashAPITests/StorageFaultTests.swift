@@ -1,9 +1,10 @@
 import Foundation
 import SuplashAPI
 import SuplashDomain
+import XCTest
+
 @testable import SuplashSQLiteStore
 @testable import SuplashStorage
-import XCTest
 
 /// A failed group commit (a full disk at `COMMIT`, injected) on the SQLite store: no answer
 /// rests on rows a batch-mate wrote and that were rolled back with the group.
@@ -24,8 +25,9 @@ final class GroupCommitFailureStoreTests: XCTestCase {
         self.db = db
         try Migrator.migrate(db, try Migrator.load(directory: TestServer.packageRoot + "/Migrations/sqlite"))
         let store = SQLiteStore(database: db)
-        _ = try store.createUser(UserProfile(id: userID, email: "a@example.test", displayName: nil, now: now),
-                                 passwordHash: "x", session: session("s0", userID))
+        _ = try store.createUser(
+            UserProfile(id: userID, email: "a@example.test", displayName: nil, now: now),
+            passwordHash: "x", session: session("s0", userID))
         return store
     }
 
@@ -35,15 +37,20 @@ final class GroupCommitFailureStoreTests: XCTestCase {
 
     /// Runs `calls` on their own threads while the writer is held, so that they form one
     /// group; the group's commit fails with a full disk `commitFailures` times.
-    private func oneGroup(_ store: SQLiteStore, commitFailures: Int,
-                          _ calls: [@Sendable () throws -> Void]) -> [Result<Void, any Error>] {
+    private func oneGroup(
+        _ store: SQLiteStore, commitFailures: Int,
+        _ calls: [@Sendable () throws -> Void]
+    ) -> [Result<Void, any Error>] {
         let db = store.database
         let gate = StoreGate()
         let entered = StoreGate()
         let done = DispatchGroup()
         done.enter()
         Thread {
-            _ = try? db.writeExclusive { _ in entered.open(); gate.wait() }
+            _ = try? db.writeExclusive { _ in
+                entered.open()
+                gate.wait()
+            }
             done.leave()
         }.start()
         entered.wait()
@@ -119,13 +126,16 @@ final class GroupCommitFailureStoreTests: XCTestCase {
         let userID = self.userID
         let now = self.now
         let first = content(250)
-        let second = content(300)   // other content: a second create would answer 409 entry_exists
-        let results = oneGroup(store, commitFailures: 2, [
-            { _ = try store.createEntry(userID: userID, id: entryID, content: first, deviceID: nil, now: now) },
-            { _ = try store.createEntry(userID: userID, id: entryID, content: second, deviceID: nil, now: now) },
-        ])
-        XCTAssertFalse(results.contains { failure($0) == .conflict(code: "entry_exists") },
-                       "409 for an id that does not exist: \(results)")
+        let second = content(300)  // other content: a second create would answer 409 entry_exists
+        let results = oneGroup(
+            store, commitFailures: 2,
+            [
+                { _ = try store.createEntry(userID: userID, id: entryID, content: first, deviceID: nil, now: now) },
+                { _ = try store.createEntry(userID: userID, id: entryID, content: second, deviceID: nil, now: now) },
+            ])
+        XCTAssertFalse(
+            results.contains { failure($0) == .conflict(code: "entry_exists") },
+            "409 for an id that does not exist: \(results)")
         XCTAssertEqual(results.filter(isStorageFull).count, 2, "\(results)")
         XCTAssertNil(try store.entry(userID: userID, id: entryID))
     }
@@ -138,14 +148,20 @@ final class GroupCommitFailureStoreTests: XCTestCase {
         let email = "new@example.test"
         let ids = ["01930000-0000-7000-8000-0000000000a1", "01930000-0000-7000-8000-0000000000a2"]
         let calls: [@Sendable () throws -> Void] = ids.map { id in
-            { _ = try store.createUser(UserProfile(id: id, email: email, displayName: nil, now: now),
-                                       passwordHash: "x", session: NewSession(id: "s-" + id, userID: id,
-                                                                              refreshTokenHash: Array(id.utf8),
-                                                                              createdAt: now, refreshExpiresAt: now + 1)) }
+            {
+                _ = try store.createUser(
+                    UserProfile(id: id, email: email, displayName: nil, now: now),
+                    passwordHash: "x",
+                    session: NewSession(
+                        id: "s-" + id, userID: id,
+                        refreshTokenHash: Array(id.utf8),
+                        createdAt: now, refreshExpiresAt: now + 1))
+            }
         }
         let results = oneGroup(store, commitFailures: 1, calls)
-        XCTAssertFalse(results.contains { failure($0) == .emailTaken && (try? store.user(email: email)) == nil },
-                       "email_taken with no account: \(results)")
+        XCTAssertFalse(
+            results.contains { failure($0) == .emailTaken && (try? store.user(email: email)) == nil },
+            "email_taken with no account: \(results)")
         // The second signup, re-run alone, created the account; the first got the storage problem.
         XCTAssertEqual(results.filter(isStorageFull).count, 1, "\(results)")
         XCTAssertNotNil(try store.user(email: email))
@@ -158,10 +174,15 @@ final class GroupCommitFailureStoreTests: XCTestCase {
         let userID = self.userID
         let now = self.now
         let entry = content(100)
-        let results = oneGroup(store, commitFailures: 1, [
-            { _ = try store.createEntry(userID: userID, id: "0193cccc-0000-7000-8000-000000000001",
-                                        content: entry, deviceID: nil, now: now) },
-        ])
+        let results = oneGroup(
+            store, commitFailures: 1,
+            [
+                {
+                    _ = try store.createEntry(
+                        userID: userID, id: "0193cccc-0000-7000-8000-000000000001",
+                        content: entry, deviceID: nil, now: now)
+                }
+            ])
         guard case .failure(let error) = results[0] else { return XCTFail("expected a failure") }
         let problem = APIError(error)
         XCTAssertEqual(problem.status, 503)
@@ -315,7 +336,7 @@ final class WALPositionStartUpTests: XCTestCase {
         process.standardOutput = out
         try process.run()
         let listening = out.fileHandleForReading.availableData
-        if !listening.isEmpty {   // "listening on …": it started
+        if !listening.isEmpty {  // "listening on …": it started
             kill(process.processIdentifier, SIGTERM)
             process.waitUntilExit()
             return nil
@@ -328,9 +349,12 @@ final class WALPositionStartUpTests: XCTestCase {
         let server = try TestServer()
         let user = try server.signUp()
         for i in 0..<30 {
-            let r = try server.request("POST", "/v1/water_logs/me/entries",
-                                       json: ["amountMl": .int(100 + i), "loggedAt": .string("2026-11-30T08:00:00Z"),
-                                              "source": .string("api")], token: user.token)
+            let r = try server.request(
+                "POST", "/v1/water_logs/me/entries",
+                json: [
+                    "amountMl": .int(100 + i), "loggedAt": .string("2026-11-30T08:00:00Z"),
+                    "source": .string("api"),
+                ], token: user.token)
             XCTAssertEqual(r.status, 201, r.text)
         }
         kill(server.process.processIdentifier, SIGKILL)
@@ -382,12 +406,15 @@ final class DataDirFileModeTests: XCTestCase {
         _ = try server.signUp()
         let (status, key, err) = try TestServer.runCLI(["admin-key", "create", "--name", "modes", "--data-dir", server.dataDir])
         XCTAssertEqual(status, 0, err)
-        let backup = try server.request("POST", "/v1/admin/backup",
-                                        token: key.trimmingCharacters(in: .whitespacesAndNewlines))
+        let backup = try server.request(
+            "POST", "/v1/admin/backup",
+            token: key.trimmingCharacters(in: .whitespacesAndNewlines))
         XCTAssertEqual(backup.status, 201, backup.text)
         let backupPath = try XCTUnwrap(backup.json?["path"]?.stringValue)
-        for file in ["suplash.sqlite", "suplash.sqlite-wal", "suplash.sqlite-shm", "suplash.sqlite-position",
-                     "suplash.sqlite-probe", "jwt-secret"] {
+        for file in [
+            "suplash.sqlite", "suplash.sqlite-wal", "suplash.sqlite-shm", "suplash.sqlite-position",
+            "suplash.sqlite-probe", "jwt-secret",
+        ] {
             XCTAssertEqual(mode(server.dataDir + "/" + file), 0o600, file)
         }
         XCTAssertEqual(mode(backupPath), 0o600, backupPath)
@@ -410,9 +437,12 @@ final class FullDatabaseStoreTests: XCTestCase {
         let store = SQLiteStore(database: db)
         let now: Int64 = 1_790_000_000_000
         let userID = "01930000-0000-7000-8000-0000000000f1"
-        _ = try store.createUser(UserProfile(id: userID, email: "full@example.test", displayName: nil, now: now),
-                                 passwordHash: "x", session: NewSession(id: "s", userID: userID, refreshTokenHash: [1],
-                                                                        createdAt: now, refreshExpiresAt: now + 1))
+        _ = try store.createUser(
+            UserProfile(id: userID, email: "full@example.test", displayName: nil, now: now),
+            passwordHash: "x",
+            session: NewSession(
+                id: "s", userID: userID, refreshTokenHash: [1],
+                createdAt: now, refreshExpiresAt: now + 1))
         try db.writeExclusive { context in
             let pages = try context.connection.scalarInt64("PRAGMA page_count") ?? 0
             _ = try context.connection.scalar("PRAGMA max_page_count = \(pages + 2)")
@@ -421,10 +451,12 @@ final class FullDatabaseStoreTests: XCTestCase {
         var failure: (any Error)?
         while failure == nil && created < 10_000 {
             do {
-                _ = try store.createEntry(userID: userID, id: UUID().uuidString.lowercased(),
-                                          content: WaterEntryContent(amountMl: 250, loggedAt: now, source: .api,
-                                                                     note: String(repeating: "n", count: 400)),
-                                          deviceID: nil, now: now)
+                _ = try store.createEntry(
+                    userID: userID, id: UUID().uuidString.lowercased(),
+                    content: WaterEntryContent(
+                        amountMl: 250, loggedAt: now, source: .api,
+                        note: String(repeating: "n", count: 400)),
+                    deviceID: nil, now: now)
                 created += 1
             } catch {
                 failure = error
@@ -439,8 +471,9 @@ final class FullDatabaseStoreTests: XCTestCase {
         XCTAssertNil(store.health.problem, "a full disk seen by a query alone does not fail /readyz (the probe decides)")
 
         try db.writeExclusive { _ = try $0.connection.scalar("PRAGMA max_page_count = 1073741823") }
-        _ = try store.createEntry(userID: userID, id: UUID().uuidString.lowercased(),
-                                  content: WaterEntryContent(amountMl: 250, loggedAt: now, source: .api),
-                                  deviceID: nil, now: now)
+        _ = try store.createEntry(
+            userID: userID, id: UUID().uuidString.lowercased(),
+            content: WaterEntryContent(amountMl: 250, loggedAt: now, source: .api),
+            deviceID: nil, now: now)
     }
 }

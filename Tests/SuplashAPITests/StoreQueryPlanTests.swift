@@ -18,8 +18,9 @@ final class StoreQueryPlanTests: XCTestCase {
         let (_, db) = try makeStore()
         defer { db.close() }
         let plan = try db.read { c in
-            try c.query("EXPLAIN QUERY PLAN " + SQLiteStore.listEntriesSQL,
-                        [.text("u"), .integer(0), .integer(Int64.max), .integer(Int64.max), .text("z"), .integer(21)])
+            try c.query(
+                "EXPLAIN QUERY PLAN " + SQLiteStore.listEntriesSQL,
+                [.text("u"), .integer(0), .integer(Int64.max), .integer(Int64.max), .text("z"), .integer(21)])
         }
         let details = plan.map { String(describing: $0["detail"]) }.joined(separator: "\n")
         XCTAssertTrue(details.contains("water_entries_list"), details)
@@ -41,13 +42,17 @@ final class StoreQueryPlanTests: XCTestCase {
         defer { db.close() }
         let now: Int64 = 1_790_000_000_000
         let user = UserProfile(id: "01930000-0000-7000-8000-000000000001", email: "a@example.test", displayName: nil, now: now)
-        _ = try store.createUser(user, passwordHash: "x", session: NewSession(id: "s", userID: user.id, refreshTokenHash: [1],
-                                                                              createdAt: now, refreshExpiresAt: now + 1))
+        _ = try store.createUser(
+            user, passwordHash: "x",
+            session: NewSession(
+                id: "s", userID: user.id, refreshTokenHash: [1],
+                createdAt: now, refreshExpiresAt: now + 1))
         for i in 0..<25 {
             let id = String(format: "00000000-0000-4000-8000-%012d", i)
-            _ = try store.createEntry(userID: user.id, id: id,
-                                      content: WaterEntryContent(amountMl: 100, loggedAt: now - Int64(i % 5) * 1000),
-                                      deviceID: nil, now: now)
+            _ = try store.createEntry(
+                userID: user.id, id: id,
+                content: WaterEntryContent(amountMl: 100, loggedAt: now - Int64(i % 5) * 1000),
+                deviceID: nil, now: now)
         }
         var seen: [String] = []
         var cursor: EntryCursor?

@@ -56,8 +56,8 @@ final class SyncConvergenceTests: XCTestCase {
 
     struct Mutation {
         var key: Key
-        var value: Value?          // nil = delete
-        var clock: Int64           // clientUpdatedAt, ms
+        var value: Value?  // nil = delete
+        var clock: Int64  // clientUpdatedAt, ms
         var device: String
         var id: String { key.id }
     }
@@ -86,7 +86,8 @@ final class SyncConvergenceTests: XCTestCase {
     }
 
     func testRandomOfflineDevicesConvergeToTheLWWOracle() throws {
-        let seed = ProcessInfo.processInfo.environment["SUPLASH_SYNC_SEED"].flatMap(UInt64.init)
+        let seed =
+            ProcessInfo.processInfo.environment["SUPLASH_SYNC_SEED"].flatMap(UInt64.init)
             ?? UInt64.random(in: 1...UInt64(1 << 40))
         let context = "seed \(seed) (replay: SUPLASH_SYNC_SEED=\(seed) swift test --filter SyncConvergenceTests)"
         var rng = RNG(state: seed)
@@ -94,15 +95,17 @@ final class SyncConvergenceTests: XCTestCase {
         defer { server.stop() }
         let user = try server.signUp()
 
-        let devices = [Device(name: "phone", clockOffset: Int64(rng.int(240_001)) - 120_000),
-                       Device(name: "watch", clockOffset: Int64(rng.int(240_001)) - 120_000),
-                       Device(name: "widget", clockOffset: Int64(rng.int(240_001)) - 120_000)]
+        let devices = [
+            Device(name: "phone", clockOffset: Int64(rng.int(240_001)) - 120_000),
+            Device(name: "watch", clockOffset: Int64(rng.int(240_001)) - 120_000),
+            Device(name: "widget", clockOffset: Int64(rng.int(240_001)) - 120_000),
+        ]
         let base = Int64(Date().timeIntervalSince1970 * 1000) - 3_600_000
         let loggedAt = rfc3339(Date(timeIntervalSinceNow: -7200))
         var tick: Int64 = 0
-        var known: [Key] = []                      // every entry and bill ever created
+        var known: [Key] = []  // every entry and bill ever created
         let dates = (1...6).map { String(format: "2025-07-%02d", $0) }  // day ids: few, so they conflict
-        var arrivals: [Mutation] = []              // pushed mutations in server arrival order
+        var arrivals: [Mutation] = []  // pushed mutations in server arrival order
         var oracle: [Key: (winner: Mutation, index: Int)] = [:]
         var superseded = 0
 
@@ -121,16 +124,26 @@ final class SyncConvergenceTests: XCTestCase {
             ]
             switch m.value {
             case .entry(let amount, let source)?:
-                members.append(("data", .object([("amountMl", .number(JSONNumber(amount))),
-                                                 ("loggedAt", .string(loggedAt)), ("source", .string(source))])))
+                members.append(
+                    (
+                        "data",
+                        .object([
+                            ("amountMl", .number(JSONNumber(amount))),
+                            ("loggedAt", .string(loggedAt)), ("source", .string(source)),
+                        ])
+                    ))
             case .bill(let amount, let paid)?:
                 // One subscription per bill id, so that bills never collide (`bill_exists`).
                 let subscriber = String(m.id.filter { $0 != "-" })
-                members.append(("data", .object([
-                    ("provider", "ISKI"), ("subscriberNo", .string(subscriber)), ("period", "2025-05"),
-                    ("consumptionM3", 12.5), ("amountMinor", .number(JSONNumber(amount))), ("dueDate", "2025-06-20"),
-                    ("paidAt", paid ? .string(loggedAt) : .null),
-                ])))
+                members.append(
+                    (
+                        "data",
+                        .object([
+                            ("provider", "ISKI"), ("subscriberNo", .string(subscriber)), ("period", "2025-05"),
+                            ("consumptionM3", 12.5), ("amountMinor", .number(JSONNumber(amount))), ("dueDate", "2025-06-20"),
+                            ("paidAt", paid ? .string(loggedAt) : .null),
+                        ])
+                    ))
             case .day(let minutes)?:
                 members.append(("data", .object([("activeMinutes", minutes.map { .number(JSONNumber($0)) } ?? .null)])))
             case nil:
@@ -160,7 +173,8 @@ final class SyncConvergenceTests: XCTestCase {
         /// Applies one feed change to a device's or the test's copy.
         func apply(_ change: JSONValue, to state: inout [Key: Value]) {
             guard let collection = change["collection"]?.stringValue, collection != "profile",
-                  collection != "achievements", let id = change["id"]?.stringValue else { return }
+                collection != "achievements", let id = change["id"]?.stringValue
+            else { return }
             let key = Key(collection: collection, id: id)
             state[key] = change["deleted"] == .bool(true) ? nil : value(of: change["data"], in: collection)
         }
@@ -169,8 +183,9 @@ final class SyncConvergenceTests: XCTestCase {
             guard !d.outbox.isEmpty else { return }
             let batch = d.outbox
             d.outbox = []
-            let r = try server.request("POST", "/v1/sync", json: .object([("mutations", .array(batch.map(data)))]),
-                                       token: user.token, headers: [("X-Device-ID", d.id)])
+            let r = try server.request(
+                "POST", "/v1/sync", json: .object([("mutations", .array(batch.map(data)))]),
+                token: user.token, headers: [("X-Device-ID", d.id)])
             guard r.status == 200, case .array(let results)? = r.json?["results"], results.count == batch.count else {
                 throw TestFailure("\(context): push failed \(r.status) \(r.text)")
             }
@@ -181,8 +196,9 @@ final class SyncConvergenceTests: XCTestCase {
                 if !expected { superseded += 1 }
                 if expected { oracle[m.key] = (m, index) }
                 let status = result["status"]?.stringValue ?? ""
-                XCTAssertEqual(status, expected ? "applied" : "superseded",
-                               "\(context): mutation #\(index) \(m.key) from \(d.name) at \(m.clock): \(result)")
+                XCTAssertEqual(
+                    status, expected ? "applied" : "superseded",
+                    "\(context): mutation #\(index) \(m.key) from \(d.name) at \(m.clock): \(result)")
                 if status == "applied" {
                     d.local[m.key] = Self.applied(m.key, m.value)
                 } else if status == "superseded" {
@@ -198,7 +214,8 @@ final class SyncConvergenceTests: XCTestCase {
                 if let token = d.token { path += "&since=\(token)" }
                 let r = try server.request("GET", path, token: user.token, headers: [("X-Device-ID", d.id)])
                 guard r.status == 200, let json = r.json, case .array(let changes)? = json["changes"],
-                      let token = json["nextToken"]?.stringValue else {
+                    let token = json["nextToken"]?.stringValue
+                else {
                     throw TestFailure("\(context): pull failed \(r.status) \(r.text)")
                 }
                 for change in changes {
@@ -231,7 +248,9 @@ final class SyncConvergenceTests: XCTestCase {
             let knownHere = known.filter { $0.collection == collection }
             switch rng.int(10) {
             case 0...2:
-                let key = collection == "days" ? Key(collection: "days", id: dates[rng.int(dates.count)])
+                let key =
+                    collection == "days"
+                    ? Key(collection: "days", id: dates[rng.int(dates.count)])
                     : Key(collection: collection, id: UUID().uuidString.lowercased())
                 if collection != "days" { known.append(key) }
                 let m = Mutation(key: key, value: newValue(), clock: clock, device: d.id)
@@ -288,8 +307,9 @@ final class SyncConvergenceTests: XCTestCase {
         }
         let achievements = try server.request("GET", "/v1/achievements/me", token: user.token).json
         for d in devices {
-            XCTAssertEqual(withoutCurrentStreak(d.achievements), withoutCurrentStreak(achievements),
-                           "\(context): \(d.name)'s achievements")
+            XCTAssertEqual(
+                withoutCurrentStreak(d.achievements), withoutCurrentStreak(achievements),
+                "\(context): \(d.name)'s achievements")
         }
         for collection in ["water_entries", "bills", "days"] {
             XCTAssertTrue(arrivals.contains { $0.key.collection == collection }, "\(context): no \(collection) pushed")

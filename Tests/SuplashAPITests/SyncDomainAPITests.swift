@@ -17,8 +17,10 @@ final class SyncDomainAPITests: XCTestCase {
     func srv() throws -> TestServer { try XCTUnwrap(Self.server, "server did not start") }
 
     static func bill(period: String = "2025-05", subscriber: String = "1234567") -> JSONValue {
-        ["provider": "ISKI", "subscriberNo": .string(subscriber), "period": .string(period), "consumptionM3": 12.5,
-         "amountMinor": 58275, "dueDate": "2025-06-20"]
+        [
+            "provider": "ISKI", "subscriberNo": .string(subscriber), "period": .string(period), "consumptionM3": 12.5,
+            "amountMinor": 58275, "dueDate": "2025-06-20",
+        ]
     }
 
     func testBillsDaysAndAchievementsJoinTheFeedAsTheirRESTDocuments() throws {
@@ -28,10 +30,16 @@ final class SyncDomainAPITests: XCTestCase {
         let created = try s.request("POST", "/v1/invoices/me/bills", json: Self.bill(), token: u.token)
         XCTAssertEqual(created.status, 201, created.text)
         let billID = try XCTUnwrap(created.json?["id"]?.stringValue)
-        XCTAssertEqual(try s.request("PUT", "/v1/water_logs/me/days/2025-07-01", json: ["maxTemperatureC": 33],
-                                     token: u.token).status, 201)
-        XCTAssertEqual(try s.request("POST", "/v1/water_logs/me/entries",
-                                     json: ["amountMl": 300, "loggedAt": .string(rfc3339(Date()))], token: u.token).status, 201)
+        XCTAssertEqual(
+            try s.request(
+                "PUT", "/v1/water_logs/me/days/2025-07-01", json: ["maxTemperatureC": 33],
+                token: u.token
+            ).status, 201)
+        XCTAssertEqual(
+            try s.request(
+                "POST", "/v1/water_logs/me/entries",
+                json: ["amountMl": 300, "loggedAt": .string(rfc3339(Date()))], token: u.token
+            ).status, 201)
         let (changes, token) = try s.pullAll(token: u.token, since: start)
         func change(_ collection: String) -> JSONValue? {
             changes.last { $0["collection"]?.stringValue == collection }
@@ -65,29 +73,42 @@ final class SyncDomainAPITests: XCTestCase {
         let s = try srv()
         let u = try s.signUp()
         let now = Date()
-        let t0 = rfc3339(now.addingTimeInterval(-120)), t1 = rfc3339(now.addingTimeInterval(-60)), t2 = rfc3339(now)
-        let a = UUID().uuidString.lowercased(), b = UUID().uuidString.lowercased()
+        let t0 = rfc3339(now.addingTimeInterval(-120))
+        let t1 = rfc3339(now.addingTimeInterval(-60))
+        let t2 = rfc3339(now)
+        let a = UUID().uuidString.lowercased()
+        let b = UUID().uuidString.lowercased()
         var bad = Self.bill()
         if case .object(var m) = bad {
             m = m.map { $0.0 == "consumptionM3" ? ($0.0, .number(JSONNumber(1.0001))) : $0 }
             bad = .object(m)
         }
-        let results = try s.push(token: u.token, [
-            ["collection": "bills", "id": .string(a), "op": "upsert", "data": Self.bill(), "clientUpdatedAt": .string(t1)],
-            ["collection": "bills", "id": .string(b), "op": "upsert", "data": Self.bill(), "clientUpdatedAt": .string(t1)],
-            ["collection": "bills", "id": .string(b), "op": "upsert", "data": bad, "clientUpdatedAt": .string(t1)],
-            ["collection": "days", "id": "2025-07-02", "op": "upsert", "data": ["activeMinutes": 90],
-             "clientUpdatedAt": .string(t1)],
-            ["collection": "days", "id": "2025-02-30", "op": "upsert", "data": [:], "clientUpdatedAt": .string(t1)],
-            ["collection": "days", "id": "2025-07-03", "op": "upsert", "data": ["maxTemperatureC": 61],
-             "clientUpdatedAt": .string(t1)],
-            ["collection": "achievements", "id": .string(u.id), "op": "delete", "clientUpdatedAt": .string(t1)],
-        ])
-        XCTAssertEqual(results.map { $0["status"]?.stringValue ?? "" },
-                       ["applied", "rejected", "rejected", "applied", "rejected", "rejected", "rejected"])
-        XCTAssertEqual(results.map { $0["error"]?["code"]?.stringValue ?? "" },
-                       ["", "bill_exists", "validation_failed", "", "validation_failed", "validation_failed",
-                        "read_only_collection"])
+        let results = try s.push(
+            token: u.token,
+            [
+                ["collection": "bills", "id": .string(a), "op": "upsert", "data": Self.bill(), "clientUpdatedAt": .string(t1)],
+                ["collection": "bills", "id": .string(b), "op": "upsert", "data": Self.bill(), "clientUpdatedAt": .string(t1)],
+                ["collection": "bills", "id": .string(b), "op": "upsert", "data": bad, "clientUpdatedAt": .string(t1)],
+                [
+                    "collection": "days", "id": "2025-07-02", "op": "upsert", "data": ["activeMinutes": 90],
+                    "clientUpdatedAt": .string(t1),
+                ],
+                ["collection": "days", "id": "2025-02-30", "op": "upsert", "data": [:], "clientUpdatedAt": .string(t1)],
+                [
+                    "collection": "days", "id": "2025-07-03", "op": "upsert", "data": ["maxTemperatureC": 61],
+                    "clientUpdatedAt": .string(t1),
+                ],
+                ["collection": "achievements", "id": .string(u.id), "op": "delete", "clientUpdatedAt": .string(t1)],
+            ])
+        XCTAssertEqual(
+            results.map { $0["status"]?.stringValue ?? "" },
+            ["applied", "rejected", "rejected", "applied", "rejected", "rejected", "rejected"])
+        XCTAssertEqual(
+            results.map { $0["error"]?["code"]?.stringValue ?? "" },
+            [
+                "", "bill_exists", "validation_failed", "", "validation_failed", "validation_failed",
+                "read_only_collection",
+            ])
         XCTAssertEqual(results[1]["error"]?["status"]?.int64Value, 409)
         func firstPointer(_ result: JSONValue) -> String? {
             guard case .array(let errors)? = result["error"]?["errors"] else { return nil }
@@ -96,34 +117,41 @@ final class SyncDomainAPITests: XCTestCase {
         XCTAssertEqual(firstPointer(results[2]), "/consumptionM3")
         XCTAssertEqual(firstPointer(results[4]), "/id")
         XCTAssertEqual(firstPointer(results[5]), "/maxTemperatureC")
-        XCTAssertEqual(try s.request("GET", "/v1/invoices/me/bills/\(a)", token: u.token).json?["consumptionM3"],
-                       .number(JSONNumber(12.5)))
+        XCTAssertEqual(
+            try s.request("GET", "/v1/invoices/me/bills/\(a)", token: u.token).json?["consumptionM3"],
+            .number(JSONNumber(12.5)))
         // The day's goal rose as for PUT …/days: 2500 + 3 × 250.
-        XCTAssertEqual(try s.request("GET", "/v1/water_logs/me/summary?date=2025-07-02", token: u.token)
-            .json?["goalMl"]?.int64Value, 3250)
+        XCTAssertEqual(
+            try s.request("GET", "/v1/water_logs/me/summary?date=2025-07-02", token: u.token)
+                .json?["goalMl"]?.int64Value, 3250)
 
         // Older writes from another device lose and get the current documents (REST shapes).
         let other = UUID().uuidString
-        let old = try s.push(token: u.token, [
-            ["collection": "bills", "id": .string(a), "op": "delete", "clientUpdatedAt": .string(t0)],
-            ["collection": "days", "id": "2025-07-02", "op": "delete", "clientUpdatedAt": .string(t0)],
-        ], device: other)
+        let old = try s.push(
+            token: u.token,
+            [
+                ["collection": "bills", "id": .string(a), "op": "delete", "clientUpdatedAt": .string(t0)],
+                ["collection": "days", "id": "2025-07-02", "op": "delete", "clientUpdatedAt": .string(t0)],
+            ], device: other)
         XCTAssertEqual(old.map { $0["status"]?.stringValue ?? "" }, ["superseded", "superseded"])
         XCTAssertEqual(old[0]["current"], try s.request("GET", "/v1/invoices/me/bills/\(a)", token: u.token).json)
         XCTAssertEqual(old[1]["current"]?["goalMl"]?.int64Value, 3250)
         XCTAssertEqual(old[1]["current"]?["date"]?.stringValue, "2025-07-02")
 
         // Newer ones win: the bill becomes a tombstone (its slot is free again), the day is cleared.
-        let new = try s.push(token: u.token, [
-            ["collection": "bills", "id": .string(a), "op": "delete", "clientUpdatedAt": .string(t2)],
-            ["collection": "bills", "id": .string(b), "op": "upsert", "data": Self.bill(), "clientUpdatedAt": .string(t2)],
-            ["collection": "days", "id": "2025-07-02", "op": "delete", "clientUpdatedAt": .string(t2)],
-        ], device: other)
+        let new = try s.push(
+            token: u.token,
+            [
+                ["collection": "bills", "id": .string(a), "op": "delete", "clientUpdatedAt": .string(t2)],
+                ["collection": "bills", "id": .string(b), "op": "upsert", "data": Self.bill(), "clientUpdatedAt": .string(t2)],
+                ["collection": "days", "id": "2025-07-02", "op": "delete", "clientUpdatedAt": .string(t2)],
+            ], device: other)
         XCTAssertEqual(new.map { $0["status"]?.stringValue ?? "" }, ["applied", "applied", "applied"])
         XCTAssertEqual(try s.request("GET", "/v1/invoices/me/bills/\(a)", token: u.token).status, 404)
         XCTAssertEqual(try s.request("GET", "/v1/invoices/me/bills/\(b)", token: u.token).status, 200)
-        XCTAssertEqual(try s.request("GET", "/v1/water_logs/me/summary?date=2025-07-02", token: u.token)
-            .json?["goalMl"]?.int64Value, 2500)
+        XCTAssertEqual(
+            try s.request("GET", "/v1/water_logs/me/summary?date=2025-07-02", token: u.token)
+                .json?["goalMl"]?.int64Value, 2500)
         let (changes, _) = try s.pullAll(token: u.token)
         let day = changes.first { $0["collection"]?.stringValue == "days" }
         XCTAssertEqual(day?["data"]?["activeMinutes"], .null)
@@ -136,20 +164,33 @@ final class SyncDomainAPITests: XCTestCase {
 
     func testBillAndDayWritesWakeOnlyThatUsersLongPoll() throws {
         let s = try srv()
-        let a = try s.signUp(), b = try s.signUp()
+        let a = try s.signUp()
+        let b = try s.signUp()
         let (_, tokenA) = try s.pullAll(token: a.token)
         let (_, tokenB) = try s.pullAll(token: b.token)
         let writes: [(String, () throws -> Void)] = [
-            ("bills", {
-                let r = try s.request("POST", "/v1/invoices/me/bills", json: Self.bill(period: "2025-04"), token: a.token)
-                XCTAssertEqual(r.status, 201)
-            }),
-            ("days", {
-                let r = try s.push(token: a.token, [["collection": "days", "id": "2025-07-04", "op": "upsert",
-                                                     "data": ["maxTemperatureC": 31],
-                                                     "clientUpdatedAt": .string(rfc3339(Date()))]])
-                XCTAssertEqual(r.first?["status"]?.stringValue, "applied")
-            }),
+            (
+                "bills",
+                {
+                    let r = try s.request("POST", "/v1/invoices/me/bills", json: Self.bill(period: "2025-04"), token: a.token)
+                    XCTAssertEqual(r.status, 201)
+                }
+            ),
+            (
+                "days",
+                {
+                    let r = try s.push(
+                        token: a.token,
+                        [
+                            [
+                                "collection": "days", "id": "2025-07-04", "op": "upsert",
+                                "data": ["maxTemperatureC": 31],
+                                "clientUpdatedAt": .string(rfc3339(Date())),
+                            ]
+                        ])
+                    XCTAssertEqual(r.first?["status"]?.stringValue, "applied")
+                }
+            ),
         ]
         var sinceA = tokenA
         for (collection, write) in writes {

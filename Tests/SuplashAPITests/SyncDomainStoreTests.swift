@@ -27,8 +27,11 @@ final class SyncDomainStoreTests: XCTestCase {
         try Migrator.migrate(db, try Migrator.load(directory: TestServer.packageRoot + "/Migrations/sqlite"))
         let store = SQLiteStore(database: db)
         let user = UserProfile(id: uid, email: "d@example.test", displayName: nil, now: now)
-        _ = try store.createUser(user, passwordHash: "x", session: NewSession(id: "s", userID: uid, refreshTokenHash: [1],
-                                                                              createdAt: now, refreshExpiresAt: now + 1))
+        _ = try store.createUser(
+            user, passwordHash: "x",
+            session: NewSession(
+                id: "s", userID: uid, refreshTokenHash: [1],
+                createdAt: now, refreshExpiresAt: now + 1))
         _ = try store.updateProfile(userID: uid, now: now) { p in
             var p = p
             p.timezone = "Europe/Istanbul"
@@ -39,8 +42,9 @@ final class SyncDomainStoreTests: XCTestCase {
     }
 
     func bill(_ period: String, subscriber: String = "555") -> BillContent {
-        BillContent(provider: "ISKI", subscriberNo: subscriber, period: YearMonth(parsing: period) ?? LocalDate(dayNumber: 0).yearMonth,
-                    consumptionMilliM3: 12_500, amountMinor: 58_275, dueDate: LocalDate(parsing: "2025-06-20") ?? LocalDate(dayNumber: 0))
+        BillContent(
+            provider: "ISKI", subscriberNo: subscriber, period: YearMonth(parsing: period) ?? LocalDate(dayNumber: 0).yearMonth,
+            consumptionMilliM3: 12_500, amountMinor: 58_275, dueDate: LocalDate(parsing: "2025-06-20") ?? LocalDate(dayNumber: 0))
     }
 
     func push(_ store: SQLiteStore, device: String = "b", _ mutations: [SyncMutation]) throws -> [SyncMutationOutcome] {
@@ -85,16 +89,19 @@ final class SyncDomainStoreTests: XCTestCase {
         let store = try makeStore()
         let touched = Touched()
         store.changeNotifier.subscribe { touched.add($0) }
-        let a = "00000000-0000-4000-8000-0000000000a1", b = "00000000-0000-4000-8000-0000000000b1"
+        let a = "00000000-0000-4000-8000-0000000000a1"
+        let b = "00000000-0000-4000-8000-0000000000b1"
         let c = "00000000-0000-4000-8000-0000000000c1"
-        let first = try push(store, [
-            SyncMutation(collection: "bills", id: a, write: .upsertBill(bill("2025-05")), clientUpdatedAt: now - 100),
-            SyncMutation(collection: "bills", id: b, write: .upsertBill(bill("2025-05")), clientUpdatedAt: now - 100),
-            SyncMutation(collection: "bills", id: a, write: .delete, clientUpdatedAt: now - 200),
-            SyncMutation(collection: "bills", id: c, write: .delete, clientUpdatedAt: now - 50),
-            SyncMutation(collection: "bills", id: c, write: .upsertBill(bill("2025-06")), clientUpdatedAt: now - 60),
-            SyncMutation(collection: "achievements", id: uid, write: .delete, clientUpdatedAt: now - 50),
-        ])
+        let first = try push(
+            store,
+            [
+                SyncMutation(collection: "bills", id: a, write: .upsertBill(bill("2025-05")), clientUpdatedAt: now - 100),
+                SyncMutation(collection: "bills", id: b, write: .upsertBill(bill("2025-05")), clientUpdatedAt: now - 100),
+                SyncMutation(collection: "bills", id: a, write: .delete, clientUpdatedAt: now - 200),
+                SyncMutation(collection: "bills", id: c, write: .delete, clientUpdatedAt: now - 50),
+                SyncMutation(collection: "bills", id: c, write: .upsertBill(bill("2025-06")), clientUpdatedAt: now - 60),
+                SyncMutation(collection: "achievements", id: uid, write: .delete, clientUpdatedAt: now - 50),
+            ])
         XCTAssertEqual(status(first), ["applied", "bill_exists", "superseded", "applied", "superseded", "read_only_collection"])
         guard case .superseded(.bill(let current))? = first.dropFirst(2).first else { return XCTFail("\(first)") }
         XCTAssertEqual(current.content, bill("2025-05"))
@@ -103,14 +110,18 @@ final class SyncDomainStoreTests: XCTestCase {
         XCTAssertNil(try store.bill(userID: uid, id: c))
 
         // Equal clocks: the greater device id wins; the same pair again: the later arrival wins.
-        let second = try push(store, device: "a", [
-            SyncMutation(collection: "bills", id: a, write: .delete, clientUpdatedAt: now - 100),
-        ])
+        let second = try push(
+            store, device: "a",
+            [
+                SyncMutation(collection: "bills", id: a, write: .delete, clientUpdatedAt: now - 100)
+            ])
         XCTAssertEqual(status(second), ["superseded"])
-        let third = try push(store, device: "b", [
-            SyncMutation(collection: "bills", id: a, write: .delete, clientUpdatedAt: now - 100),
-            SyncMutation(collection: "bills", id: b, write: .upsertBill(bill("2025-05")), clientUpdatedAt: now - 100),
-        ])
+        let third = try push(
+            store, device: "b",
+            [
+                SyncMutation(collection: "bills", id: a, write: .delete, clientUpdatedAt: now - 100),
+                SyncMutation(collection: "bills", id: b, write: .upsertBill(bill("2025-05")), clientUpdatedAt: now - 100),
+            ])
         XCTAssertEqual(status(third), ["applied", "applied"], "the deleted bill's slot is free again")
         XCTAssertNil(try store.bill(userID: uid, id: a))
         XCTAssertEqual(try store.bill(userID: uid, id: b)?.content, bill("2025-05"))
@@ -140,25 +151,29 @@ final class SyncDomainStoreTests: XCTestCase {
         let (purged, horizon) = try store.purgeTombstones(deletedBefore: now + 1)
         XCTAssertEqual(purged, 2)
         XCTAssertEqual(horizon, bills[1].position)
-        XCTAssertEqual(try store.changes(userID: uid, after: 0, limit: 100, includeTombstones: true).changes
-            .filter { $0.collection == "bills" }.map(\.id), [b])
+        XCTAssertEqual(
+            try store.changes(userID: uid, after: 0, limit: 100, includeTombstones: true).changes
+                .filter { $0.collection == "bills" }.map(\.id), [b])
     }
 
     func testDayPushesRecomputeGoalsAndAchievementsLikeTheRESTPut() throws {
         let store = try makeStore()
         // Two goal days (base goal 1000 ml) in Istanbul.
         for (i, day) in ["2026-06-01", "2026-06-02"].enumerated() {
-            _ = try store.createEntry(userID: uid, id: "00000000-0000-4000-8000-00000000000\(i)",
-                                      content: WaterEntryContent(amountMl: 1000, loggedAt: try XCTUnwrap(RFC3339.parse("\(day)T09:00:00Z"))),
-                                      deviceID: nil, now: now)
+            _ = try store.createEntry(
+                userID: uid, id: "00000000-0000-4000-8000-00000000000\(i)",
+                content: WaterEntryContent(amountMl: 1000, loggedAt: try XCTUnwrap(RFC3339.parse("\(day)T09:00:00Z"))),
+                deviceID: nil, now: now)
         }
         XCTAssertEqual(try store.achievements(userID: uid).longestStreakDays, 2)
         let before = try store.achievements(userID: uid).version
         let hot = DayContextContent(maxTemperatureC: 35)
-        let out = try push(store, [
-            SyncMutation(collection: "days", id: "2026-06-02", write: .putDay(hot), clientUpdatedAt: now - 100),
-            SyncMutation(collection: "days", id: "2026-06-02", write: .delete, clientUpdatedAt: now - 200),
-        ])
+        let out = try push(
+            store,
+            [
+                SyncMutation(collection: "days", id: "2026-06-02", write: .putDay(hot), clientUpdatedAt: now - 100),
+                SyncMutation(collection: "days", id: "2026-06-02", write: .delete, clientUpdatedAt: now - 200),
+            ])
         XCTAssertEqual(status(out), ["applied", "superseded"])
         guard case .applied(let change) = out[0], case .superseded(.day(let current)?) = out[1] else { return XCTFail("\(out)") }
         XCTAssertEqual(change.id, "2026-06-02")
@@ -175,9 +190,11 @@ final class SyncDomainStoreTests: XCTestCase {
         XCTAssertEqual(feed.changes.last?.document, .achievements(a))
 
         // A newer delete clears the context (the day stays, both fields null): the streak is back.
-        let cleared = try push(store, device: "c", [
-            SyncMutation(collection: "days", id: "2026-06-02", write: .delete, clientUpdatedAt: now - 50),
-        ])
+        let cleared = try push(
+            store, device: "c",
+            [
+                SyncMutation(collection: "days", id: "2026-06-02", write: .delete, clientUpdatedAt: now - 50)
+            ])
         guard case .applied(let clearedChange) = cleared[0] else { return XCTFail("\(cleared)") }
         XCTAssertFalse(clearedChange.deleted)
         guard case .day(let day)? = clearedChange.document else { return XCTFail("a day document") }
@@ -188,9 +205,11 @@ final class SyncDomainStoreTests: XCTestCase {
         XCTAssertEqual(a.daysGoalMet, 2)
         // A REST PUT afterwards supersedes it (stamped after the stored clock).
         _ = try store.putDay(userID: uid, date: try XCTUnwrap(LocalDate(parsing: "2026-06-02")), content: hot, deviceID: nil, now: now - 10_000)
-        let late = try push(store, device: "z", [
-            SyncMutation(collection: "days", id: "2026-06-02", write: .delete, clientUpdatedAt: now - 50),
-        ])
+        let late = try push(
+            store, device: "z",
+            [
+                SyncMutation(collection: "days", id: "2026-06-02", write: .delete, clientUpdatedAt: now - 50)
+            ])
         XCTAssertEqual(status(late), ["superseded"])
     }
 }

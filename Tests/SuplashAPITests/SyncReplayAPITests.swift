@@ -11,9 +11,11 @@ final class SyncReplayAPITests: XCTestCase {
         let u = try s.signUp()
         let id = UUID().uuidString.lowercased()
         let at = rfc3339(Date(timeIntervalSinceNow: -60))
-        let mutation: JSONValue = ["collection": "water_entries", "id": .string(id), "op": "upsert",
-                                   "data": ["amountMl": 250, "loggedAt": .string(at), "note": "cold"],
-                                   "clientUpdatedAt": .string(at)]
+        let mutation: JSONValue = [
+            "collection": "water_entries", "id": .string(id), "op": "upsert",
+            "data": ["amountMl": 250, "loggedAt": .string(at), "note": "cold"],
+            "clientUpdatedAt": .string(at),
+        ]
         let first = try s.push(token: u.token, [mutation])
         XCTAssertEqual(first[0]["status"]?.stringValue, "applied")
         let stored = try s.request("GET", "/v1/water_logs/me/entries/\(id)", token: u.token)
@@ -34,8 +36,9 @@ final class SyncReplayAPITests: XCTestCase {
         XCTAssertEqual(snapshot.filter { $0["id"]?.stringValue == id }.map { $0["version"] }, [.number(JSONNumber(1))])
 
         // Another client that read version 1 can still write against it.
-        let patched = try s.request("PATCH", "/v1/water_logs/me/entries/\(id)", json: ["amountMl": 300], token: u.token,
-                                    headers: [("If-Match", etag)])
+        let patched = try s.request(
+            "PATCH", "/v1/water_logs/me/entries/\(id)", json: ["amountMl": 300], token: u.token,
+            headers: [("If-Match", etag)])
         XCTAssertEqual(patched.status, 200, patched.text)
         XCTAssertEqual(patched.json?["version"], .number(JSONNumber(2)))
     }

@@ -1,10 +1,11 @@
 import Foundation
-@testable import SuplashAPI
 import SuplashDomain
 import SuplashJSON
 import SuplashSQLiteStore
 import SuplashStorage
 import XCTest
+
+@testable import SuplashAPI
 
 /// Store-level and API-unit checks of offline sync: the feed is served by its index, LWW in the
 /// store, the tombstone purge horizon, tokens, and the Idempotency-Key guard.
@@ -20,8 +21,9 @@ final class SyncUnitTests: XCTestCase {
         let (_, db) = try makeStore()
         defer { db.close() }
         let plan = try db.read { c in
-            try c.query("EXPLAIN QUERY PLAN " + SQLiteStore.waterEntriesFeedSQL,
-                        [.text("u"), .integer(0), .integer(501), .integer(1)])
+            try c.query(
+                "EXPLAIN QUERY PLAN " + SQLiteStore.waterEntriesFeedSQL,
+                [.text("u"), .integer(0), .integer(501), .integer(1)])
         }
         let details = plan.map { String(describing: $0["detail"]) }.joined(separator: "\n")
         XCTAssertTrue(details.contains("water_entries_changes"), details)
@@ -36,29 +38,40 @@ final class SyncUnitTests: XCTestCase {
         let touched = Touched()
         store.changeNotifier.subscribe { touched.add($0) }
         let user = UserProfile(id: "01930000-0000-7000-8000-000000000002", email: "b@example.test", displayName: nil, now: now)
-        _ = try store.createUser(user, passwordHash: "x", session: NewSession(id: "s2", userID: user.id, refreshTokenHash: [2],
-                                                                              createdAt: now, refreshExpiresAt: now + 1))
+        _ = try store.createUser(
+            user, passwordHash: "x",
+            session: NewSession(
+                id: "s2", userID: user.id, refreshTokenHash: [2],
+                createdAt: now, refreshExpiresAt: now + 1))
         let id = "00000000-0000-4000-8000-000000000001"
         let content = WaterEntryContent(amountMl: 100, loggedAt: now - 1000)
         let patch: @Sendable (JSONValue, UserProfile) throws -> UserProfile = { _, p in p }
-        let (first, _) = try store.applyMutations(userID: user.id, deviceID: "b", now: now, mutations: [
-            SyncMutation(collection: "water_entries", id: id, write: .upsertEntry(content), clientUpdatedAt: now - 10),
-            SyncMutation(collection: "water_entries", id: id, write: .delete, clientUpdatedAt: now - 20),
-            SyncMutation(collection: "water_entries", id: id, write: .delete, clientUpdatedAt: now - 10),
-        ], profilePatch: patch)
+        let (first, _) = try store.applyMutations(
+            userID: user.id, deviceID: "b", now: now,
+            mutations: [
+                SyncMutation(collection: "water_entries", id: id, write: .upsertEntry(content), clientUpdatedAt: now - 10),
+                SyncMutation(collection: "water_entries", id: id, write: .delete, clientUpdatedAt: now - 20),
+                SyncMutation(collection: "water_entries", id: id, write: .delete, clientUpdatedAt: now - 10),
+            ], profilePatch: patch)
         guard case .applied = first[0], case .superseded(let current) = first[1], case .applied(let tomb) = first[2] else {
             return XCTFail("\(first)")
         }
-        XCTAssertEqual(current, SyncDocument.waterEntry(WaterEntry(id: id, userID: user.id, content: content, createdAt: now, updatedAt: now,
-                                                       version: 1, deleted: false)))
+        XCTAssertEqual(
+            current,
+            SyncDocument.waterEntry(
+                WaterEntry(
+                    id: id, userID: user.id, content: content, createdAt: now, updatedAt: now,
+                    version: 1, deleted: false)))
         XCTAssertTrue(tomb.deleted)
         // Callbacks run on the writer thread just after the jobs complete.
         for _ in 0..<100 where touched.ids.count < 3 { Thread.sleep(forTimeInterval: 0.01) }
         XCTAssertEqual(touched.ids, [user.id, user.id, user.id], "signup + two applied mutations")
         // A device id that sorts lower loses an equal clock.
-        let (second, _) = try store.applyMutations(userID: user.id, deviceID: "a", now: now, mutations: [
-            SyncMutation(collection: "water_entries", id: id, write: .upsertEntry(content), clientUpdatedAt: now - 10),
-        ], profilePatch: patch)
+        let (second, _) = try store.applyMutations(
+            userID: user.id, deviceID: "a", now: now,
+            mutations: [
+                SyncMutation(collection: "water_entries", id: id, write: .upsertEntry(content), clientUpdatedAt: now - 10)
+            ], profilePatch: patch)
         guard case .superseded(nil) = second[0] else { return XCTFail("\(second)") }
 
         let snapshot = try store.changes(userID: user.id, after: 0, limit: 10, includeTombstones: false)
@@ -109,8 +122,9 @@ final class SyncUnitTests: XCTestCase {
             XCTAssertEqual((error as? APIError)?.code, "idempotency_key_in_use")
         }
         XCTAssertNil(try store.idempotencyRecord(caller: "u:x", key: "k1", now: 1000), "a claim is not a record")
-        guardian.complete(caller: "u:x", key: "k1", fingerprint: [1], claim: sharedClaims ? 1000 : nil,
-                          response: .init(status: 200, body: [9]), path: "/v1/auth/refresh", now: 1000)
+        guardian.complete(
+            caller: "u:x", key: "k1", fingerprint: [1], claim: sharedClaims ? 1000 : nil,
+            response: .init(status: 200, body: [9]), path: "/v1/auth/refresh", now: 1000)
         guard case .replay(let replayed) = try guardian.begin(caller: "u:x", key: "k1", fingerprint: [1], now: 1000 + 299_000) else {
             return XCTFail("a completed key replays")
         }
@@ -124,16 +138,18 @@ final class SyncUnitTests: XCTestCase {
             return XCTFail("an abandoned key runs again")
         }
         // A 5xx is not stored: the key is free again.
-        guardian.complete(caller: "u:x", key: "k1", fingerprint: [1], claim: again, response: .init(status: 503),
-                          path: "/v1/sync", now: 1000 + 300_002)
+        guardian.complete(
+            caller: "u:x", key: "k1", fingerprint: [1], claim: again, response: .init(status: 503),
+            path: "/v1/sync", now: 1000 + 300_002)
         guard case .proceed = try guardian.begin(caller: "u:x", key: "k1", fingerprint: [1], now: 1000 + 300_003) else {
             return XCTFail("a 5xx answer is not replayed")
         }
         guard case .proceed(let k2) = try guardian.begin(caller: "u:x", key: "k2", fingerprint: [1], now: 1000) else {
             return XCTFail("k2 is new")
         }
-        guardian.complete(caller: "u:x", key: "k2", fingerprint: [1], claim: k2, response: .init(status: 201),
-                          path: "/v1/sync", now: 1000)
+        guardian.complete(
+            caller: "u:x", key: "k2", fingerprint: [1], claim: k2, response: .init(status: 201),
+            path: "/v1/sync", now: 1000)
         XCTAssertThrowsError(try guardian.begin(caller: "u:x", key: "k2", fingerprint: [2], now: 2000)) { error in
             XCTAssertEqual((error as? APIError)?.code, "idempotency_key_mismatch")
         }
@@ -149,7 +165,10 @@ final class SyncUnitTests: XCTestCase {
 extension SyncUnitTests {
     func testRegistryWakesOnlyTheCommittedUsersWaitersOnce() {
         let registry = LongPollRegistry()
-        let a1 = FakeWaiter(), a2 = FakeWaiter(), b = FakeWaiter(), gone = FakeWaiter()
+        let a1 = FakeWaiter()
+        let a2 = FakeWaiter()
+        let b = FakeWaiter()
+        let gone = FakeWaiter()
         registry.add(a1, userID: "a")
         registry.add(a2, userID: "a")
         registry.add(b, userID: "b")

@@ -17,7 +17,8 @@ final class TestRSAKey: @unchecked Sendable {
         defer { EVP_PKEY_CTX_free(context) }
         var generated: OpaquePointer?
         guard EVP_PKEY_keygen_init(context) == 1, EVP_PKEY_CTX_set_rsa_keygen_bits(context, 2048) == 1,
-              EVP_PKEY_generate(context, &generated) == 1, let generated else { throw TestFailure("RSA keygen") }
+            EVP_PKEY_generate(context, &generated) == 1, let generated
+        else { throw TestFailure("RSA keygen") }
         key = generated
     }
 
@@ -34,8 +35,10 @@ final class TestRSAKey: @unchecked Sendable {
 
     /// The public key as a JWK (RFC 7517) with `kid`, `use: sig`, `alg: RS256`.
     var jwk: JSONValue {
-        .object([("kty", "RSA"), ("kid", .string(kid)), ("use", "sig"), ("alg", "RS256"),
-                 ("n", .string(Base64URL.encode(parameter("n")))), ("e", .string(Base64URL.encode(parameter("e"))))])
+        .object([
+            ("kty", "RSA"), ("kid", .string(kid)), ("use", "sig"), ("alg", "RS256"),
+            ("n", .string(Base64URL.encode(parameter("n")))), ("e", .string(Base64URL.encode(parameter("e")))),
+        ])
     }
 
     var publicKey: RSAPublicKey? { RSAPublicKey(modulus: parameter("n"), exponent: parameter("e")) }

@@ -42,7 +42,8 @@ final class TestServer: @unchecked Sendable {
         p.arguments = arguments
         p.currentDirectoryURL = URL(fileURLWithPath: packageRoot)
         p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
@@ -79,7 +80,8 @@ final class TestServer: @unchecked Sendable {
         }
         let text = String(decoding: line, as: UTF8.self)
         guard let range = text.range(of: "listening on http://127.0.0.1:"),
-              let port = Int(text[range.upperBound...].prefix(while: { $0.isNumber })) else {
+            let port = Int(text[range.upperBound...].prefix(while: { $0.isNumber }))
+        else {
             process.terminate()
             throw TestFailure("server did not start: \(text)")
         }
@@ -140,7 +142,10 @@ enum HTTPTestClient {
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard rc == 0 else { close(fd); throw TestFailure("connect") }
+        guard rc == 0 else {
+            close(fd)
+            throw TestFailure("connect")
+        }
         var tv = timeval(tv_sec: 15, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         return fd
@@ -167,8 +172,10 @@ enum HTTPTestClient {
     }
 
     /// One request with `Connection: close`.
-    static func request(port: Int, _ method: String, _ path: String, json: JSONValue? = nil, body: [UInt8]? = nil,
-                        headers: [(String, String)] = []) throws -> TestResponse {
+    static func request(
+        port: Int, _ method: String, _ path: String, json: JSONValue? = nil, body: [UInt8]? = nil,
+        headers: [(String, String)] = []
+    ) throws -> TestResponse {
         var payload = body ?? []
         var allHeaders = headers
         if let json {
@@ -210,8 +217,10 @@ enum HTTPTestClient {
 }
 
 extension TestServer {
-    func request(_ method: String, _ path: String, json: JSONValue? = nil, body: [UInt8]? = nil, token: String? = nil,
-                 headers: [(String, String)] = []) throws -> TestResponse {
+    func request(
+        _ method: String, _ path: String, json: JSONValue? = nil, body: [UInt8]? = nil, token: String? = nil,
+        headers: [(String, String)] = []
+    ) throws -> TestResponse {
         var h = headers
         if let token { h.append(("Authorization", "Bearer \(token)")) }
         return try HTTPTestClient.request(port: port, method, path, json: json, body: body, headers: h)
@@ -222,8 +231,9 @@ extension TestServer {
         let email = "u\(UUID().uuidString.prefix(8).lowercased())@example.test"
         let r = try request("POST", "/v1/auth/signup", json: ["email": .string(email), "password": .string(password)])
         guard r.status == 201, let json = r.json, let id = json["user"]?["id"]?.stringValue,
-              let token = json["session"]?["accessToken"]?.stringValue,
-              let refresh = json["session"]?["refreshToken"]?.stringValue else {
+            let token = json["session"]?["accessToken"]?.stringValue,
+            let refresh = json["session"]?["refreshToken"]?.stringValue
+        else {
             throw TestFailure("signup failed: \(r.status) \(r.text)")
         }
         return (id, token, refresh, email)
@@ -251,7 +261,8 @@ extension TestServer {
         while true {
             let r = try request("GET", "/v1/sync" + (since.map { "?since=\($0)" } ?? ""), token: token)
             guard r.status == 200, case .array(let changes)? = r.json?["changes"],
-                  let next = r.json?["nextToken"]?.stringValue else { throw TestFailure("pull: \(r.status) \(r.text)") }
+                let next = r.json?["nextToken"]?.stringValue
+            else { throw TestFailure("pull: \(r.status) \(r.text)") }
             all += changes
             since = next
             if r.json?["hasMore"] != .bool(true) { return (all, next) }
@@ -262,8 +273,9 @@ extension TestServer {
     /// - Returns: the per-mutation `results`.
     /// - Throws: `TestFailure` on a non-200 answer or a body without `results`.
     func push(token: String, _ mutations: [JSONValue], device: String = syncDevice) throws -> [JSONValue] {
-        let r = try request("POST", "/v1/sync", json: .object([("mutations", .array(mutations))]), token: token,
-                            headers: [("X-Device-ID", device)])
+        let r = try request(
+            "POST", "/v1/sync", json: .object([("mutations", .array(mutations))]), token: token,
+            headers: [("X-Device-ID", device)])
         guard r.status == 200, case .array(let results)? = r.json?["results"] else {
             throw TestFailure("push: \(r.status) \(r.text)")
         }

@@ -1,10 +1,11 @@
 import XCTest
+
 @testable import SuplashAPI
 
 /// The verified-token cache must never accept what full verification would refuse.
 final class VerifiedTokenCacheTests: XCTestCase {
     let service = TokenService(secret: Array("0123456789abcdef0123456789abcdef-secret".utf8), accessTokenTTL: 3600)
-    let now: Int64 = 1_790_000_000_000   // ms
+    let now: Int64 = 1_790_000_000_000  // ms
 
     private func verified(_ token: String, at now: Int64) -> (userID: String, sessionID: String, issuedAt: Int64)? {
         try? service.verifyAccessTokenIssuedAt(token, now: now)

@@ -4,6 +4,7 @@ import SuplashHTTPClient
 import SuplashJSON
 import Synchronization
 import XCTest
+
 @testable import SuplashAPNs
 
 /// The mock APNs server started by scripts/with-apns-mock (Tests/Mocks/apns_mock.py): its
@@ -26,14 +27,15 @@ struct APNsMock {
         }
         let info = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/mock.json"))))
         func port(_ name: String) throws -> Int64 { try XCTUnwrap(info[name]?.int64Value) }
-        return APNsMock(productionURL: "https://127.0.0.1:\(try port("productionPort"))",
-                        sandboxURL: "https://localhost:\(try port("sandboxPort"))",
-                        http1URL: "https://127.0.0.1:\(try port("http1Port"))",
-                        caFile: try XCTUnwrap(info["caFile"]?.stringValue), keyFile: try XCTUnwrap(info["keyFile"]?.stringValue),
-                        keyID: try XCTUnwrap(info["keyID"]?.stringValue ?? info["keyId"]?.stringValue),
-                        teamID: try XCTUnwrap(info["teamId"]?.stringValue),
-                        bundleID: try XCTUnwrap(info["bundleIds"]?.arrayValue?.first?.stringValue),
-                        requestLog: try XCTUnwrap(info["requestLog"]?.stringValue))
+        return APNsMock(
+            productionURL: "https://127.0.0.1:\(try port("productionPort"))",
+            sandboxURL: "https://localhost:\(try port("sandboxPort"))",
+            http1URL: "https://127.0.0.1:\(try port("http1Port"))",
+            caFile: try XCTUnwrap(info["caFile"]?.stringValue), keyFile: try XCTUnwrap(info["keyFile"]?.stringValue),
+            keyID: try XCTUnwrap(info["keyID"]?.stringValue ?? info["keyId"]?.stringValue),
+            teamID: try XCTUnwrap(info["teamId"]?.stringValue),
+            bundleID: try XCTUnwrap(info["bundleIds"]?.arrayValue?.first?.stringValue),
+            requestLog: try XCTUnwrap(info["requestLog"]?.stringValue))
     }
 
     func providerKey() throws -> ES256PrivateKey {
@@ -88,21 +90,30 @@ final class APNsMockIntegrationTests: XCTestCase {
         return String((prefix + random).prefix(64))
     }
 
-    func push(_ prefix: String, type: APNsPushType = .background, environment: APNsEnvironment = .production,
-              bundleID: String? = nil, payload: String? = nil, registeredAt: Int64? = nil) -> APNsPush {
+    func push(
+        _ prefix: String, type: APNsPushType = .background, environment: APNsEnvironment = .production,
+        bundleID: String? = nil, payload: String? = nil, registeredAt: Int64? = nil
+    ) -> APNsPush {
         let body = payload ?? (type == .background ? #"{"aps":{"content-available":1},"position":"42"}"# : #"{"aps":{"content-changed":true}}"#)
-        return APNsPush(id: UUID(), deviceToken: token(prefix), pushType: type, bundleID: bundleID ?? mock.bundleID,
-                        environment: environment, payload: Array(body.utf8), expiration: 0, collapseID: "sync",
-                        tokenRegisteredAt: registeredAt)
+        return APNsPush(
+            id: UUID(), deviceToken: token(prefix), pushType: type, bundleID: bundleID ?? mock.bundleID,
+            environment: environment, payload: Array(body.utf8), expiration: 0, collapseID: "sync",
+            tokenRegisteredAt: registeredAt)
     }
 
-    func sender(key: ES256PrivateKey? = nil, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
-                sleeper: SleepRecorder = SleepRecorder(), maxConcurrent: Int = 100) throws -> (APNsSender, APNsProviderToken) {
+    func sender(
+        key: ES256PrivateKey? = nil, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        sleeper: SleepRecorder = SleepRecorder(), maxConcurrent: Int = 100
+    ) throws -> (APNsSender, APNsProviderToken) {
         let token = APNsProviderToken(key: try key ?? mock.providerKey(), keyID: mock.keyID, teamID: mock.teamID, now: now)
-        let configuration = APNsSenderConfiguration(productionURL: mock.productionURL, sandboxURL: mock.sandboxURL,
-                                                    maxConcurrentPushes: maxConcurrent, maxAttempts: 3)
-        return (APNsSender(client: client, providerToken: token, configuration: configuration,
-                           sleep: { await sleeper.sleep($0) }, random: { 1.0 }), token)
+        let configuration = APNsSenderConfiguration(
+            productionURL: mock.productionURL, sandboxURL: mock.sandboxURL,
+            maxConcurrentPushes: maxConcurrent, maxAttempts: 3)
+        return (
+            APNsSender(
+                client: client, providerToken: token, configuration: configuration,
+                sleep: { await sleeper.sleep($0) }, random: { 1.0 }), token
+        )
     }
 
     // MARK: HTTP/2 client
@@ -169,8 +180,10 @@ final class APNsMockIntegrationTests: XCTestCase {
         let error = await task.value
         XCTAssertEqual(error, .cancelled)
         // The client still works afterwards.
-        let again = try await client.send(try APNsRequestBuilder.request(for: push("aa"), origin: mock.productionURL,
-                                                                        providerToken: request.headers[0].value.replacingOccurrences(of: "bearer ", with: "")))
+        let again = try await client.send(
+            try APNsRequestBuilder.request(
+                for: push("aa"), origin: mock.productionURL,
+                providerToken: request.headers[0].value.replacingOccurrences(of: "bearer ", with: "")))
         XCTAssertEqual(again.status, 200)
     }
 
@@ -323,13 +336,16 @@ final class APNsMockIntegrationTests: XCTestCase {
 
     func testEveryPushTypeIsAcceptedWithItsTopicAndPriority() async throws {
         let (sender, _) = try sender()
-        let pushes = [push("aa", type: .alert, payload: #"{"aps":{"alert":{"title":"t"}}}"#), push("aa", type: .background),
-                      push("aa", type: .complication, payload: #"{"aps":{}}"#), push("aa", type: .widgets)]
+        let pushes = [
+            push("aa", type: .alert, payload: #"{"aps":{"alert":{"title":"t"}}}"#), push("aa", type: .background),
+            push("aa", type: .complication, payload: #"{"aps":{}}"#), push("aa", type: .widgets),
+        ]
         let results = await sender.send(pushes)
         XCTAssertEqual(results.map(\.outcome), Array(repeating: .sent(environment: .production), count: 4))
         let records = try mock.records(for: pushes.map(\.id))
-        XCTAssertEqual(Set(records.compactMap { $0["topic"]?.stringValue }),
-                       [mock.bundleID, mock.bundleID + ".complication", mock.bundleID + ".push-type.widgets"])
+        XCTAssertEqual(
+            Set(records.compactMap { $0["topic"]?.stringValue }),
+            [mock.bundleID, mock.bundleID + ".complication", mock.bundleID + ".push-type.widgets"])
     }
 
     func testPayloadRefusedByTheServerIsRejectedNotRetried() async throws {

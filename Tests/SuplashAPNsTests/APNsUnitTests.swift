@@ -4,6 +4,7 @@ import SuplashHTTPClient
 import SuplashJSON
 import Synchronization
 import XCTest
+
 @testable import SuplashAPNs
 
 /// A test-only P-256 key (PKCS#8 PEM, the `.p8` layout).
@@ -27,9 +28,10 @@ final class APNsRequestBuilderTests: XCTestCase {
     let token = String(repeating: "ab", count: 32)
 
     func push(_ type: APNsPushType, expiration: Int64? = nil, collapseID: String? = nil) -> APNsPush {
-        APNsPush(id: UUID(uuidString: "6F1C2B9E-0A4D-4C2E-9B3F-1D2E3F4A5B6C")!, deviceToken: token.uppercased(), pushType: type,
-                 bundleID: "app.suplash.Suplash", environment: .production, payload: Array(#"{"aps":{}}"#.utf8),
-                 expiration: expiration, collapseID: collapseID)
+        APNsPush(
+            id: UUID(uuidString: "6F1C2B9E-0A4D-4C2E-9B3F-1D2E3F4A5B6C")!, deviceToken: token.uppercased(), pushType: type,
+            bundleID: "app.suplash.Suplash", environment: .production, payload: Array(#"{"aps":{}}"#.utf8),
+            expiration: expiration, collapseID: collapseID)
     }
 
     func header(_ request: HTTPClientRequest, _ name: String) -> String? {
@@ -59,8 +61,9 @@ final class APNsRequestBuilderTests: XCTestCase {
     }
 
     func testExpirationAndCollapseID() throws {
-        let request = try APNsRequestBuilder.request(for: push(.background, expiration: 1_800_000_000, collapseID: "sync"),
-                                                     origin: "https://x", providerToken: "jwt")
+        let request = try APNsRequestBuilder.request(
+            for: push(.background, expiration: 1_800_000_000, collapseID: "sync"),
+            origin: "https://x", providerToken: "jwt")
         XCTAssertEqual(header(request, "apns-expiration"), "1800000000")
         XCTAssertEqual(header(request, "apns-collapse-id"), "sync")
         let once = try APNsRequestBuilder.request(for: push(.alert, expiration: 0), origin: "https://x", providerToken: "jwt")
@@ -84,8 +87,11 @@ final class APNsRequestBuilderTests: XCTestCase {
         }
         p.payload = [UInt8](repeating: 0x20, count: 4096)
         XCTAssertNoThrow(try APNsRequestBuilder.request(for: p, origin: "https://x", providerToken: "t"))
-        XCTAssertThrowsError(try APNsRequestBuilder.request(for: push(.alert, collapseID: String(repeating: "c", count: 65)),
-                                                            origin: "https://x", providerToken: "t")) {
+        XCTAssertThrowsError(
+            try APNsRequestBuilder.request(
+                for: push(.alert, collapseID: String(repeating: "c", count: 65)),
+                origin: "https://x", providerToken: "t")
+        ) {
             XCTAssertEqual($0 as? APNsRequestError, .invalidCollapseID)
         }
         p = push(.alert)
@@ -102,8 +108,10 @@ final class APNsProviderTokenTests: XCTestCase {
         XCTAssertEqual(parts.count, 3)
         let signature = try XCTUnwrap(Base64URL.decode(parts[2]))
         XCTAssertTrue(key.publicKey.verify(signature: signature, message: Array((parts[0] + "." + parts[1]).utf8)))
-        return (try JSONParser.parse(try XCTUnwrap(Base64URL.decode(parts[0]))),
-                try JSONParser.parse(try XCTUnwrap(Base64URL.decode(parts[1]))))
+        return (
+            try JSONParser.parse(try XCTUnwrap(Base64URL.decode(parts[0]))),
+            try JSONParser.parse(try XCTUnwrap(Base64URL.decode(parts[1])))
+        )
     }
 
     func testTokenHasKidIssIatAndIsReusedUntilRefreshAge() throws {
@@ -161,10 +169,13 @@ final class APNsProviderTokenTests: XCTestCase {
 }
 
 final class APNsResponseClassifierTests: XCTestCase {
-    func decide(_ status: Int, _ reason: APNsReason, unregisteredAt: Int64? = nil, registeredAt: Int64? = nil,
-                other: Bool = false) -> APNsDecision {
-        APNsResponseClassifier.decide(status: status, reason: reason, unregisteredAt: unregisteredAt,
-                                      registeredAt: registeredAt, triedOtherEnvironment: other)
+    func decide(
+        _ status: Int, _ reason: APNsReason, unregisteredAt: Int64? = nil, registeredAt: Int64? = nil,
+        other: Bool = false
+    ) -> APNsDecision {
+        APNsResponseClassifier.decide(
+            status: status, reason: reason, unregisteredAt: unregisteredAt,
+            registeredAt: registeredAt, triedOtherEnvironment: other)
     }
 
     func testEveryPath() {
@@ -173,11 +184,14 @@ final class APNsResponseClassifierTests: XCTestCase {
         XCTAssertEqual(decide(400, .badDeviceToken, other: true), .dropToken(.badDeviceToken))
         XCTAssertEqual(decide(410, .unregistered, unregisteredAt: 2000, registeredAt: 1000), .dropToken(.unregistered))
         XCTAssertEqual(decide(410, .unregistered, unregisteredAt: nil, registeredAt: 1000), .dropToken(.unregistered))
-        XCTAssertEqual(decide(410, .unregistered, unregisteredAt: 1000, registeredAt: 2000), .rejected(.unregistered),
-                       "registered again after Apple's timestamp: keep the token")
+        XCTAssertEqual(
+            decide(410, .unregistered, unregisteredAt: 1000, registeredAt: 2000), .rejected(.unregistered),
+            "registered again after Apple's timestamp: keep the token")
         XCTAssertEqual(decide(403, .expiredProviderToken), .refreshProviderTokenAndRetry)
-        for reason: APNsReason in [.invalidProviderToken, .badTopic, .topicDisallowed, .deviceTokenNotForTopic,
-                                   .badCertificateEnvironment, .missingProviderToken] {
+        for reason: APNsReason in [
+            .invalidProviderToken, .badTopic, .topicDisallowed, .deviceTokenNotForTopic,
+            .badCertificateEnvironment, .missingProviderToken,
+        ] {
             let status = [.invalidProviderToken, .missingProviderToken].contains(reason) ? 403 : 400
             XCTAssertEqual(decide(status, reason), .configurationError(reason), reason.rawValue)
         }

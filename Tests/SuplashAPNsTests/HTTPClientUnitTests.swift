@@ -7,9 +7,9 @@ final class HTTPClientUnitTests: XCTestCase {
     func testRequestsRefusedBeforeSending() async throws {
         let client = try HTTPClient()
         for request in [
-            HTTPClientRequest(method: "GET", url: "http://127.0.0.1:1/"),                // not TLS
+            HTTPClientRequest(method: "GET", url: "http://127.0.0.1:1/"),  // not TLS
             HTTPClientRequest(method: "GET", url: "ftp://127.0.0.1/"),
-            HTTPClientRequest(method: "GET", url: "https://127.0.0.1/a b"),               // space
+            HTTPClientRequest(method: "GET", url: "https://127.0.0.1/a b"),  // space
             HTTPClientRequest(method: "G T", url: "https://127.0.0.1/"),
             HTTPClientRequest(method: "GET", url: "https://127.0.0.1/", headers: [HTTPClientHeader("x", "a\r\nb: c")]),
             HTTPClientRequest(method: "GET", url: "https://127.0.0.1/", headers: [HTTPClientHeader("bad name", "v")]),

@@ -1,5 +1,6 @@
 import SuplashJSON
 import XCTest
+
 @testable import SuplashCrypto
 
 /// ES256 (RFC 7518 §3.4): the RFC 7515 Appendix A.3 vector, DER ↔ R‖S conversion, PEM loading,
@@ -9,7 +10,8 @@ final class ES256Tests: XCTestCase {
     static let x = "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU"
     static let y = "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"
     /// RFC 7515 A.3.1: the complete JWS (header `{"alg":"ES256"}`).
-    static let token = "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ.DtEhU3ljbEg8L38VWAfUAqOyKAM6-Xx-F4GawxaepmXFCgfTjDxw5djxLa8ISlSApmWQxfKTUJqPP3-Kg6NU1Q"
+    static let token =
+        "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ.DtEhU3ljbEg8L38VWAfUAqOyKAM6-Xx-F4GawxaepmXFCgfTjDxw5djxLa8ISlSApmWQxfKTUJqPP3-Kg6NU1Q"
 
     /// A test-only P-256 key (PKCS#8, the `.p8` layout) and its public coordinates.
     static let testKeyPEM = """
@@ -133,8 +135,9 @@ final class ES256Tests: XCTestCase {
 
     func testES256JWTHasAlgAndKidAndVerifies() throws {
         let key = try ES256PrivateKey(pem: Self.testKeyPEM)
-        let token = try JWT.signES256(claims: ["iss": "TEAM123456", "iat": .int(1_700_000_000), "exp": .int(1_700_003_600)],
-                                      keyID: "KEY1234567", key: key)
+        let token = try JWT.signES256(
+            claims: ["iss": "TEAM123456", "iat": .int(1_700_000_000), "exp": .int(1_700_003_600)],
+            keyID: "KEY1234567", key: key)
         let segments = token.split(separator: ".", omittingEmptySubsequences: false)
         XCTAssertEqual(segments.count, 3)
         let header = try JSONParser.parse(try XCTUnwrap(Base64URL.decode(String(segments[0]))))

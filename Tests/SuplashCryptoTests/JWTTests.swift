@@ -1,5 +1,6 @@
 import SuplashJSON
 import XCTest
+
 @testable import SuplashCrypto
 
 final class JWTTests: XCTestCase {
@@ -33,8 +34,9 @@ final class JWTTests: XCTestCase {
         let token = JWT.signHS256(claims: claims(), key: key)
         let parts = token.split(separator: ".")
         XCTAssertEqual(parts.count, 3)
-        XCTAssertEqual(Base64URL.decode(String(parts[0])).map { String(decoding: $0, as: UTF8.self) },
-                       #"{"alg":"HS256","typ":"JWT","kid":"k1"}"#)
+        XCTAssertEqual(
+            Base64URL.decode(String(parts[0])).map { String(decoding: $0, as: UTF8.self) },
+            #"{"alg":"HS256","typ":"JWT","kid":"k1"}"#)
         XCTAssertFalse(token.contains("="))
         let verified = try JWT.verifyHS256(token, keys: keys, now: now)
         XCTAssertEqual(verified, claims())
@@ -64,9 +66,10 @@ final class JWTTests: XCTestCase {
 
     func testAlgorithms() {
         let payload = claims().serializedString()
-        let noneToken = Base64URL.encode(Array(#"{"alg":"none","typ":"JWT","kid":"k1"}"#.utf8)) + "."
+        let noneToken =
+            Base64URL.encode(Array(#"{"alg":"none","typ":"JWT","kid":"k1"}"#.utf8)) + "."
             + Base64URL.encode(Array(payload.utf8)) + "."
-        XCTAssertEqual(error(noneToken), .malformed) // empty signature segment
+        XCTAssertEqual(error(noneToken), .malformed)  // empty signature segment
         XCTAssertEqual(error(noneToken + "AAAA"), .unsupportedAlgorithm)
         XCTAssertEqual(error(forge(header: #"{"alg":"none","kid":"k1"}"#, payload: payload)), .unsupportedAlgorithm)
         XCTAssertEqual(error(forge(header: #"{"alg":"HS512","kid":"k1"}"#, payload: payload)), .unsupportedAlgorithm)
@@ -114,9 +117,11 @@ final class JWTTests: XCTestCase {
     func testMalformed() {
         let token = JWT.signHS256(claims: claims(), key: key)
         let parts = token.split(separator: ".").map(String.init)
-        for bad in ["", ".", "..", "a.b", "a.b.c.d", token + ".", "." + token, parts[0] + ".." + parts[2],
-                    parts[0] + "." + parts[1] + "." + parts[2] + "=", parts[0] + "=." + parts[1] + "." + parts[2],
-                    " " + token, token + " ", String(repeating: "a", count: 9000)] {
+        for bad in [
+            "", ".", "..", "a.b", "a.b.c.d", token + ".", "." + token, parts[0] + ".." + parts[2],
+            parts[0] + "." + parts[1] + "." + parts[2] + "=", parts[0] + "=." + parts[1] + "." + parts[2],
+            " " + token, token + " ", String(repeating: "a", count: 9000),
+        ] {
             XCTAssertNotNil(error(bad), bad)
         }
         XCTAssertEqual(error("a.b.c.d"), .malformed)

@@ -1,5 +1,6 @@
 import Dispatch
 import XCTest
+
 @testable import SuplashCrypto
 
 final class PasswordHasherTests: XCTestCase {

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import SuplashCrypto
 
 private func bytes(hex: String) -> [UInt8] {
@@ -16,27 +17,43 @@ final class DigestTests: XCTestCase {
         // FIPS 180-2 Appendix B / NIST CAVP examples.
         XCTAssertEqual(SHA256.hex(Array("abc".utf8)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         XCTAssertEqual(SHA256.hex([UInt8]()), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        XCTAssertEqual(SHA256.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)),
-                       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        XCTAssertEqual(SHA256.hex([UInt8](repeating: 0x61, count: 1_000_000)),
-                       "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        XCTAssertEqual(
+            SHA256.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        XCTAssertEqual(
+            SHA256.hex([UInt8](repeating: 0x61, count: 1_000_000)),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
     func testHMACSHA256RFC4231() {
         let cases: [([UInt8], [UInt8], String)] = [
-            ([UInt8](repeating: 0x0b, count: 20), Array("Hi There".utf8),
-             "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
-            (Array("Jefe".utf8), Array("what do ya want for nothing?".utf8),
-             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
-            ([UInt8](repeating: 0xaa, count: 20), [UInt8](repeating: 0xdd, count: 50),
-             "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"),
-            (Array(1...25), [UInt8](repeating: 0xcd, count: 50),
-             "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"),
-            ([UInt8](repeating: 0xaa, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8),
-             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
-            ([UInt8](repeating: 0xaa, count: 131),
-             Array("This is a test using a larger than block-size key and a larger than block-size data. The key needs to be hashed before being used by the HMAC algorithm.".utf8),
-             "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"),
+            (
+                [UInt8](repeating: 0x0b, count: 20), Array("Hi There".utf8),
+                "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+            ),
+            (
+                Array("Jefe".utf8), Array("what do ya want for nothing?".utf8),
+                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+            ),
+            (
+                [UInt8](repeating: 0xaa, count: 20), [UInt8](repeating: 0xdd, count: 50),
+                "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"
+            ),
+            (
+                Array(1...25), [UInt8](repeating: 0xcd, count: 50),
+                "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"
+            ),
+            (
+                [UInt8](repeating: 0xaa, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8),
+                "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+            ),
+            (
+                [UInt8](repeating: 0xaa, count: 131),
+                Array(
+                    "This is a test using a larger than block-size key and a larger than block-size data. The key needs to be hashed before being used by the HMAC algorithm."
+                        .utf8),
+                "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"
+            ),
         ]
         for (key, message, expected) in cases {
             XCTAssertEqual(hexString(HMACSHA256.authenticationCode(key: key, message: message)), expected)
@@ -47,13 +64,15 @@ final class DigestTests: XCTestCase {
         let tc5 = HMACSHA256.authenticationCode(key: [UInt8](repeating: 0x0c, count: 20), message: Array("Test With Truncation".utf8))
         XCTAssertEqual(hexString(tc5.prefix(16)), "a3b6167473100ee06e0c796c2955552b")
         // Empty key and message are valid inputs.
-        XCTAssertEqual(hexString(HMACSHA256.authenticationCode(key: [], message: [UInt8]())),
-                       "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+        XCTAssertEqual(
+            hexString(HMACSHA256.authenticationCode(key: [], message: [UInt8]())),
+            "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
     }
 
     func testSecureRandom() {
         XCTAssertEqual(SecureRandom.bytes(0), [])
-        let a = SecureRandom.bytes(32), b = SecureRandom.bytes(32)
+        let a = SecureRandom.bytes(32)
+        let b = SecureRandom.bytes(32)
         XCTAssertEqual(a.count, 32)
         XCTAssertNotEqual(a, b)
         XCTAssertNotEqual(a, [UInt8](repeating: 0, count: 32))
@@ -93,8 +112,10 @@ final class Base64Tests: XCTestCase {
     }
 
     func testStandardBase64() {
-        for (plain, encoded) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="),
-                                 ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")] {
+        for (plain, encoded) in [
+            ("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy"),
+        ] {
             XCTAssertEqual(Base64.encode(Array(plain.utf8)), encoded)
             XCTAssertEqual(Base64.decode(encoded), Array(plain.utf8))
             XCTAssertEqual(Base64.decode(encoded.replacingOccurrences(of: "=", with: "")), Array(plain.utf8))

@@ -1,14 +1,17 @@
 import SuplashJSON
 import XCTest
+
 @testable import SuplashCrypto
 
 /// RS256 verification (RFC 7515 Appendix A.2 vector) and JWKS parsing.
 final class RSATests: XCTestCase {
     /// RFC 7515 A.2.1: the RSA key as a JWK.
-    static let n = "ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ"
+    static let n =
+        "ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ"
     static let e = "AQAB"
     /// RFC 7515 A.2.1: the complete JWS (header `{"alg":"RS256"}`).
-    static let token = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ.cC4hiUPoj9Eetdgtv3hF80EGrhuB__dzERat0XF9g2VtQgr9PJbu3XOiZj5RZmh7AAuHIm4Bh-0Qc_lF5YKt_O8W2Fp5jujGbds9uJdbF9CUAr7t1dnZcAcQjbKBYNX4BAynRFdiuB--f_nZLgrnbyTyWzO75vRK5h6xBArLIARNPvkSjtQBMHlb1L07Qe7K0GarZRmB_eSN9383LcOLn6_dO--xi12jzDwusC-eOkHWEsqtFZESc6BfI7noOPqvhJ1phCnvWh6IeYI2w9QOYEUipUTI8np6LbgGY9Fs98rqVt5AXLIhWkWywlVmtVrBp0igcN_IoypGlUPQGe77Rw"
+    static let token =
+        "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ.cC4hiUPoj9Eetdgtv3hF80EGrhuB__dzERat0XF9g2VtQgr9PJbu3XOiZj5RZmh7AAuHIm4Bh-0Qc_lF5YKt_O8W2Fp5jujGbds9uJdbF9CUAr7t1dnZcAcQjbKBYNX4BAynRFdiuB--f_nZLgrnbyTyWzO75vRK5h6xBArLIARNPvkSjtQBMHlb1L07Qe7K0GarZRmB_eSN9383LcOLn6_dO--xi12jzDwusC-eOkHWEsqtFZESc6BfI7noOPqvhJ1phCnvWh6IeYI2w9QOYEUipUTI8np6LbgGY9Fs98rqVt5AXLIhWkWywlVmtVrBp0igcN_IoypGlUPQGe77Rw"
 
     func parts() throws -> (input: [UInt8], signature: [UInt8]) {
         let segments = Self.token.split(separator: ".")
@@ -38,7 +41,7 @@ final class RSATests: XCTestCase {
     }
 
     func testOtherExponentFails() throws {
-        let key = try XCTUnwrap(RSAPublicKey(jwkModulus: Self.n, exponent: "Aw")) // e = 3
+        let key = try XCTUnwrap(RSAPublicKey(jwkModulus: Self.n, exponent: "Aw"))  // e = 3
         let (input, signature) = try parts()
         XCTAssertFalse(key.verifyPKCS1SHA256(signature: signature, message: input))
     }
@@ -49,8 +52,9 @@ final class RSATests: XCTestCase {
         XCTAssertNil(RSAPublicKey(jwkModulus: Self.n, exponent: "AQ"), "e = 1")
         XCTAssertNil(RSAPublicKey(jwkModulus: Self.n, exponent: "Ag"), "even e")
         XCTAssertNil(RSAPublicKey(jwkModulus: "not base64!", exponent: "AQAB"))
-        XCTAssertNotNil(RSAPublicKey(modulus: [0, 0] + (Base64URL.decode(Self.n) ?? []), exponent: [0, 1, 0, 1]),
-                        "leading zero bytes are stripped")
+        XCTAssertNotNil(
+            RSAPublicKey(modulus: [0, 0] + (Base64URL.decode(Self.n) ?? []), exponent: [0, 1, 0, 1]),
+            "leading zero bytes are stripped")
     }
 
     func testRS256JWTChecksHeaderBeforeSignature() throws {

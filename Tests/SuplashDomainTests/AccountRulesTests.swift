@@ -13,8 +13,9 @@ final class RefreshTokenRulesTests: XCTestCase {
             (false, false, 101, .rotate, "current"),
         ]
         for (revoked, used, expiresAt, expected, why) in table {
-            XCTAssertEqual(RefreshTokenRules.verdict(sessionRevoked: revoked, tokenUsed: used, expiresAt: expiresAt, now: 100),
-                           expected, why)
+            XCTAssertEqual(
+                RefreshTokenRules.verdict(sessionRevoked: revoked, tokenUsed: used, expiresAt: expiresAt, now: 100),
+                expected, why)
         }
     }
 }

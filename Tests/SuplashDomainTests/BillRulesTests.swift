@@ -7,13 +7,15 @@ final class BillRulesTests: XCTestCase {
     func d(_ s: String) -> LocalDate { LocalDate(parsing: s) ?? LocalDate(dayNumber: 0) }
 
     func bill(_ period: String, _ milli: Int64, amount: Int64 = 100) -> BillContent {
-        BillContent(provider: "ISKI", subscriberNo: "1234567", period: YearMonth(parsing: period) ?? LocalDate(dayNumber: 0).yearMonth,
-                    consumptionMilliM3: milli, amountMinor: amount, dueDate: LocalDate(dayNumber: 0))
+        BillContent(
+            provider: "ISKI", subscriberNo: "1234567", period: YearMonth(parsing: period) ?? LocalDate(dayNumber: 0).yearMonth,
+            consumptionMilliM3: milli, amountMinor: amount, dueDate: LocalDate(dayNumber: 0))
     }
 
     func testComparisonDeltasAndSuggestions() throws {
-        let c = BillRules.compare(bill("2026-10", 18_000), previousMonth: bill("2026-09", 12_000),
-                                  sameMonthLastYear: bill("2025-10", 10_000))
+        let c = BillRules.compare(
+            bill("2026-10", 18_000), previousMonth: bill("2026-09", 12_000),
+            sameMonthLastYear: bill("2025-10", 10_000))
         XCTAssertEqual(c.previousMonth?.deltaMilliM3, 6000)
         XCTAssertEqual(c.previousMonth?.deltaPercent, 50)
         XCTAssertEqual(c.sameMonthLastYear?.deltaMilliM3, 8000)
@@ -33,11 +35,13 @@ final class BillRulesTests: XCTestCase {
     }
 
     func iski() throws -> Tariff {
-        try Tariff(json: try json("""
-            {"id": "iski", "provider": "ISKI", "validFrom": "2025-06-01",
-             "tiers": [{"upToM3": 15, "unitPriceMinor": 4662}, {"upToM3": 30, "unitPriceMinor": 7104},
-                       {"upToM3": null, "unitPriceMinor": 10275}]}
-            """))
+        try Tariff(
+            json: try json(
+                """
+                {"id": "iski", "provider": "ISKI", "validFrom": "2025-06-01",
+                 "tiers": [{"upToM3": 15, "unitPriceMinor": 4662}, {"upToM3": 30, "unitPriceMinor": 7104},
+                           {"upToM3": null, "unitPriceMinor": 10275}]}
+                """))
     }
 
     func testProgressiveTierPricing() throws {
@@ -64,25 +68,39 @@ final class BillRulesTests: XCTestCase {
         XCTAssertNil(catalog.tariff(provider: "ASKI", on: d("2026-05-31")))
         XCTAssertThrowsError(try TariffCatalog([old, old]))
         // Estimates use the tariff in effect on the first day of today's month.
-        let e = BillRules.estimate(latestBills: [bill("2026-07", 20_000), bill("2026-08", 20_000), bill("2026-09", 20_000)],
-                                   provider: "ISKI", catalog: try TariffCatalog([old]), today: d("2026-10-15"))
+        let e = BillRules.estimate(
+            latestBills: [bill("2026-07", 20_000), bill("2026-08", 20_000), bill("2026-09", 20_000)],
+            provider: "ISKI", catalog: try TariffCatalog([old]), today: d("2026-10-15"))
         XCTAssertEqual(e?.estimatedMilliM3, 20_000)
         XCTAssertEqual(e?.estimatedAmountMinor, Int64(15 * 4662 + 5 * 7104))
-        XCTAssertNil(BillRules.estimate(latestBills: [], provider: "ISKI", catalog: try TariffCatalog([old]),
-                                        today: d("2026-10-15")))
+        XCTAssertNil(
+            BillRules.estimate(
+                latestBills: [], provider: "ISKI", catalog: try TariffCatalog([old]),
+                today: d("2026-10-15")))
     }
 
     func testBadTariffFilesAreRefused() throws {
-        XCTAssertThrowsError(try Tariff(json: try json(#"{"id":"x","provider":"ISKI","validFrom":"2025-06-01","tiers":[{"upToM3":null,"unitPriceMinor":1},{"upToM3":5,"unitPriceMinor":1}]}"#)))
-        XCTAssertThrowsError(try Tariff(json: try json(#"{"id":"x","provider":"ISKI","validFrom":"2025-06-01","tiers":[{"upToM3":15,"unitPriceMinor":1},{"upToM3":10,"unitPriceMinor":1}]}"#)))
-        XCTAssertThrowsError(try Tariff(json: try json(#"{"id":"x","provider":"iski","validFrom":"2025-06-01","tiers":[{"upToM3":null,"unitPriceMinor":1}]}"#)))
+        XCTAssertThrowsError(
+            try Tariff(
+                json: try json(
+                    #"{"id":"x","provider":"ISKI","validFrom":"2025-06-01","tiers":[{"upToM3":null,"unitPriceMinor":1},{"upToM3":5,"unitPriceMinor":1}]}"#
+                )))
+        XCTAssertThrowsError(
+            try Tariff(
+                json: try json(
+                    #"{"id":"x","provider":"ISKI","validFrom":"2025-06-01","tiers":[{"upToM3":15,"unitPriceMinor":1},{"upToM3":10,"unitPriceMinor":1}]}"#
+                )))
+        XCTAssertThrowsError(
+            try Tariff(json: try json(#"{"id":"x","provider":"iski","validFrom":"2025-06-01","tiers":[{"upToM3":null,"unitPriceMinor":1}]}"#)))
     }
 
     func testValidationOfEveryRule() throws {
-        let ok = try BillValidation.create(try json("""
-            {"provider": "ISKI", "subscriberNo": "1234567", "period": "2026-10", "consumptionM3": 12.345,
-             "amountMinor": 58275, "dueDate": "2026-11-20"}
-            """))
+        let ok = try BillValidation.create(
+            try json(
+                """
+                {"provider": "ISKI", "subscriberNo": "1234567", "period": "2026-10", "consumptionM3": 12.345,
+                 "amountMinor": 58275, "dueDate": "2026-11-20"}
+                """))
         XCTAssertEqual(ok.content.consumptionMilliM3, 12_345)
         XCTAssertEqual(ok.content.currency, "TRY")
         XCTAssertNil(ok.content.paidAt)
@@ -119,8 +137,9 @@ final class BillRulesTests: XCTestCase {
         }
         let empty = try json("{}")
         let required = fieldErrors({ () throws(ValidationFailure) -> BillValidation.Create in try BillValidation.create(empty) })
-        XCTAssertEqual(Set(required.map(\.pointer)),
-                       ["/provider", "/subscriberNo", "/period", "/consumptionM3", "/amountMinor", "/dueDate"])
+        XCTAssertEqual(
+            Set(required.map(\.pointer)),
+            ["/provider", "/subscriberNo", "/period", "/consumptionM3", "/amountMinor", "/dueDate"])
     }
 
     func testMergePatch() throws {

@@ -1,6 +1,6 @@
-import XCTest
 import SuplashDomain
 import SuplashJSON
+import XCTest
 
 final class EmailTests: XCTestCase {
     func testTrimmedAndLowercased() {
@@ -13,13 +13,16 @@ final class EmailTests: XCTestCase {
     func testUnicodeLowercasingIsDefaultCaseMappingAndConsistent() throws {
         // Whatever Swift's locale-independent lowercased() does, normalisation must be that,
         // and must be idempotent so that stored emails compare equal to re-normalised input.
-        for raw in ["İSTANBUL@örnek.com.tr", "ıi@x.tr", "ÇĞÖŞÜ@x.tr", "STRAẞE@beispiel.de", "straße@beispiel.de",
-                    "ΣΊΣΥΦΟΣ@παράδειγμα.gr", "ǅ@x.com"] {
+        for raw in [
+            "İSTANBUL@örnek.com.tr", "ıi@x.tr", "ÇĞÖŞÜ@x.tr", "STRAẞE@beispiel.de", "straße@beispiel.de",
+            "ΣΊΣΥΦΟΣ@παράδειγμα.gr", "ǅ@x.com",
+        ] {
             let once = try XCTUnwrap(Credentials.normalizedEmail(raw), raw)
             XCTAssertEqual(once, raw.lowercased(), raw)
             XCTAssertEqual(Credentials.normalizedEmail(once), once, "idempotent: \(raw)")
-            XCTAssertEqual(Credentials.normalizedEmail(raw.uppercased()).map { Credentials.normalizedEmail($0) } ?? nil,
-                           Credentials.normalizedEmail(raw.uppercased()), raw)
+            XCTAssertEqual(
+                Credentials.normalizedEmail(raw.uppercased()).map { Credentials.normalizedEmail($0) } ?? nil,
+                Credentials.normalizedEmail(raw.uppercased()), raw)
         }
         // Upper- and lower-case spellings of the same address meet.
         XCTAssertEqual(Credentials.normalizedEmail("ÇĞÖŞÜ@X.TR"), Credentials.normalizedEmail("çğöşü@x.tr"))
@@ -58,7 +61,7 @@ final class EmailTests: XCTestCase {
     }
 
     func testLengthLimitIs254Characters() {
-        let domain = "@example.com" // 12 characters
+        let domain = "@example.com"  // 12 characters
         let ok = String(repeating: "a", count: 254 - 12) + domain
         XCTAssertEqual(ok.count, 254)
         XCTAssertEqual(Credentials.normalizedEmail(ok), ok)
@@ -104,9 +107,10 @@ final class PasswordTests: XCTestCase {
 final class SignUpLoginTests: XCTestCase {
     private func signUpErrors(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws -> [FieldError] {
         let body = try json(text, file: file, line: line)
-        return fieldErrors({ () throws(ValidationFailure) -> Credentials.SignUp in
-            try Credentials.signUp(body)
-        }, file: file, line: line)
+        return fieldErrors(
+            { () throws(ValidationFailure) -> Credentials.SignUp in
+                try Credentials.signUp(body)
+            }, file: file, line: line)
     }
 
     func testValidSignUpIsNormalised() throws {
@@ -120,13 +124,16 @@ final class SignUpLoginTests: XCTestCase {
     }
 
     func testBothBadFieldsAreReported() throws {
-        XCTAssertEqual(codesByPointer(try signUpErrors(#"{"email": "bad", "password": "x"}"#)),
-                       ["/email": .invalidFormat, "/password": .outOfRange])
+        XCTAssertEqual(
+            codesByPointer(try signUpErrors(#"{"email": "bad", "password": "x"}"#)),
+            ["/email": .invalidFormat, "/password": .outOfRange])
         XCTAssertEqual(codesByPointer(try signUpErrors("{}")), ["/email": .required, "/password": .required])
-        XCTAssertEqual(codesByPointer(try signUpErrors(#"{"email": null, "password": null}"#)),
-                       ["/email": .required, "/password": .required])
-        XCTAssertEqual(codesByPointer(try signUpErrors(#"{"email": 1, "password": false}"#)),
-                       ["/email": .invalidType, "/password": .invalidType])
+        XCTAssertEqual(
+            codesByPointer(try signUpErrors(#"{"email": null, "password": null}"#)),
+            ["/email": .required, "/password": .required])
+        XCTAssertEqual(
+            codesByPointer(try signUpErrors(#"{"email": 1, "password": false}"#)),
+            ["/email": .invalidType, "/password": .invalidType])
     }
 
     func testSingleBadField() throws {
@@ -134,10 +141,12 @@ final class SignUpLoginTests: XCTestCase {
         assertSingleError(try signUpErrors(#"{"email": "a@x.test", "password": "short"}"#), "/password", .outOfRange)
         let long = String(repeating: "p", count: 257)
         assertSingleError(try signUpErrors(#"{"email": "a@x.test", "password": "\#(long)"}"#), "/password", .tooLong)
-        assertSingleError(try signUpErrors(#"{"email": "a@x.test", "password": "long enough pw", "displayName": "\#(String(repeating: "d", count: 81))"}"#),
-                          "/displayName", .tooLong)
-        assertSingleError(try signUpErrors(#"{"email": "a@x.test", "password": "long enough pw", "admin": true}"#),
-                          "/admin", .unknownField)
+        assertSingleError(
+            try signUpErrors(#"{"email": "a@x.test", "password": "long enough pw", "displayName": "\#(String(repeating: "d", count: 81))"}"#),
+            "/displayName", .tooLong)
+        assertSingleError(
+            try signUpErrors(#"{"email": "a@x.test", "password": "long enough pw", "admin": true}"#),
+            "/admin", .unknownField)
         assertSingleError(try signUpErrors("[]"), "", .invalidType)
     }
 

@@ -23,23 +23,31 @@ final class DocumentWritesTests: XCTestCase {
     func testCreateWithAClientID() throws {
         let stamp = WriteStamp(at: 20, device: "")
         // Nothing stored: insert.
-        XCTAssertNil(try DocumentWrites.existing(nil as Stamped<WaterEntry>?, content: content, storedContent: \.content,
-                                                 deletedCode: "entry_deleted", existsCode: "entry_exists"))
+        XCTAssertNil(
+            try DocumentWrites.existing(
+                nil as Stamped<WaterEntry>?, content: content, storedContent: \.content,
+                deletedCode: "entry_deleted", existsCode: "entry_exists"))
         // The same live content: the stored entry (identical re-post).
         let same = Stamped(entry(content), stamp: stamp)
-        XCTAssertEqual(try DocumentWrites.existing(same, content: content, storedContent: \.content,
-                                                   deletedCode: "entry_deleted", existsCode: "entry_exists"), same.document)
+        XCTAssertEqual(
+            try DocumentWrites.existing(
+                same, content: content, storedContent: \.content,
+                deletedCode: "entry_deleted", existsCode: "entry_exists"), same.document)
         // Other content or a tombstone: the collection's conflict codes.
         let other = Stamped(entry(WaterEntryContent(amountMl: 300, loggedAt: 1_000)), stamp: stamp)
-        XCTAssertEqual(conflictCode {
-            try DocumentWrites.existing(other, content: self.content, storedContent: \.content,
-                                        deletedCode: "entry_deleted", existsCode: "entry_exists")
-        }, "entry_exists")
+        XCTAssertEqual(
+            conflictCode {
+                try DocumentWrites.existing(
+                    other, content: self.content, storedContent: \.content,
+                    deletedCode: "entry_deleted", existsCode: "entry_exists")
+            }, "entry_exists")
         let tomb = Stamped(entry(content, deleted: true), deleted: true, stamp: stamp)
-        XCTAssertEqual(conflictCode {
-            try DocumentWrites.existing(tomb, content: self.content, storedContent: \.content,
-                                        deletedCode: "bill_deleted", existsCode: "bill_id_exists")
-        }, "bill_deleted", "a tombstone wins over equal content")
+        XCTAssertEqual(
+            conflictCode {
+                try DocumentWrites.existing(
+                    tomb, content: self.content, storedContent: \.content,
+                    deletedCode: "bill_deleted", existsCode: "bill_id_exists")
+            }, "bill_deleted", "a tombstone wins over equal content")
     }
 
     func testTargetOfAnUpdateOrDelete() throws {
@@ -60,8 +68,9 @@ final class DocumentWritesTests: XCTestCase {
 
     func testRESTStampAndRevisions() {
         XCTAssertEqual(DocumentWrites.stamp(now: 100, stored: nil, deviceID: nil), WriteStamp(at: 100, device: ""))
-        XCTAssertEqual(DocumentWrites.stamp(now: 100, stored: WriteStamp(at: 500, device: "x"), deviceID: "d"),
-                       WriteStamp(at: 501, device: "d"))
+        XCTAssertEqual(
+            DocumentWrites.stamp(now: 100, stored: WriteStamp(at: 500, device: "x"), deviceID: "d"),
+            WriteStamp(at: 501, device: "d"))
         let next = DocumentWrites.revised(entry(content), content: WaterEntryContent(amountMl: 1, loggedAt: 2), now: 99)
         XCTAssertEqual(next.version, 3)
         XCTAssertEqual(next.updatedAt, 99)
@@ -95,10 +104,14 @@ final class DocumentWritesTests: XCTestCase {
         let first = DocumentWrites.putDay(date: date, content: hot, stored: nil, now: 100)
         XCTAssertTrue(first.created)
         XCTAssertEqual(first.day, DayContext(date: date, content: hot, createdAt: 100, updatedAt: 100, version: 1))
-        let again = DocumentWrites.putDay(date: date, content: DayContextContent(), stored: (createdAt: 100, version: 1),
-                                          now: 200)
+        let again = DocumentWrites.putDay(
+            date: date, content: DayContextContent(), stored: (createdAt: 100, version: 1),
+            now: 200)
         XCTAssertFalse(again.created)
-        XCTAssertEqual(again.day, DayContext(date: date, content: DayContextContent(), createdAt: 100, updatedAt: 200,
-                                             version: 2))
+        XCTAssertEqual(
+            again.day,
+            DayContext(
+                date: date, content: DayContextContent(), createdAt: 100, updatedAt: 200,
+                version: 2))
     }
 }

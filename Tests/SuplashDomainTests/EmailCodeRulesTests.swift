@@ -20,17 +20,28 @@ final class EmailCodeRulesTests: XCTestCase {
             (101, 4, true, .redeem, "a match on the last attempt"),
         ]
         for (expiresAt, attempts, match, expected, why) in table {
-            XCTAssertEqual(EmailCodeRules.verdict(expiresAt: expiresAt, attempts: attempts, now: 100, maxAttempts: 5,
-                                                  matches: { match }), expected, why)
+            XCTAssertEqual(
+                EmailCodeRules.verdict(
+                    expiresAt: expiresAt, attempts: attempts, now: 100, maxAttempts: 5,
+                    matches: { match }), expected, why)
         }
     }
 
     func testTheHashIsComparedOnlyForALiveCodeWithAttemptsLeft() {
         var asked = 0
-        _ = EmailCodeRules.verdict(expiresAt: 1, attempts: 0, now: 100, maxAttempts: 5) { asked += 1; return true }
-        _ = EmailCodeRules.verdict(expiresAt: 200, attempts: 5, now: 100, maxAttempts: 5) { asked += 1; return true }
+        _ = EmailCodeRules.verdict(expiresAt: 1, attempts: 0, now: 100, maxAttempts: 5) {
+            asked += 1
+            return true
+        }
+        _ = EmailCodeRules.verdict(expiresAt: 200, attempts: 5, now: 100, maxAttempts: 5) {
+            asked += 1
+            return true
+        }
         XCTAssertEqual(asked, 0)
-        _ = EmailCodeRules.verdict(expiresAt: 200, attempts: 1, now: 100, maxAttempts: 5) { asked += 1; return true }
+        _ = EmailCodeRules.verdict(expiresAt: 200, attempts: 1, now: 100, maxAttempts: 5) {
+            asked += 1
+            return true
+        }
         XCTAssertEqual(asked, 1)
     }
 }

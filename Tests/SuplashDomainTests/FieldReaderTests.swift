@@ -1,6 +1,6 @@
-import XCTest
 import SuplashDomain
 import SuplashJSON
+import XCTest
 
 final class FieldReaderTests: XCTestCase {
     private func reader(_ text: String, prefix: String = "") throws -> FieldReader {
@@ -8,9 +8,18 @@ final class FieldReaderTests: XCTestCase {
         return FieldReader(members: try XCTUnwrap(value.objectValue), prefix: prefix)
     }
 
-    private func isAbsent<T>(_ v: FieldReader.Value<T>) -> Bool { if case .absent = v { return true }; return false }
-    private func isNull<T>(_ v: FieldReader.Value<T>) -> Bool { if case .null = v { return true }; return false }
-    private func isInvalid<T>(_ v: FieldReader.Value<T>) -> Bool { if case .invalid = v { return true }; return false }
+    private func isAbsent<T>(_ v: FieldReader.Value<T>) -> Bool {
+        if case .absent = v { return true }
+        return false
+    }
+    private func isNull<T>(_ v: FieldReader.Value<T>) -> Bool {
+        if case .null = v { return true }
+        return false
+    }
+    private func isInvalid<T>(_ v: FieldReader.Value<T>) -> Bool {
+        if case .invalid = v { return true }
+        return false
+    }
 
     func testAbsentNullAndValue() throws {
         var r = try reader(#"{"a": 5, "n": null}"#)
@@ -94,17 +103,26 @@ final class FieldReaderTests: XCTestCase {
         var r = try reader(#"{"a/b": 1, "c~d": 2, "ok": 3}"#, prefix: "/entries/4")
         XCTAssertEqual(r.pointer("x"), "/entries/4/x")
         r.rejectOthers(writable: ["ok"], readOnly: ["c~d"])
-        XCTAssertEqual(r.errors, [FieldError("/entries/4/a~1b", .unknownField, "unknown field"),
-                                  FieldError("/entries/4/c~0d", .readOnlyField, "read-only field")])
+        XCTAssertEqual(
+            r.errors,
+            [
+                FieldError("/entries/4/a~1b", .unknownField, "unknown field"),
+                FieldError("/entries/4/c~0d", .readOnlyField, "read-only field"),
+            ])
         r.fail(pointer: "/entries/4/list/0", .outOfRange, "limit")
         XCTAssertEqual(r.errors.last?.pointer, "/entries/4/list/0")
     }
 
     func testFieldErrorCodesAreTheDocumentedStrings() {
-        XCTAssertEqual([FieldErrorCode.required, .invalidType, .invalidFormat, .outOfRange, .tooLong, .unknownField,
-                        .readOnlyField].map(\.rawValue),
-                       ["required", "invalid_type", "invalid_format", "out_of_range", "too_long", "unknown_field",
-                        "read_only_field"])
+        XCTAssertEqual(
+            [
+                FieldErrorCode.required, .invalidType, .invalidFormat, .outOfRange, .tooLong, .unknownField,
+                .readOnlyField,
+            ].map(\.rawValue),
+            [
+                "required", "invalid_type", "invalid_format", "out_of_range", "too_long", "unknown_field",
+                "read_only_field",
+            ])
     }
 }
 

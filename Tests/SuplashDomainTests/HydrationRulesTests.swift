@@ -1,5 +1,5 @@
-import XCTest
 import SuplashDomain
+import XCTest
 
 final class HydrationRulesTests: XCTestCase {
     func testActivityFactors() {
@@ -78,11 +78,14 @@ final class HydrationRulesTests: XCTestCase {
     }
 
     func testActiveMinutesAdd250PerFull30CappedAt1000() {
-        let cases: [(Int, Int)] = [(0, 0), (1, 0), (29, 0), (30, 250), (59, 250), (60, 500), (65, 500), (89, 500),
-                                   (90, 750), (119, 750), (120, 1000), (150, 1000), (1440, 1000)]
+        let cases: [(Int, Int)] = [
+            (0, 0), (1, 0), (29, 0), (30, 250), (59, 250), (60, 500), (65, 500), (89, 500),
+            (90, 750), (119, 750), (120, 1000), (150, 1000), (1440, 1000),
+        ]
         for (minutes, extra) in cases {
-            XCTAssertEqual(HydrationRules.dayGoalMl(baseGoalMl: 2000, maxTemperatureC: nil, activeMinutes: minutes),
-                           2000 + extra, "\(minutes) min")
+            XCTAssertEqual(
+                HydrationRules.dayGoalMl(baseGoalMl: 2000, maxTemperatureC: nil, activeMinutes: minutes),
+                2000 + extra, "\(minutes) min")
         }
         // Negative minutes add nothing; absurd ones are capped, not an arithmetic overflow.
         XCTAssertEqual(HydrationRules.dayGoalMl(baseGoalMl: 2000, maxTemperatureC: nil, activeMinutes: -90), 2000)

@@ -37,8 +37,9 @@ final class LocalTimeTests: XCTestCase {
 
     func testIstanbulAndLosAngeles() throws {
         let ist = ZoneClocks.shared.clock("Europe/Istanbul")
-        XCTAssertEqual(ist.dayRange(try XCTUnwrap(LocalDate(parsing: "2026-06-01"))).lowerBound,
-                       try XCTUnwrap(RFC3339.parse("2026-05-31T21:00:00Z")))
+        XCTAssertEqual(
+            ist.dayRange(try XCTUnwrap(LocalDate(parsing: "2026-06-01"))).lowerBound,
+            try XCTUnwrap(RFC3339.parse("2026-05-31T21:00:00Z")))
         let la = ZoneClocks.shared.clock("America/Los_Angeles")
         XCTAssertEqual(la.localDate(of: try XCTUnwrap(RFC3339.parse("2026-03-10T06:00:00Z"))).description, "2026-03-09")
         // 2026-03-08 is 23 hours long in Los Angeles.

@@ -1,23 +1,28 @@
-import XCTest
 import SuplashDomain
 import SuplashJSON
+import XCTest
 
 final class ProfileValidationTests: XCTestCase {
-    private static let knownZones: Set<String> = ["Europe/Istanbul", "Europe/Berlin", "Europe/Kiev", "Europe/Kyiv",
-                                                  "America/Los_Angeles", "UTC"]
-    private let base = UserProfile(id: "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f", email: "ayse@example.com",
-                                   displayName: "Ayşe", now: 1_768_462_200_000)
+    private static let knownZones: Set<String> = [
+        "Europe/Istanbul", "Europe/Berlin", "Europe/Kiev", "Europe/Kyiv",
+        "America/Los_Angeles", "UTC",
+    ]
+    private let base = UserProfile(
+        id: "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f", email: "ayse@example.com",
+        displayName: "Ayşe", now: 1_768_462_200_000)
 
     private func patch(_ text: String, to profile: UserProfile? = nil) throws -> UserProfile {
-        try ProfileValidation.applyMergePatch(json(text), to: profile ?? base,
-                                              isKnownTimeZone: { Self.knownZones.contains($0) })
+        try ProfileValidation.applyMergePatch(
+            json(text), to: profile ?? base,
+            isKnownTimeZone: { Self.knownZones.contains($0) })
     }
 
     private func errors(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws -> [FieldError] {
         let body = try json(text, file: file, line: line)
-        return fieldErrors({ () throws(ValidationFailure) -> UserProfile in
-            try ProfileValidation.applyMergePatch(body, to: base, isKnownTimeZone: { Self.knownZones.contains($0) })
-        }, file: file, line: line)
+        return fieldErrors(
+            { () throws(ValidationFailure) -> UserProfile in
+                try ProfileValidation.applyMergePatch(body, to: base, isKnownTimeZone: { Self.knownZones.contains($0) })
+            }, file: file, line: line)
     }
 
     // MARK: Defaults and the empty patch
@@ -50,7 +55,8 @@ final class ProfileValidationTests: XCTestCase {
     // MARK: A full valid patch, then resets
 
     func testValidPatchSetsEveryWritableField() throws {
-        let p = try patch("""
+        let p = try patch(
+            """
             {"displayName": "Deniz", "weightKg": 62.5, "activityLevel": "moderate", "wakeTime": "06:30",
              "sleepTime": "22:45", "timezone": "Europe/Berlin", "locale": "de-DE", "dailyGoalMl": 2000,
              "cupSizesMl": [200, 400]}
@@ -64,7 +70,7 @@ final class ProfileValidationTests: XCTestCase {
         XCTAssertEqual(p.locale, "de-DE")
         XCTAssertEqual(p.dailyGoalMl, 2000)
         XCTAssertEqual(p.cupSizesMl, [200, 400])
-        XCTAssertEqual(p.recommendedGoalMl, 2650) // 62.5 × 35 × 1.2 = 2625 → 2650
+        XCTAssertEqual(p.recommendedGoalMl, 2650)  // 62.5 × 35 × 1.2 = 2625 → 2650
         // Server-owned fields are untouched (the store stamps updatedAt/version).
         XCTAssertEqual(p.id, base.id)
         XCTAssertEqual(p.email, base.email)
@@ -74,12 +80,14 @@ final class ProfileValidationTests: XCTestCase {
     }
 
     func testNullResetsEveryFieldToItsDefault() throws {
-        let changed = try patch("""
+        let changed = try patch(
+            """
             {"displayName": "Deniz", "weightKg": 62.5, "activityLevel": "athlete", "wakeTime": "06:30",
              "sleepTime": "22:45", "timezone": "Europe/Berlin", "locale": "de-DE", "dailyGoalMl": 2000,
              "cupSizesMl": [200, 400]}
             """)
-        let reset = try patch("""
+        let reset = try patch(
+            """
             {"displayName": null, "weightKg": null, "activityLevel": null, "wakeTime": null, "sleepTime": null,
              "timezone": null, "locale": null, "dailyGoalMl": null, "cupSizesMl": null}
             """, to: changed)
@@ -173,8 +181,10 @@ final class ProfileValidationTests: XCTestCase {
                 let p = try patch(#"{"\#(field)": "\#(good)"}"#)
                 XCTAssertEqual(field == "wakeTime" ? p.wakeTime : p.sleepTime, good)
             }
-            for bad in ["24:00", "25:00", "23:60", "7:00", "07:0", "0700", "07-00", "07:00:00", "ab:cd", "",
-                        "07:00 ", "-1:00", "０7:00", "07:5\u{301}"] {
+            for bad in [
+                "24:00", "25:00", "23:60", "7:00", "07:0", "0700", "07-00", "07:00:00", "ab:cd", "",
+                "07:00 ", "-1:00", "０7:00", "07:5\u{301}",
+            ] {
                 assertSingleError(try errors(#"{"\#(field)": "\#(bad)"}"#), "/\(field)", .invalidFormat)
             }
             assertSingleError(try errors(#"{"\#(field)": 700}"#), "/\(field)", .invalidType)
@@ -217,9 +227,11 @@ final class ProfileValidationTests: XCTestCase {
         for good in ["tr-TR", "en", "en-US", "zh-Hant-TW", "de-CH-1996", "es-419", "sr-Latn-RS", "fil", "tr"] {
             XCTAssertEqual(try patch(#"{"locale": "\#(good)"}"#).locale, good)
         }
-        for bad in ["", "tr_TR", "t", "-TR", "tr-", "tr--TR", "tr-TR-", "123", "en-US-toolongsubtag", "tr TR",
-                    "çe-TR", "en-\u{301}", String(repeating: "a", count: 9),
-                    "en-" + Array(repeating: "abcdefgh", count: 4).joined(separator: "-")] {
+        for bad in [
+            "", "tr_TR", "t", "-TR", "tr-", "tr--TR", "tr-TR-", "123", "en-US-toolongsubtag", "tr TR",
+            "çe-TR", "en-\u{301}", String(repeating: "a", count: 9),
+            "en-" + Array(repeating: "abcdefgh", count: 4).joined(separator: "-"),
+        ] {
             assertSingleError(try errors(#"{"locale": "\#(bad)"}"#), "/locale", .invalidFormat)
         }
         assertSingleError(try errors(#"{"locale": ["tr"]}"#), "/locale", .invalidType)
@@ -244,8 +256,9 @@ final class ProfileValidationTests: XCTestCase {
 
     func testCupSizes() throws {
         XCTAssertEqual(try patch(#"{"cupSizesMl": [50]}"#).cupSizesMl, [50])
-        XCTAssertEqual(try patch(#"{"cupSizesMl": [2000, 50, 250.0, 100, 200, 300, 400, 500]}"#).cupSizesMl,
-                       [2000, 50, 250, 100, 200, 300, 400, 500])
+        XCTAssertEqual(
+            try patch(#"{"cupSizesMl": [2000, 50, 250.0, 100, 200, 300, 400, 500]}"#).cupSizesMl,
+            [2000, 50, 250, 100, 200, 300, 400, 500])
         assertSingleError(try errors(#"{"cupSizesMl": []}"#), "/cupSizesMl", .outOfRange)
         assertSingleError(try errors(#"{"cupSizesMl": [1,2,3,4,5,6,7,8,9]}"#), "/cupSizesMl", .outOfRange)
         assertSingleError(try errors(#"{"cupSizesMl": 250}"#), "/cupSizesMl", .invalidType)
@@ -258,10 +271,12 @@ final class ProfileValidationTests: XCTestCase {
 
     func testEveryBadCupIsReportedWithItsIndex() throws {
         let e = try errors(#"{"cupSizesMl": [250, 10, 2.5, "330", true, null, 5000, 500]}"#)
-        XCTAssertEqual(codesByPointer(e), [
-            "/cupSizesMl/1": .outOfRange, "/cupSizesMl/2": .invalidType, "/cupSizesMl/3": .invalidType,
-            "/cupSizesMl/4": .invalidType, "/cupSizesMl/5": .invalidType, "/cupSizesMl/6": .outOfRange,
-        ])
+        XCTAssertEqual(
+            codesByPointer(e),
+            [
+                "/cupSizesMl/1": .outOfRange, "/cupSizesMl/2": .invalidType, "/cupSizesMl/3": .invalidType,
+                "/cupSizesMl/4": .invalidType, "/cupSizesMl/5": .invalidType, "/cupSizesMl/6": .outOfRange,
+            ])
     }
 
     // MARK: Read-only and unknown members
@@ -291,17 +306,20 @@ final class ProfileValidationTests: XCTestCase {
     }
 
     func testEveryBadFieldIsReportedTogether() throws {
-        let e = try errors("""
+        let e = try errors(
+            """
             {"timezone": "Mars/Olympus", "wakeTime": "25:00", "cupSizesMl": [10], "activityLevel": "couch",
              "email": "x@y.z", "favouriteColour": "blue", "weightKg": 5, "displayName": 7,
              "sleepTime": "23:00", "locale": "tr_TR", "dailyGoalMl": 2.5}
             """)
-        XCTAssertEqual(codesByPointer(e), [
-            "/timezone": .invalidFormat, "/wakeTime": .invalidFormat, "/cupSizesMl/0": .outOfRange,
-            "/activityLevel": .invalidFormat, "/email": .readOnlyField, "/favouriteColour": .unknownField,
-            "/weightKg": .outOfRange, "/displayName": .invalidType, "/locale": .invalidFormat,
-            "/dailyGoalMl": .invalidType,
-        ])
+        XCTAssertEqual(
+            codesByPointer(e),
+            [
+                "/timezone": .invalidFormat, "/wakeTime": .invalidFormat, "/cupSizesMl/0": .outOfRange,
+                "/activityLevel": .invalidFormat, "/email": .readOnlyField, "/favouriteColour": .unknownField,
+                "/weightKg": .outOfRange, "/displayName": .invalidType, "/locale": .invalidFormat,
+                "/dailyGoalMl": .invalidType,
+            ])
     }
 
     func testMessagesDoNotEchoTheValue() throws {

@@ -1,5 +1,5 @@
-import XCTest
 import SuplashDomain
+import XCTest
 
 final class RFC3339ParseTests: XCTestCase {
     // 2026-01-15T07:30:00Z
@@ -23,10 +23,12 @@ final class RFC3339ParseTests: XCTestCase {
     }
 
     func testBadOffsetsAreRejected() {
-        for text in ["2026-01-15T07:30:00+24:00", "2026-01-15T07:30:00+03:60", "2026-01-15T07:30:00+0300",
-                     "2026-01-15T07:30:00+03", "2026-01-15T07:30:00+3:00", "2026-01-15T07:30:00 +03:00",
-                     "2026-01-15T07:30:00+03:00Z", "2026-01-15T07:30:00ZZ", "2026-01-15T07:30:00UTC",
-                     "2026-01-15T07:30:00GMT+3"] {
+        for text in [
+            "2026-01-15T07:30:00+24:00", "2026-01-15T07:30:00+03:60", "2026-01-15T07:30:00+0300",
+            "2026-01-15T07:30:00+03", "2026-01-15T07:30:00+3:00", "2026-01-15T07:30:00 +03:00",
+            "2026-01-15T07:30:00+03:00Z", "2026-01-15T07:30:00ZZ", "2026-01-15T07:30:00UTC",
+            "2026-01-15T07:30:00GMT+3",
+        ] {
             XCTAssertNil(RFC3339.parse(text), text)
         }
     }
@@ -43,7 +45,7 @@ final class RFC3339ParseTests: XCTestCase {
             ("2026-01-15T07:30:00.1Z", 100),
             ("2026-01-15T07:30:00.12Z", 120),
             ("2026-01-15T07:30:00.123Z", 123),
-            ("2026-01-15T07:30:00.1239Z", 123),       // truncated, not rounded
+            ("2026-01-15T07:30:00.1239Z", 123),  // truncated, not rounded
             ("2026-01-15T07:30:00.99999Z", 999),
             ("2026-01-15T07:30:00.000001Z", 0),
             ("2026-01-15T07:30:00.9876543Z", 987),
@@ -76,13 +78,17 @@ final class RFC3339ParseTests: XCTestCase {
         XCTAssertNil(RFC3339.parse("1900-02-29T00:00:00Z"), "1900 is not a leap year")
         XCTAssertNotNil(RFC3339.parse("2000-02-29T00:00:00Z"), "2000 is a leap year")
         XCTAssertEqual(RFC3339.parse("1900-03-01T00:00:00Z"), -2_203_891_200_000)
-        for text in ["2026-02-30T00:00:00Z", "2026-04-31T00:00:00Z", "2026-06-31T00:00:00Z", "2026-09-31T00:00:00Z",
-                     "2026-11-31T00:00:00Z", "2026-13-01T00:00:00Z", "2026-00-10T00:00:00Z", "2026-01-00T00:00:00Z",
-                     "2026-01-32T00:00:00Z", "0000-01-01T00:00:00Z"] {
+        for text in [
+            "2026-02-30T00:00:00Z", "2026-04-31T00:00:00Z", "2026-06-31T00:00:00Z", "2026-09-31T00:00:00Z",
+            "2026-11-31T00:00:00Z", "2026-13-01T00:00:00Z", "2026-00-10T00:00:00Z", "2026-01-00T00:00:00Z",
+            "2026-01-32T00:00:00Z", "0000-01-01T00:00:00Z",
+        ] {
             XCTAssertNil(RFC3339.parse(text), text)
         }
-        for text in ["2026-01-31T00:00:00Z", "2026-03-31T00:00:00Z", "2026-04-30T00:00:00Z", "2026-12-31T00:00:00Z",
-                     "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"] {
+        for text in [
+            "2026-01-31T00:00:00Z", "2026-03-31T00:00:00Z", "2026-04-30T00:00:00Z", "2026-12-31T00:00:00Z",
+            "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z",
+        ] {
             XCTAssertNotNil(RFC3339.parse(text), text)
         }
     }
@@ -109,8 +115,10 @@ final class RFC3339ParseTests: XCTestCase {
 
     func testLeapSecondOutsideTheLastUTCMinuteIsRejected() {
         // RFC 3339 §5.7: second 60 only exists in the minute 23:59 UTC.
-        for text in ["2026-01-15T12:34:60Z", "2016-12-31T23:58:60Z", "2016-12-31T23:59:60+03:00",
-                     "2017-01-01T00:00:60Z", "2016-12-31T15:59:60+08:00"] {
+        for text in [
+            "2026-01-15T12:34:60Z", "2016-12-31T23:58:60Z", "2016-12-31T23:59:60+03:00",
+            "2017-01-01T00:00:60Z", "2016-12-31T15:59:60+08:00",
+        ] {
             XCTAssertNil(RFC3339.parse(text), text)
         }
     }
@@ -155,7 +163,7 @@ final class RFC3339FormatTests: XCTestCase {
         let samples: [Int64] = [
             0, 1, -1, 999, -999, 1000, -1000, 86_399_999, -86_400_001, 946_684_800_000, 1_768_462_200_123,
             1_795_940_100_000, 1_709_208_000_000, -2_203_891_200_000, -62_135_596_800_000, 253_402_300_799_999,
-            951_782_400_000, // 2000-02-29
+            951_782_400_000,  // 2000-02-29
         ]
         for millis in samples {
             let text = RFC3339.format(millis)
@@ -172,8 +180,10 @@ final class RFC3339FormatTests: XCTestCase {
     }
 
     func testCanonicalTextRoundTrips() {
-        for text in ["2026-11-29T08:15:00.000Z", "2000-01-01T00:00:00.000Z", "1969-07-20T20:17:40.000Z",
-                     "2024-02-29T23:59:59.999Z", "9999-12-31T23:59:59.999Z", "0001-01-01T00:00:00.000Z"] {
+        for text in [
+            "2026-11-29T08:15:00.000Z", "2000-01-01T00:00:00.000Z", "1969-07-20T20:17:40.000Z",
+            "2024-02-29T23:59:59.999Z", "9999-12-31T23:59:59.999Z", "0001-01-01T00:00:00.000Z",
+        ] {
             XCTAssertEqual(RFC3339.parse(text).map(RFC3339.format), text)
         }
     }
@@ -211,16 +221,23 @@ final class CivilDateTests: XCTestCase {
             XCTAssertTrue(got == expected, "\(got) != \(expected)")
             var (y, m, d) = expected
             d += 1
-            if d > CivilDate.daysInMonth(year: y, month: m) { d = 1; m += 1 }
-            if m > 12 { m = 1; y += 1 }
+            if d > CivilDate.daysInMonth(year: y, month: m) {
+                d = 1
+                m += 1
+            }
+            if m > 12 {
+                m = 1
+                y += 1
+            }
             expected = (y, m, d)
         }
         XCTAssertTrue(expected == (2002, 1, 1))
     }
 
     func testDaysInMonth() {
-        XCTAssertEqual((1...12).map { CivilDate.daysInMonth(year: 2026, month: $0) },
-                       [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
+        XCTAssertEqual(
+            (1...12).map { CivilDate.daysInMonth(year: 2026, month: $0) },
+            [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
         XCTAssertEqual(CivilDate.daysInMonth(year: 2024, month: 2), 29)
         XCTAssertEqual(CivilDate.daysInMonth(year: 2000, month: 2), 29)
         XCTAssertEqual(CivilDate.daysInMonth(year: 1900, month: 2), 28)

@@ -29,15 +29,15 @@ final class StorageHealthTests: XCTestCase {
 
     func testEachKindLogsAtMostOncePerIntervalWithTheCountSinceTheLastLine() {
         let (health, clock, lines) = make()
-        health.record(.full)                        // first occurrence: a line at once
-        for _ in 0..<16 { health.record(.full) }    // within the minute: counted, not logged
-        health.record(.busy)                        // another kind has its own interval
+        health.record(.full)  // first occurrence: a line at once
+        for _ in 0..<16 { health.record(.full) }  // within the minute: counted, not logged
+        health.record(.busy)  // another kind has its own interval
         XCTAssertEqual(lines.all, ["full 1", "busy 1"])
         clock.advance(30)
         health.flush()
         XCTAssertEqual(lines.all.count, 2, "no line before the interval has passed")
         clock.advance(30)
-        health.flush()                              // the probe loop's flush reports the rest
+        health.flush()  // the probe loop's flush reports the rest
         XCTAssertEqual(lines.all, ["full 1", "busy 1", "full 16"])
         clock.advance(120)
         health.flush()
@@ -51,18 +51,18 @@ final class StorageHealthTests: XCTestCase {
     func testReadinessFollowsTheProbeAndQueryReports() {
         let (health, _, _) = make()
         XCTAssertNil(health.problem)
-        health.record(.full)                        // a query's transient failure: still ready
+        health.record(.full)  // a query's transient failure: still ready
         health.record(.busy)
         XCTAssertNil(health.problem)
         health.probeFailed(.full)
         XCTAssertEqual(health.problem, StorageHealth.Problem(failure: .full, fromWriteProbe: true))
         health.probeSucceeded()
         XCTAssertNil(health.problem)
-        health.record(.readOnly)                    // a query hit a read-only database
+        health.record(.readOnly)  // a query hit a read-only database
         XCTAssertEqual(health.problem, StorageHealth.Problem(failure: .readOnly, fromWriteProbe: false))
-        health.probeSucceeded()                     // writable again
+        health.probeSucceeded()  // writable again
         XCTAssertNil(health.problem)
-        health.record(.corrupt)                     // damage does not heal: until restart
+        health.record(.corrupt)  // damage does not heal: until restart
         health.probeSucceeded()
         XCTAssertEqual(health.problem, StorageHealth.Problem(failure: .corrupt, fromWriteProbe: false))
         XCTAssertEqual(health.writeProbes, 4)
@@ -83,8 +83,9 @@ final class StorageHealthTests: XCTestCase {
         health.probeStarted()
         health.probeFailed(.full)
         clock.advance(StorageHealth.probeStallSeconds + 1)
-        XCTAssertEqual(health.problem, StorageHealth.Problem(failure: .full, fromWriteProbe: true),
-                       "a finished probe is not stalled")
+        XCTAssertEqual(
+            health.problem, StorageHealth.Problem(failure: .full, fromWriteProbe: true),
+            "a finished probe is not stalled")
     }
 
     func testPermanentKindsAreCorruptAndReadOnly() {

@@ -25,29 +25,42 @@ final class StreakAndStatsTests: XCTestCase {
     }
 
     func testBadgesAreAwardedOnceAndKept() {
-        let q = StreakRules.qualifyingBadges(longestStreakDays: 7, totalMl: 100_000, daysGoalMet: 7, anyEntry: true,
-                                             anyWatchEntry: false)
+        let q = StreakRules.qualifyingBadges(
+            longestStreakDays: 7, totalMl: 100_000, daysGoalMet: 7, anyEntry: true,
+            anyWatchEntry: false)
         XCTAssertEqual(Set(q), [.firstLog, .firstGoal, .streak3, .streak7, .liters100])
         let earned = StreakRules.award(q, to: [EarnedBadge(badge: .firstLog, earnedAt: 1)], now: 5)
         XCTAssertEqual(earned.first, EarnedBadge(badge: .firstLog, earnedAt: 1))
         XCTAssertEqual(earned.count, 5)
         // A lower streak later removes nothing.
-        let later = StreakRules.award(StreakRules.qualifyingBadges(longestStreakDays: 0, totalMl: 0, daysGoalMet: 0,
-                                                                   anyEntry: false, anyWatchEntry: true),
-                                      to: earned, now: 9)
+        let later = StreakRules.award(
+            StreakRules.qualifyingBadges(
+                longestStreakDays: 0, totalMl: 0, daysGoalMet: 0,
+                anyEntry: false, anyWatchEntry: true),
+            to: earned, now: 9)
         XCTAssertEqual(later.count, 6)
         XCTAssertEqual(later.last, EarnedBadge(badge: .watchFirstLog, earnedAt: 9))
-        XCTAssertEqual(Badge.allCases.map(\.rawValue), [
-            "first_log", "first_goal", "streak_3", "streak_7", "streak_30", "streak_100", "streak_365", "liters_100",
-            "liters_1000", "watch_first_log",
-        ])
+        XCTAssertEqual(
+            Badge.allCases.map(\.rawValue),
+            [
+                "first_log", "first_goal", "streak_3", "streak_7", "streak_30", "streak_100", "streak_365", "liters_100",
+                "liters_1000", "watch_first_log",
+            ])
     }
 
     func testDayGoalFromContext() {
-        XCTAssertEqual(HydrationRules.dayGoalMl(baseGoalMl: 2000, context: DayContextContent(maxTemperatureC: 32.5,
-                                                                                            activeMinutes: 65)), 3000)
-        XCTAssertEqual(HydrationRules.dayGoalMl(baseGoalMl: 2000, context: DayContextContent(maxTemperatureC: 29.9,
-                                                                                            activeMinutes: 29)), 2000)
+        XCTAssertEqual(
+            HydrationRules.dayGoalMl(
+                baseGoalMl: 2000,
+                context: DayContextContent(
+                    maxTemperatureC: 32.5,
+                    activeMinutes: 65)), 3000)
+        XCTAssertEqual(
+            HydrationRules.dayGoalMl(
+                baseGoalMl: 2000,
+                context: DayContextContent(
+                    maxTemperatureC: 29.9,
+                    activeMinutes: 29)), 2000)
         XCTAssertEqual(HydrationRules.dayGoalMl(baseGoalMl: 2000, context: DayContextContent(activeMinutes: 1440)), 3000)
         XCTAssertEqual(HydrationRules.dayGoalMl(baseGoalMl: 2000, context: nil), 2000)
         var p = UserProfile(id: "u", email: "e", displayName: nil, now: 0)
@@ -62,8 +75,9 @@ final class StreakAndStatsTests: XCTestCase {
     func testDayBucketsIncludeEmptyDaysAndContext() throws {
         let totals = [d("2026-03-29"): DayTotal(date: d("2026-03-29"), totalMl: 650, entriesCount: 2)]
         let contexts = [d("2026-03-30"): DayContextContent(maxTemperatureC: 31)]
-        let b = try StatsRules.buckets(from: d("2026-03-28"), to: d("2026-03-30"), interval: .day, baseGoalMl: 600,
-                                       totals: totals, contexts: contexts)
+        let b = try StatsRules.buckets(
+            from: d("2026-03-28"), to: d("2026-03-30"), interval: .day, baseGoalMl: 600,
+            totals: totals, contexts: contexts)
         XCTAssertEqual(b.map(\.start.description), ["2026-03-28", "2026-03-29", "2026-03-30"])
         XCTAssertEqual(b.map(\.totalMl), [0, 650, 0])
         XCTAssertEqual(b.map(\.goalMl), [600, 600, 1100])
@@ -77,13 +91,15 @@ final class StreakAndStatsTests: XCTestCase {
             totals[day] = DayTotal(date: day, totalMl: 500, entriesCount: 1)
         }
         // A Wednesday start: the first week bucket starts on its Monday but counts only days in range.
-        let w = try StatsRules.buckets(from: d("2026-06-03"), to: d("2026-06-16"), interval: .week, baseGoalMl: 500,
-                                       totals: totals, contexts: [:])
+        let w = try StatsRules.buckets(
+            from: d("2026-06-03"), to: d("2026-06-16"), interval: .week, baseGoalMl: 500,
+            totals: totals, contexts: [:])
         XCTAssertEqual(w.map(\.start.description), ["2026-06-01", "2026-06-08", "2026-06-15"])
         XCTAssertEqual(w.map(\.daysGoalMet), [5, 7, 2])
         XCTAssertEqual(w.map(\.goalMl), [2500, 3500, 1000])
-        let m = try StatsRules.buckets(from: d("2026-05-01"), to: d("2026-07-31"), interval: .month, baseGoalMl: 500,
-                                       totals: totals, contexts: [:])
+        let m = try StatsRules.buckets(
+            from: d("2026-05-01"), to: d("2026-07-31"), interval: .month, baseGoalMl: 500,
+            totals: totals, contexts: [:])
         XCTAssertEqual(m.map(\.start.description), ["2026-05-01", "2026-06-01", "2026-07-01"])
         XCTAssertEqual(m.map(\.totalMl), [0, 7000, 0])
         XCTAssertEqual(m.map(\.goalMl), [31 * 500, 30 * 500, 31 * 500])

@@ -40,8 +40,9 @@ final class StreakBookTests: XCTestCase {
     }
 
     func testFirstEntryEarnsFirstLogOnly() throws {
-        let step = try StreakBook.apply(Achievements(), changes: [DayTotalChange(date: day(0), before: nil, after: unmet)],
-                                        anyWatchEntry: false, goalDays: MemoryGoalDays(days: []), now: 77)
+        let step = try StreakBook.apply(
+            Achievements(), changes: [DayTotalChange(date: day(0), before: nil, after: unmet)],
+            anyWatchEntry: false, goalDays: MemoryGoalDays(days: []), now: 77)
         XCTAssertEqual(step.state.totalMl, 500)
         XCTAssertEqual(step.state.daysGoalMet, 0)
         XCTAssertEqual(step.newlyEarned, [.firstLog])
@@ -50,13 +51,18 @@ final class StreakBookTests: XCTestCase {
     }
 
     func testAThirdGoalDayInARowEarnsStreak3AndTheWatchBadge() throws {
-        var state = Achievements(latestRunEnd: day(1), latestRunLength: 2, longestStreakDays: 2, totalMl: 5000,
-                                 daysGoalMet: 2, badges: [EarnedBadge(badge: .firstLog, earnedAt: 1),
-                                                          EarnedBadge(badge: .firstGoal, earnedAt: 2)])
+        var state = Achievements(
+            latestRunEnd: day(1), latestRunLength: 2, longestStreakDays: 2, totalMl: 5000,
+            daysGoalMet: 2,
+            badges: [
+                EarnedBadge(badge: .firstLog, earnedAt: 1),
+                EarnedBadge(badge: .firstGoal, earnedAt: 2),
+            ])
         state.version = 4
         let index = MemoryGoalDays(days: [day(0), day(1), day(2)])  // after the write
-        let step = try StreakBook.apply(state, changes: [DayTotalChange(date: day(2), before: unmet, after: met)],
-                                        anyWatchEntry: true, goalDays: index, now: 99)
+        let step = try StreakBook.apply(
+            state, changes: [DayTotalChange(date: day(2), before: unmet, after: met)],
+            anyWatchEntry: true, goalDays: index, now: 99)
         XCTAssertEqual(step.state.totalMl, 7000)
         XCTAssertEqual(step.state.daysGoalMet, 3)
         XCTAssertEqual(step.state.latestRunEnd, day(2))
@@ -72,24 +78,30 @@ final class StreakBookTests: XCTestCase {
 
     func testFillingAGapJoinsTwoRunsIntoTheLongest() throws {
         // Goal days 0–2 and 4–5; day 3 becomes a goal day → one run of 6.
-        let state = Achievements(latestRunEnd: day(5), latestRunLength: 2, longestStreakDays: 3, totalMl: 12_500,
-                                 daysGoalMet: 5)
+        let state = Achievements(
+            latestRunEnd: day(5), latestRunLength: 2, longestStreakDays: 3, totalMl: 12_500,
+            daysGoalMet: 5)
         let index = MemoryGoalDays(days: Set([0, 1, 2, 3, 4, 5].map(day)))
-        let step = try StreakBook.apply(state, changes: [DayTotalChange(date: day(3), before: unmet, after: met)],
-                                        anyWatchEntry: false, goalDays: index, now: 5)
+        let step = try StreakBook.apply(
+            state, changes: [DayTotalChange(date: day(3), before: unmet, after: met)],
+            anyWatchEntry: false, goalDays: index, now: 5)
         XCTAssertEqual(step.state.longestStreakDays, 6)
         XCTAssertEqual(step.state.latestRunLength, 6)
     }
 
     func testLosingAGoalDayOfTheLongestRunRescansButKeepsBadges() throws {
         // Goal days 0–6 (a 7-day run, streak_7 earned); deleting day 3's entry splits it into 3 + 3.
-        let earned = [EarnedBadge(badge: .firstLog, earnedAt: 1), EarnedBadge(badge: .firstGoal, earnedAt: 1),
-                      EarnedBadge(badge: .streak3, earnedAt: 3), EarnedBadge(badge: .streak7, earnedAt: 7)]
-        let state = Achievements(latestRunEnd: day(6), latestRunLength: 7, longestStreakDays: 7, totalMl: 17_500,
-                                 daysGoalMet: 7, badges: earned)
+        let earned = [
+            EarnedBadge(badge: .firstLog, earnedAt: 1), EarnedBadge(badge: .firstGoal, earnedAt: 1),
+            EarnedBadge(badge: .streak3, earnedAt: 3), EarnedBadge(badge: .streak7, earnedAt: 7),
+        ]
+        let state = Achievements(
+            latestRunEnd: day(6), latestRunLength: 7, longestStreakDays: 7, totalMl: 17_500,
+            daysGoalMet: 7, badges: earned)
         let index = MemoryGoalDays(days: Set([0, 1, 2, 4, 5, 6].map(day)))
-        let step = try StreakBook.apply(state, changes: [DayTotalChange(date: day(3), before: met, after: nil)],
-                                        anyWatchEntry: false, goalDays: index, now: 9)
+        let step = try StreakBook.apply(
+            state, changes: [DayTotalChange(date: day(3), before: met, after: nil)],
+            anyWatchEntry: false, goalDays: index, now: 9)
         XCTAssertEqual(step.state.totalMl, 15_000)
         XCTAssertEqual(step.state.daysGoalMet, 6)
         XCTAssertEqual(step.state.longestStreakDays, 3)
@@ -100,11 +112,13 @@ final class StreakBookTests: XCTestCase {
 
     func testLosingAGoalDayOutsideTheLongestRunKeepsTheLongest() throws {
         // Runs 0–4 (5 days) and 10–11 (2 days); day 11 is lost → the longest stays 5 without a rescan.
-        let state = Achievements(latestRunEnd: day(11), latestRunLength: 2, longestStreakDays: 5, totalMl: 17_500,
-                                 daysGoalMet: 7)
+        let state = Achievements(
+            latestRunEnd: day(11), latestRunLength: 2, longestStreakDays: 5, totalMl: 17_500,
+            daysGoalMet: 7)
         let index = MemoryGoalDays(days: Set([0, 1, 2, 3, 4, 10].map(day)))
-        let step = try StreakBook.apply(state, changes: [DayTotalChange(date: day(11), before: met, after: unmet)],
-                                        anyWatchEntry: false, goalDays: index, now: 9)
+        let step = try StreakBook.apply(
+            state, changes: [DayTotalChange(date: day(11), before: met, after: unmet)],
+            anyWatchEntry: false, goalDays: index, now: 9)
         XCTAssertEqual(step.state.longestStreakDays, 5)
         XCTAssertEqual(step.state.latestRunEnd, day(10))
         XCTAssertEqual(step.state.latestRunLength, 1)
@@ -112,10 +126,12 @@ final class StreakBookTests: XCTestCase {
     }
 
     func testAWriteThatChangesNoTotalsChangesNothing() throws {
-        let state = Achievements(totalMl: 500, badges: [EarnedBadge(badge: .firstLog, earnedAt: 1)], updatedAt: 3,
-                                 version: 2)
-        let step = try StreakBook.apply(state, changes: [DayTotalChange(date: day(0), before: unmet, after: unmet)],
-                                        anyWatchEntry: false, goalDays: MemoryGoalDays(days: []), now: 50)
+        let state = Achievements(
+            totalMl: 500, badges: [EarnedBadge(badge: .firstLog, earnedAt: 1)], updatedAt: 3,
+            version: 2)
+        let step = try StreakBook.apply(
+            state, changes: [DayTotalChange(date: day(0), before: unmet, after: unmet)],
+            anyWatchEntry: false, goalDays: MemoryGoalDays(days: []), now: 50)
         XCTAssertFalse(StreakBook.changed(from: state, to: step.state))
         XCTAssertEqual(step.newlyEarned, [])
     }
@@ -123,16 +139,18 @@ final class StreakBookTests: XCTestCase {
     func testRebuildUsesTheWholeHistoryAndKeepsBadges() throws {
         let earned = [EarnedBadge(badge: .watchFirstLog, earnedAt: 1), EarnedBadge(badge: .streak3, earnedAt: 2)]
         let index = MemoryGoalDays(days: Set([0, 1, 5, 6, 7, 8].map(day)))
-        let step = try StreakBook.rebuild(Achievements(badges: earned), totalMl: 100_000, daysGoalMet: 6,
-                                          goalDays: index, now: 10)
+        let step = try StreakBook.rebuild(
+            Achievements(badges: earned), totalMl: 100_000, daysGoalMet: 6,
+            goalDays: index, now: 10)
         XCTAssertEqual(step.state.longestStreakDays, 4)
         XCTAssertEqual(step.state.latestRunEnd, day(8))
         XCTAssertEqual(step.state.latestRunLength, 4)
         XCTAssertEqual(step.newlyEarned, [.firstLog, .firstGoal, .liters100])
         XCTAssertEqual(Array(step.state.badges.prefix(2)), earned)
 
-        let none = try StreakBook.rebuild(Achievements(), totalMl: 0, daysGoalMet: 0, goalDays: MemoryGoalDays(days: []),
-                                          now: 10)
+        let none = try StreakBook.rebuild(
+            Achievements(), totalMl: 0, daysGoalMet: 0, goalDays: MemoryGoalDays(days: []),
+            now: 10)
         XCTAssertEqual(none.state, Achievements())
         XCTAssertEqual(none.newlyEarned, [])
     }

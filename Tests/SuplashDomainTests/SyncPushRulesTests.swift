@@ -44,14 +44,16 @@ final class SyncPushRulesTests: XCTestCase {
     // MARK: - water_entries
 
     func entry(version: Int64, amount: Int = 250, createdAt: Int64 = 10, deleted: Bool = false) -> WaterEntry {
-        WaterEntry(id: "e1", userID: "u1", content: WaterEntryContent(amountMl: amount, loggedAt: now - 3_600_000),
-                   createdAt: createdAt, updatedAt: createdAt, version: version, deleted: deleted)
+        WaterEntry(
+            id: "e1", userID: "u1", content: WaterEntryContent(amountMl: amount, loggedAt: now - 3_600_000),
+            createdAt: createdAt, updatedAt: createdAt, version: version, deleted: deleted)
     }
 
     func upsert(_ amount: Int, at: Int64) -> SyncMutation {
-        SyncMutation(collection: "water_entries", id: "e1",
-                     write: .upsertEntry(WaterEntryContent(amountMl: amount, loggedAt: now - 3_600_000)),
-                     clientUpdatedAt: at)
+        SyncMutation(
+            collection: "water_entries", id: "e1",
+            write: .upsertEntry(WaterEntryContent(amountMl: amount, loggedAt: now - 3_600_000)),
+            clientUpdatedAt: at)
     }
 
     func testEntryUpsertOnNothingInsertsVersionOne() {
@@ -70,8 +72,9 @@ final class SyncPushRulesTests: XCTestCase {
         XCTAssertEqual(e.version, 4)
         XCTAssertEqual(e.createdAt, 10, "createdAt is kept")
         XCTAssertEqual(SyncPush.entryDeltas(step, stored: stored).map(\.amountMl), [300, -250])
-        let outcome = SyncPush.applied(step, collection: "water_entries", id: "e1", position: 42, now: now,
-                                       wrap: SyncDocument.waterEntry)
+        let outcome = SyncPush.applied(
+            step, collection: "water_entries", id: "e1", position: 42, now: now,
+            wrap: SyncDocument.waterEntry)
         guard case .applied(let change) = outcome else { return XCTFail("\(outcome)") }
         XCTAssertEqual(change.version, 4)
         XCTAssertEqual(change.position, 42)
@@ -115,8 +118,9 @@ final class SyncPushRulesTests: XCTestCase {
         guard case .tombstone(let v4) = known else { return XCTFail("\(known)") }
         XCTAssertEqual(v4, 4)
         XCTAssertEqual(SyncPush.entryDeltas(known, stored: live).map(\.amountMl), [-250])
-        let outcome = SyncPush.applied(known, collection: "water_entries", id: "e1", position: 9, now: now,
-                                       wrap: SyncDocument.waterEntry)
+        let outcome = SyncPush.applied(
+            known, collection: "water_entries", id: "e1", position: 9, now: now,
+            wrap: SyncDocument.waterEntry)
         guard case .applied(let change) = outcome else { return XCTFail("\(outcome)") }
         XCTAssertTrue(change.deleted)
         XCTAssertNil(change.document)
@@ -148,8 +152,9 @@ final class SyncPushRulesTests: XCTestCase {
         XCTAssertEqual(updatedAt, 10)
         XCTAssertEqual(document, stored.document)
         XCTAssertEqual(SyncPush.entryDeltas(step, stored: stored).map(\.amountMl), [], "no daily-total change")
-        let outcome = SyncPush.applied(step, collection: "water_entries", id: "e1", position: 7, now: now,
-                                       wrap: SyncDocument.waterEntry)
+        let outcome = SyncPush.applied(
+            step, collection: "water_entries", id: "e1", position: 7, now: now,
+            wrap: SyncDocument.waterEntry)
         guard case .applied(let change) = outcome else { return XCTFail("\(outcome)") }
         XCTAssertEqual(change.version, 1)
         XCTAssertEqual(change.position, 7, "the stored change position")
@@ -157,18 +162,27 @@ final class SyncPushRulesTests: XCTestCase {
         XCTAssertFalse(change.deleted)
 
         // Other content on the same stamp: the later arrival wins, a new version.
-        guard case .upsert(let e) = SyncPush.entry(upsert(301, at: 5), stored: stored, userID: "u1", stamp: s(5, phone),
-                                                   now: now) else { return XCTFail() }
+        guard
+            case .upsert(let e) = SyncPush.entry(
+                upsert(301, at: 5), stored: stored, userID: "u1", stamp: s(5, phone),
+                now: now)
+        else { return XCTFail() }
         XCTAssertEqual(e.version, 2)
         // Same content from another device with an equal clock that wins: a real write.
-        guard case .upsert = SyncPush.entry(upsert(300, at: 5), stored: Stamped(stored.document, stamp: s(5, watch)),
-                                            userID: "u1", stamp: s(5, phone), now: now) else { return XCTFail() }
+        guard
+            case .upsert = SyncPush.entry(
+                upsert(300, at: 5), stored: Stamped(stored.document, stamp: s(5, watch)),
+                userID: "u1", stamp: s(5, phone), now: now)
+        else { return XCTFail() }
         // Same content, later clock: a real write.
         guard case .upsert = SyncPush.entry(upsert(300, at: 6), stored: stored, userID: "u1", stamp: s(6, phone), now: now)
         else { return XCTFail() }
         // An identical upsert onto a tombstone with that stamp brings the entry back.
-        guard case .upsert = SyncPush.entry(upsert(300, at: 5), stored: Stamped(stored.document, deleted: true, stamp: s(5, phone)),
-                                            userID: "u1", stamp: s(5, phone), now: now) else { return XCTFail() }
+        guard
+            case .upsert = SyncPush.entry(
+                upsert(300, at: 5), stored: Stamped(stored.document, deleted: true, stamp: s(5, phone)),
+                userID: "u1", stamp: s(5, phone), now: now)
+        else { return XCTFail() }
     }
 
     func testRetriedDeleteOfATombstoneIsUnchanged() {
@@ -176,21 +190,29 @@ final class SyncPushRulesTests: XCTestCase {
         let del = SyncMutation(collection: "water_entries", id: "e1", write: .delete, clientUpdatedAt: 5)
         let step = SyncPush.entry(del, stored: tomb, userID: "u1", stamp: s(5, phone), now: now)
         guard case .unchanged(2, _, nil) = step else { return XCTFail("\(step)") }
-        guard case .applied(let change) = SyncPush.applied(step, collection: "water_entries", id: "e1", position: 9, now: now,
-                                                           wrap: SyncDocument.waterEntry) else { return XCTFail() }
+        guard
+            case .applied(let change) = SyncPush.applied(
+                step, collection: "water_entries", id: "e1", position: 9, now: now,
+                wrap: SyncDocument.waterEntry)
+        else { return XCTFail() }
         XCTAssertTrue(change.deleted)
         XCTAssertNil(change.document)
-        let bill = Stamped(Bill(id: "b1", userID: "u1", content: billContent(), createdAt: 10, updatedAt: 10, version: 2),
-                           deleted: true, stamp: s(5, phone))
-        guard case .unchanged(2, _, nil) = SyncPush.bill(SyncMutation(collection: "bills", id: "b1", write: .delete,
-                                                                      clientUpdatedAt: 5),
-                                                         stored: bill, userID: "u1", stamp: s(5, phone), now: now)
+        let bill = Stamped(
+            Bill(id: "b1", userID: "u1", content: billContent(), createdAt: 10, updatedAt: 10, version: 2),
+            deleted: true, stamp: s(5, phone))
+        guard
+            case .unchanged(2, _, nil) = SyncPush.bill(
+                SyncMutation(
+                    collection: "bills", id: "b1", write: .delete,
+                    clientUpdatedAt: 5),
+                stored: bill, userID: "u1", stamp: s(5, phone), now: now)
         else { return XCTFail() }
     }
 
     func testIdenticalBillDayAndProfileMutationsAreUnchanged() throws {
-        let bill = Stamped(Bill(id: "b1", userID: "u1", content: billContent(), createdAt: 10, updatedAt: 10, version: 2),
-                           stamp: s(5, watch))
+        let bill = Stamped(
+            Bill(id: "b1", userID: "u1", content: billContent(), createdAt: 10, updatedAt: 10, version: 2),
+            stamp: s(5, watch))
         let up = SyncMutation(collection: "bills", id: "b1", write: .upsertBill(billContent()), clientUpdatedAt: 5)
         guard case .unchanged(2, 10, let b?) = SyncPush.bill(up, stored: bill, userID: "u1", stamp: s(5, watch), now: now)
         else { return XCTFail() }
@@ -226,18 +248,22 @@ final class SyncPushRulesTests: XCTestCase {
     // MARK: - bills
 
     func billContent(_ amount: Int64 = 100) -> BillContent {
-        BillContent(provider: "ISKI", subscriberNo: "1234567", period: YearMonth(parsing: "2026-05")!,
-                    consumptionMilliM3: 12_000, amountMinor: amount, currency: "TRY",
-                    dueDate: LocalDate(parsing: "2026-06-15") ?? LocalDate(dayNumber: 0), paidAt: nil)
+        BillContent(
+            provider: "ISKI", subscriberNo: "1234567", period: YearMonth(parsing: "2026-05")!,
+            consumptionMilliM3: 12_000, amountMinor: amount, currency: "TRY",
+            dueDate: LocalDate(parsing: "2026-06-15") ?? LocalDate(dayNumber: 0), paidAt: nil)
     }
 
     func testBillStepsFollowTheSameOrder() {
-        let stored = Stamped(Bill(id: "b1", userID: "u1", content: billContent(), createdAt: 10, updatedAt: 10, version: 2),
-                             stamp: s(5, watch))
+        let stored = Stamped(
+            Bill(id: "b1", userID: "u1", content: billContent(), createdAt: 10, updatedAt: 10, version: 2),
+            stamp: s(5, watch))
         let up = SyncMutation(collection: "bills", id: "b1", write: .upsertBill(billContent(200)), clientUpdatedAt: 5)
         // Equal clock, smaller device: loses.
-        guard case .answer(.superseded(.bill(let current)?)) =
-                SyncPush.bill(up, stored: stored, userID: "u1", stamp: s(5, "0"), now: now) else { return XCTFail() }
+        guard
+            case .answer(.superseded(.bill(let current)?)) =
+                SyncPush.bill(up, stored: stored, userID: "u1", stamp: s(5, "0"), now: now)
+        else { return XCTFail() }
         XCTAssertEqual(current.content.amountMinor, 100)
         // Equal pair: wins, version + 1, createdAt kept.
         guard case .upsert(let bill) = SyncPush.bill(up, stored: stored, userID: "u1", stamp: s(5, watch), now: now)
@@ -289,11 +315,13 @@ final class SyncPushRulesTests: XCTestCase {
         XCTAssertEqual(fresh.createdAt, now)
 
         let stored = Stamped(DayContext(date: date, content: hot, createdAt: 10, updatedAt: 10, version: 4), stamp: s(8, phone))
-        guard case .answer(.superseded(.day(let current)?)) =
+        guard
+            case .answer(.superseded(.day(let current)?)) =
                 SyncPush.day(date: date, content: DayContextContent(), stored: stored, stamp: s(7, watch), now: now)
         else { return XCTFail() }
         XCTAssertEqual(current.version, 4)
-        guard case .upsert(let cleared) =
+        guard
+            case .upsert(let cleared) =
                 SyncPush.day(date: date, content: DayContextContent(), stored: stored, stamp: s(9, watch), now: now)
         else { return XCTFail() }
         XCTAssertEqual(cleared.version, 5)
@@ -357,8 +385,9 @@ final class SyncPushRulesTests: XCTestCase {
         XCTAssertEqual(r.errors.map(\.pointer), ["/weightKg"])
 
         struct Boom: Error {}
-        XCTAssertThrowsError(try SyncPush.profile(patch: .object([]), stored: stored, stamp: s(6, watch), now: now) { _, _ in
-            throw Boom()
-        })
+        XCTAssertThrowsError(
+            try SyncPush.profile(patch: .object([]), stored: stored, stamp: s(6, watch), now: now) { _, _ in
+                throw Boom()
+            })
     }
 }

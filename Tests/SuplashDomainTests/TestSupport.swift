@@ -1,6 +1,6 @@
-import XCTest
 import SuplashDomain
 import SuplashJSON
+import XCTest
 
 /// Parses JSON text with the project's strict RFC 8259 parser.
 func json(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws -> JSONValue {
@@ -13,8 +13,10 @@ func json(_ text: String, file: StaticString = #filePath, line: UInt = #line) th
 }
 
 /// The field errors a validation throws, or nil (and a test failure) when it succeeds.
-func fieldErrors<T>(_ body: () throws(ValidationFailure) -> T,
-                    file: StaticString = #filePath, line: UInt = #line) -> [FieldError] {
+func fieldErrors<T>(
+    _ body: () throws(ValidationFailure) -> T,
+    file: StaticString = #filePath, line: UInt = #line
+) -> [FieldError] {
     do {
         let value = try body()
         XCTFail("expected a ValidationFailure, got \(value)", file: file, line: line)
@@ -36,8 +38,10 @@ func codesByPointer(_ errors: [FieldError], file: StaticString = #filePath, line
 }
 
 /// Asserts that exactly one error is reported, with the given pointer and code.
-func assertSingleError(_ errors: [FieldError], _ pointer: String, _ code: FieldErrorCode,
-                       file: StaticString = #filePath, line: UInt = #line) {
+func assertSingleError(
+    _ errors: [FieldError], _ pointer: String, _ code: FieldErrorCode,
+    file: StaticString = #filePath, line: UInt = #line
+) {
     XCTAssertEqual(errors.map(\.pointer), [pointer], file: file, line: line)
     XCTAssertEqual(errors.map(\.code), [code], file: file, line: line)
 }

@@ -1,5 +1,5 @@
-import XCTest
 import SuplashDomain
+import XCTest
 
 final class UUIDTextTests: XCTestCase {
     func testNormalizedLowercasesCanonicalText() {
@@ -18,20 +18,20 @@ final class UUIDTextTests: XCTestCase {
     func testNormalizedRejectsNonCanonicalText() {
         let bad = [
             "", "not-a-uuid",
-            "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0",      // 35 chars
-            "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f0",    // 37 chars
-            "0192f6e41c2b7a3d8e4f5a6b7c8d9e0f",         // no dashes
-            "0192f6e4-1c2b7a3d-8e4f-5a6b7c8d9e0f-",     // dash moved
-            "0192f6e41-c2b-7a3d-8e4f-5a6b7c8d9e0f",     // dash in the wrong place
-            "0192f6e4_1c2b_7a3d_8e4f_5a6b7c8d9e0f",     // wrong separator
-            "{0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f}",   // braces
+            "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0",  // 35 chars
+            "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f0",  // 37 chars
+            "0192f6e41c2b7a3d8e4f5a6b7c8d9e0f",  // no dashes
+            "0192f6e4-1c2b7a3d-8e4f-5a6b7c8d9e0f-",  // dash moved
+            "0192f6e41-c2b-7a3d-8e4f-5a6b7c8d9e0f",  // dash in the wrong place
+            "0192f6e4_1c2b_7a3d_8e4f_5a6b7c8d9e0f",  // wrong separator
+            "{0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f}",  // braces
             "urn:uuid:0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0f",
-            "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0g",     // g is not hex
+            "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0g",  // g is not hex
             "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0 ",
             " 0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0",
             "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0\u{0}",
-            "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0é",     // 36 characters, 37 bytes
-            "０192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0",     // full-width digit
+            "0192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0é",  // 36 characters, 37 bytes
+            "０192f6e4-1c2b-7a3d-8e4f-5a6b7c8d9e0",  // full-width digit
             "------------------------------------",
         ]
         for text in bad {
@@ -59,8 +59,9 @@ final class UUIDTextTests: XCTestCase {
         XCTAssertEqual(id, "0192f6e4-1c2b-7000-8000-000000000000")
         let ones = UUIDText.version7(unixMillis: 0x0192_F6E4_1C2B, random: [UInt8](repeating: 0xFF, count: 10))
         XCTAssertEqual(ones, "0192f6e4-1c2b-7fff-bfff-ffffffffffff")
-        XCTAssertEqual(UUIDText.version7(unixMillis: 0, random: [UInt8](repeating: 0, count: 10)),
-                       "00000000-0000-7000-8000-000000000000")
+        XCTAssertEqual(
+            UUIDText.version7(unixMillis: 0, random: [UInt8](repeating: 0, count: 10)),
+            "00000000-0000-7000-8000-000000000000")
     }
 
     func testVersion7RandomBitsAreKept() {
@@ -71,8 +72,10 @@ final class UUIDTextTests: XCTestCase {
     }
 
     func testVersion7SortsByTimeAsText() {
-        let times: [Int64] = [0, 1, 255, 256, 65_535, 946_684_800_000, 1_768_462_200_000, 1_768_462_200_001,
-                              1_795_940_100_000, 253_402_300_799_999]
+        let times: [Int64] = [
+            0, 1, 255, 256, 65_535, 946_684_800_000, 1_768_462_200_000, 1_768_462_200_001,
+            1_795_940_100_000, 253_402_300_799_999,
+        ]
         for (earlier, later) in zip(times, times.dropFirst()) {
             // Even the largest random part of the earlier id sorts before the smallest of the later.
             let a = UUIDText.version7(unixMillis: earlier, random: [UInt8](repeating: 0xFF, count: 10))

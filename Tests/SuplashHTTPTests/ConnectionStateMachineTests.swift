@@ -1,8 +1,10 @@
 import Foundation
 import XCTest
+
 @testable import SuplashHTTP
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A fake clock and id source: time moves only when a test says so.
@@ -154,16 +156,19 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertTrue(h.sent.isEmpty, "nothing is written before the first answer")
         h.answer(0, body: "one")
         let text = h.takeSent()
-        let one = text.range(of: "one")!.lowerBound, two = text.range(of: "two")!.lowerBound, three = text.range(of: "three")!.lowerBound
+        let one = text.range(of: "one")!.lowerBound
+        let two = text.range(of: "two")!.lowerBound
+        let three = text.range(of: "three")!.lowerBound
         XCTAssertTrue(one < two && two < three, text)
         XCTAssertEqual(statusLines(text).count, 3)
     }
 
     func testUnsafeRequestStartsOnlyAfterEveryEarlierRequestIsAnswered() {
         var h = Harness()
-        h.receive("GET /1 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /2 HTTP/1.1\r\nHost: x\r\n\r\n"
-                  + "POST /3 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na"
-                  + "GET /4 HTTP/1.1\r\nHost: x\r\n\r\nOPTIONS /5 HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.receive(
+            "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /2 HTTP/1.1\r\nHost: x\r\n\r\n"
+                + "POST /3 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na"
+                + "GET /4 HTTP/1.1\r\nHost: x\r\n\r\nOPTIONS /5 HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/2"], "the POST waits for both earlier answers")
         h.answer(1)
         XCTAssertEqual(h.dispatched.count, 2, "an answer out of order is not enough")
@@ -173,8 +178,9 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/2", "/3", "/4", "/5"], "then run in parallel")
         h.answer(4)
         h.answer(3)
-        XCTAssertEqual(statusLines(h.takeSent()),
-                       ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 201 Created", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK"])
+        XCTAssertEqual(
+            statusLines(h.takeSent()),
+            ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 201 Created", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK"])
     }
 
     func testOnceAnswerSizesAreKnownSeveralSafeRequestsStartTogether() {
@@ -209,8 +215,9 @@ final class ConnectionStateMachineTests: XCTestCase {
         h.answer(2)
         XCTAssertEqual(h.dispatched.map(\.request.path), ["/0", "/1", "/2", "/3", "/4"])
         h.answer(4, status: 204, body: "")
-        XCTAssertEqual(statusLines(h.takeSent()),
-                       ["HTTP/1.1 200 OK", "HTTP/1.1 201 Created", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 204 No Content"])
+        XCTAssertEqual(
+            statusLines(h.takeSent()),
+            ["HTTP/1.1 200 OK", "HTTP/1.1 201 Created", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 204 No Content"])
     }
 
     func testEveryUnsafeMethodWaits() {
@@ -276,8 +283,9 @@ final class ConnectionStateMachineTests: XCTestCase {
     func testNoRequestStartsWhileOverTheBudget() {
         var h = Harness { $0.connectionMemoryBudget = 1500 }
         h.socketFull = true
-        h.receive("POST /1 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na"
-                  + "GET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        h.receive(
+            "POST /1 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na"
+                + "GET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertEqual(h.dispatched.count, 1)
         h.answer(0, status: 201, body: String(repeating: "b", count: 2000))
         XCTAssertGreaterThan(h.machine.queuedBytes, 1500)
@@ -285,8 +293,9 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertFalse(h.reading)
         h.socketFull = false
         h.run(h.machine.socketWritable(h.env))
-        XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/2"],
-                       "one at a time: a running request counts as large as the 2000-byte answer")
+        XCTAssertEqual(
+            h.dispatched.map(\.request.path), ["/1", "/2"],
+            "one at a time: a running request counts as large as the 2000-byte answer")
         h.answer(1)
         XCTAssertEqual(h.dispatched.map(\.request.path), ["/1", "/2", "/3"])
         h.answer(2)
@@ -441,7 +450,10 @@ final class ConnectionStateMachineTests: XCTestCase {
     }
 
     func testIdleTimerDoesNotRunWhileAnAnswerIsOutstanding() {
-        var h = Harness { $0.keepAliveIdleTimeout = 60; $0.headerReadTimeout = 10 }
+        var h = Harness {
+            $0.keepAliveIdleTimeout = 60
+            $0.headerReadTimeout = 10
+        }
         h.receive("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         h.env.advance(seconds: 600)
         h.fireTimers()

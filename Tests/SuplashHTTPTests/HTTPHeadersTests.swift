@@ -1,5 +1,5 @@
-import XCTest
 import SuplashHTTP
+import XCTest
 
 final class HTTPHeadersTests: XCTestCase {
     func testLookupIsCaseInsensitiveAndOrdered() {
@@ -34,13 +34,16 @@ final class HTTPHeadersTests: XCTestCase {
         let r = HTTPServerConfiguration.defaultErrorResponse(.headerFieldsTooLarge, requestID: "x")
         XCTAssertEqual(r.status, 431)
         XCTAssertEqual(r.headers.first(name: "content-type"), "application/problem+json")
-        XCTAssertEqual(String(decoding: r.body, as: UTF8.self),
-                       "{\"type\":\"about:blank\",\"title\":\"Request Header Fields Too Large\",\"status\":431,\"code\":\"header_fields_too_large\"}")
+        XCTAssertEqual(
+            String(decoding: r.body, as: UTF8.self),
+            "{\"type\":\"about:blank\",\"title\":\"Request Header Fields Too Large\",\"status\":431,\"code\":\"header_fields_too_large\"}")
         let unavailable = HTTPServerConfiguration.defaultErrorResponse(.shuttingDown, requestID: "x")
         XCTAssertEqual(unavailable.status, 503)
         XCTAssertEqual(unavailable.headers.first(name: "retry-after"), "1")
-        for error in [HTTPEngineError.badRequest(.obsoleteLineFolding), .requestTimeout, .contentTooLarge, .uriTooLong,
-                      .unsupportedTransferCoding] {
+        for error in [
+            HTTPEngineError.badRequest(.obsoleteLineFolding), .requestTimeout, .contentTooLarge, .uriTooLong,
+            .unsupportedTransferCoding,
+        ] {
             XCTAssertEqual(HTTPServerConfiguration.defaultErrorResponse(error, requestID: "x").status, error.status)
         }
     }

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import SuplashHTTP
 
 /// What the parser produced for one request.
@@ -23,8 +24,10 @@ private enum Outcome {
 }
 
 /// Feeds `input` to a parser in pieces of `piece` bytes, the way a connection does.
-private func parse(_ input: [UInt8], piece: Int = .max, bodyLimit: Int = 1 << 20,
-                   limits: HTTPParserLimits = HTTPParserLimits()) -> [Outcome] {
+private func parse(
+    _ input: [UInt8], piece: Int = .max, bodyLimit: Int = 1 << 20,
+    limits: HTTPParserLimits = HTTPParserLimits()
+) -> [Outcome] {
     var parser = HTTPRequestParser(limits: limits)
     var outcomes: [Outcome] = []
     var pendingHead: ParsedHead?
@@ -63,8 +66,10 @@ private func parse(_ input: [UInt8], piece: Int = .max, bodyLimit: Int = 1 << 20
     return outcomes
 }
 
-private func parse(_ text: String, piece: Int = .max, bodyLimit: Int = 1 << 20,
-                   limits: HTTPParserLimits = HTTPParserLimits()) -> [Outcome] {
+private func parse(
+    _ text: String, piece: Int = .max, bodyLimit: Int = 1 << 20,
+    limits: HTTPParserLimits = HTTPParserLimits()
+) -> [Outcome] {
     parse(Array(text.utf8), piece: piece, bodyLimit: bodyLimit, limits: limits)
 }
 
@@ -136,7 +141,8 @@ final class HTTPParserTests: XCTestCase {
     }
 
     func testManyRequestsInOneBuffer() throws {
-        let text = "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
+        let text =
+            "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
             + "POST /2 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
             + "POST /3 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n"
             + "HEAD /4 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
@@ -150,7 +156,8 @@ final class HTTPParserTests: XCTestCase {
     }
 
     func testSplitByteByByteGivesTheSameResult() throws {
-        let text = "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nX-Request-ID: abc-123\r\n\r\nhello world"
+        let text =
+            "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\nX-Request-ID: abc-123\r\n\r\nhello world"
             + "POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
             + "5;name=value\r\nhello\r\nA\r\n0123456789\r\n0\r\nTrailer-A: 1\r\nTrailer-B: 2\r\n\r\n"
             + "GET /c HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -168,8 +175,9 @@ final class HTTPParserTests: XCTestCase {
     }
 
     func testChunkedWithExtensionsAndTrailers() throws {
-        let out = parse("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n"
-                        + "3 ;ext\r\nabc\r\n1;a=\"q\";b\r\nd\r\n0;last\r\nX-Trailer: yes\r\n\r\n")
+        let out = parse(
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n"
+                + "3 ;ext\r\nabc\r\n1;a=\"q\";b\r\nd\r\n0;last\r\nX-Trailer: yes\r\n\r\n")
         XCTAssertEqual(out.first?.head?.framing, .chunked)
         XCTAssertEqual(out.first?.body, Array("abcd".utf8))
     }
@@ -192,8 +200,9 @@ final class HTTPParserTests: XCTestCase {
         XCTAssertNil(parse("GET / HTTP/1.1\r\nHost: x\r\nX-Request-ID: \(long)\r\n\r\n").first?.head?.incomingRequestID)
         XCTAssertNil(parse("GET / HTTP/1.1\r\nHost: x\r\nX-Request-ID: a b\r\n\r\n").first?.head?.incomingRequestID)
         XCTAssertNil(parse("GET / HTTP/1.1\r\nHost: x\r\nX-Request-ID: <script>\r\n\r\n").first?.head?.incomingRequestID)
-        XCTAssertEqual(parse("GET / HTTP/1.1\r\nHost: x\r\nX-Request-ID: \(String(repeating: "z", count: 64))\r\n\r\n")
-            .first?.head?.incomingRequestID?.count, 64)
+        XCTAssertEqual(
+            parse("GET / HTTP/1.1\r\nHost: x\r\nX-Request-ID: \(String(repeating: "z", count: 64))\r\n\r\n")
+                .first?.head?.incomingRequestID?.count, 64)
     }
 
     func testHTTP10WithoutHostIsFine() throws {
@@ -245,8 +254,9 @@ final class HTTPParserTests: XCTestCase {
     }
 
     func testHeaderSectionLimitIs431() {
-        XCTAssertEqual(errorOf("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 17000) + "\r\n\r\n"),
-                       .headerFieldsTooLarge)
+        XCTAssertEqual(
+            errorOf("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 17000) + "\r\n\r\n"),
+            .headerFieldsTooLarge)
         var many = "GET / HTTP/1.1\r\nHost: x\r\n"
         for i in 0..<1000 { many += "X-H\(i): 0123456789\r\n" }
         XCTAssertEqual(errorOf(many + "\r\n"), .headerFieldsTooLarge)
@@ -300,8 +310,10 @@ final class HTTPParserTests: XCTestCase {
     }
 
     func testValidHostValuesAreAccepted() {
-        for value in ["x", "api.test", "api.test:8080", "127.0.0.1", "127.0.0.1:1", "[::1]", "[::1]:443",
-                      "[v1.fe]", "xn--caf-dma.example", "a%41b", "a_b~c", "h:", ""] {
+        for value in [
+            "x", "api.test", "api.test:8080", "127.0.0.1", "127.0.0.1:1", "[::1]", "[::1]:443",
+            "[v1.fe]", "xn--caf-dma.example", "a%41b", "a_b~c", "h:", "",
+        ] {
             XCTAssertNotNil(parse("GET / HTTP/1.1\r\nHost: \(value)\r\n\r\n").first?.head, "Host: \(value)")
         }
     }
@@ -328,27 +340,33 @@ final class HTTPParserTests: XCTestCase {
     // MARK: Framing (RFC 9112 §6.3)
 
     func testContentLengthAndTransferEncodingTogetherIs400() {
-        XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
-                       .badRequest(.conflictingFraming))
-        XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n"),
-                       .badRequest(.conflictingFraming))
-        XCTAssertEqual(errorOf("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
-                       .badRequest(.conflictingFraming))
+        XCTAssertEqual(
+            errorOf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+            .badRequest(.conflictingFraming))
+        XCTAssertEqual(
+            errorOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n"),
+            .badRequest(.conflictingFraming))
+        XCTAssertEqual(
+            errorOf("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+            .badRequest(.conflictingFraming))
     }
 
     func testInvalidContentLengthIs400() {
         for value in ["abc", "+5", "-1", "5a", "0x10", "1.0", "", " ", "5,6", "99999999999999999999999"] {
-            XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: \(value)\r\n\r\n"),
-                           .badRequest(.invalidContentLength), "Content-Length: \(value)")
+            XCTAssertEqual(
+                errorOf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: \(value)\r\n\r\n"),
+                .badRequest(.invalidContentLength), "Content-Length: \(value)")
         }
-        XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"),
-                       .badRequest(.invalidContentLength))
+        XCTAssertEqual(
+            errorOf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"),
+            .badRequest(.invalidContentLength))
     }
 
     func testUnsupportedTransferCodingBeforeChunkedIs501() {
         XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), .unsupportedTransferCoding)
-        XCTAssertEqual(errorOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"),
-                       .unsupportedTransferCoding)
+        XCTAssertEqual(
+            errorOf("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            .unsupportedTransferCoding)
     }
 
     func testFinalCodingOtherThanChunkedIs400() {

@@ -2,8 +2,9 @@ import Foundation
 import SuplashHTTP
 import SuplashLogging
 import XCTest
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 final class HTTPServerTests: XCTestCase {
@@ -73,10 +74,11 @@ final class HTTPServerTests: XCTestCase {
         try startServer()
         let c = try client()
         // The first answer is the slowest; answers must still come back in order.
-        c.send("GET /delay/300 HTTP/1.1\r\nHost: x\r\nX-Request-ID: one\r\n\r\n"
-               + "GET /no-such HTTP/1.1\r\nHost: x\r\nX-Request-ID: two\r\n\r\n"
-               + "GET /delay/50 HTTP/1.1\r\nHost: x\r\nX-Request-ID: three\r\n\r\n"
-               + "GET /hello HTTP/1.1\r\nHost: x\r\nX-Request-ID: four\r\nConnection: close\r\n\r\n")
+        c.send(
+            "GET /delay/300 HTTP/1.1\r\nHost: x\r\nX-Request-ID: one\r\n\r\n"
+                + "GET /no-such HTTP/1.1\r\nHost: x\r\nX-Request-ID: two\r\n\r\n"
+                + "GET /delay/50 HTTP/1.1\r\nHost: x\r\nX-Request-ID: three\r\n\r\n"
+                + "GET /hello HTTP/1.1\r\nHost: x\r\nX-Request-ID: four\r\nConnection: close\r\n\r\n")
         let out = String(decoding: c.readUntilClose(), as: UTF8.self)
         XCTAssertTrue(c.sawEOF)
         // Bodies are not CRLF-terminated, so split on the status-line prefix itself.
@@ -221,8 +223,9 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(r.header("x-method"), "POST")
         XCTAssertEqual(r.header("x-remote"), "127.0.0.1")
         let body = "{\"amountMl\": 250}"
-        c.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-               + String(body.utf8.count, radix: 16) + ";ext=1\r\n" + body + "\r\n0\r\nX-Trailer: t\r\n\r\n")
+        c.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + String(body.utf8.count, radix: 16) + ";ext=1\r\n" + body + "\r\n0\r\nX-Trailer: t\r\n\r\n")
         r = try XCTUnwrap(c.readResponse())
         XCTAssertEqual(r.bodyText, body)
         // The same, one byte per write.
@@ -307,8 +310,9 @@ final class HTTPServerTests: XCTestCase {
     func testSmuggledRequestAfterAmbiguousFramingIsNeverAnswered() throws {
         try startServer()
         let c = try client()
-        c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
-               + "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        c.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                + "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         let out = String(decoding: c.readUntilClose(), as: UTF8.self)
         XCTAssertTrue(out.hasPrefix("HTTP/1.1 400"), out)
         XCTAssertEqual(out.components(separatedBy: "HTTP/1.1 ").count - 1, 1, out)
@@ -324,8 +328,10 @@ final class HTTPServerTests: XCTestCase {
 
     func testFinalCodingOtherThanChunkedIs400AndCloses() throws {
         try startServer()
-        for te in ["Transfer-Encoding: chunked, identity", "Transfer-Encoding: xchunked",
-                   "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity", "Transfer-Encoding: chunked, chunked"] {
+        for te in [
+            "Transfer-Encoding: chunked, identity", "Transfer-Encoding: xchunked",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity", "Transfer-Encoding: chunked, chunked",
+        ] {
             let c = try client()
             c.send("POST /echo HTTP/1.1\r\nHost: x\r\n\(te)\r\n\r\n0\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             let out = String(decoding: c.readUntilClose(), as: UTF8.self)
@@ -629,7 +635,8 @@ final class HTTPServerTests: XCTestCase {
         try startServer { configuration in
             configuration.maxConnectionsPerAddress = 2
         }
-        let a = try client(), b = try client()
+        let a = try client()
+        let b = try client()
         for c in [a, b] {
             c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             XCTAssertEqual(c.readResponse()?.status, 200)
@@ -785,7 +792,11 @@ final class HTTPServerTests: XCTestCase {
         let pool = BlockingPool(threads: 1, queueCapacity: 2)
         let gate = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
-        XCTAssertTrue(pool.submit { started.signal(); gate.wait() })
+        XCTAssertTrue(
+            pool.submit {
+                started.signal()
+                gate.wait()
+            })
         started.wait()
         XCTAssertTrue(pool.submit {})
         XCTAssertTrue(pool.submit {})

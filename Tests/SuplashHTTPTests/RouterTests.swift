@@ -1,5 +1,5 @@
-import XCTest
 import SuplashHTTP
+import XCTest
 
 final class RouterTests: XCTestCase {
     private func router() -> Router<String> {
@@ -91,13 +91,15 @@ final class RouterTests: XCTestCase {
 
     func testRouteTableListsEveryRouteOnce() {
         let table = router().routes.map { "\($0.method) \($0.template)" }
-        XCTAssertEqual(table, [
-            "GET /", "GET /healthz", "GET /v1/admin/users",
-            "DELETE /v1/users/{uid}", "GET /v1/users/{uid}", "PATCH /v1/users/{uid}",
-            "GET /v1/users/{uid}/export",
-            "GET /v1/water_logs/{uid}/entries", "POST /v1/water_logs/{uid}/entries",
-            "GET /v1/water_logs/{uid}/entries/{entryId}",
-            "POST /v1/water_logs/{uid}/entries:batch",
-        ])
+        XCTAssertEqual(
+            table,
+            [
+                "GET /", "GET /healthz", "GET /v1/admin/users",
+                "DELETE /v1/users/{uid}", "GET /v1/users/{uid}", "PATCH /v1/users/{uid}",
+                "GET /v1/users/{uid}/export",
+                "GET /v1/water_logs/{uid}/entries", "POST /v1/water_logs/{uid}/entries",
+                "GET /v1/water_logs/{uid}/entries/{entryId}",
+                "POST /v1/water_logs/{uid}/entries:batch",
+            ])
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import SuplashHTTP
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A blocking TCP client over raw POSIX sockets, for talking HTTP/1.1 byte by byte.
@@ -123,8 +124,11 @@ final class RawClient {
                 var headers: [(String, String)] = []
                 for line in lines where !line.isEmpty {
                     guard let colon = line.firstIndex(of: ":") else { continue }
-                    headers.append((String(line[..<colon]),
-                                    line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+                    headers.append(
+                        (
+                            String(line[..<colon]),
+                            line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                        ))
                 }
                 var response = TestResponse(status: status, headers: headers, body: [])
                 let length = (status == 100 || status == 204 || head) ? 0 : Int(response.header("content-length") ?? "0") ?? 0
@@ -194,9 +198,11 @@ final class TestResponder: HTTPResponder, @unchecked Sendable {
         if path == "/hello" || path == "/small" {
             sink.send(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("hello".utf8)))
         } else if path == "/echo" {
-            sink.send(HTTPResponse(status: 200,
-                                   headers: HTTPHeaders([("X-Method", request.method), ("X-Remote", request.remoteAddress)]),
-                                   body: request.body))
+            sink.send(
+                HTTPResponse(
+                    status: 200,
+                    headers: HTTPHeaders([("X-Method", request.method), ("X-Remote", request.remoteAddress)]),
+                    body: request.body))
         } else if path.hasPrefix("/delay/") {
             let ms = Int(path.dropFirst("/delay/".count)) ?? 0
             let accepted = pool.submit {

@@ -1,6 +1,7 @@
 import Foundation
-@testable import SuplashKit
 import XCTest
+
+@testable import SuplashKit
 
 /// Runs the real `suplash` binary (built next to the test bundle) against a real server.
 final class CLITests: XCTestCase {
@@ -18,7 +19,8 @@ final class CLITests: XCTestCase {
         env["SUPLASH_SERVER"] = server.url.absoluteString
         env["SUPLASH_PASSWORD"] = testPassword
         p.environment = env
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()

@@ -1,7 +1,8 @@
 import Foundation
+import XCTest
+
 @testable import SuplashHealthImport
 @testable import SuplashKit
-import XCTest
 
 final class HealthImportTests: XCTestCase {
     static var fixture: String {
@@ -24,11 +25,11 @@ final class HealthImportTests: XCTestCase {
         XCTAssertEqual(counts.records, 18)
         XCTAssertEqual(counts.waterRecords, 16)
         XCTAssertEqual(counts.skippedOwn, 1)
-        XCTAssertEqual(counts.malformed, 4)   // "abc", unit g, 6 L (> 5000 ml), a short startDate
+        XCTAssertEqual(counts.malformed, 4)  // "abc", unit g, 6 L (> 5000 ml), a short startDate
         XCTAssertEqual(counts.xmlErrors, 0)
         XCTAssertEqual(samples.count, 11)
         XCTAssertEqual(samples.map(\.amountMl), [250, 500, 237, 237, 200, 300, 237, 150, 355, 355, 1250])
-        XCTAssertEqual(samples.first?.dedupeKey, "c08a0d17-adb0-55b8-9750-a51e3140b347")   // Python's uuid.uuid5
+        XCTAssertEqual(samples.first?.dedupeKey, "c08a0d17-adb0-55b8-9750-a51e3140b347")  // Python's uuid.uuid5
         XCTAssertEqual(samples[1].sourceName, "iPhone von Ayşe")
         XCTAssertEqual(samples[7].sourceName, "Ayşe's iPad")
         XCTAssertEqual(samples[7].start, Date(timeIntervalSince1970: Double(Timestamp.parse("2024-03-31T21:15:00Z") ?? 0) / 1000))
@@ -40,11 +41,14 @@ final class HealthImportTests: XCTestCase {
     }
 
     func testUnitsAndDedupeKey() {
-        XCTAssertEqual(HealthDedupe.key(sourceName: "WaterMinder", startDate: "2024-03-30 08:00:00 +0100",
-                                        endDate: "2024-03-30 08:00:00 +0100", value: "250", unit: "mL"),
-                       "c08a0d17-adb0-55b8-9750-a51e3140b347")
+        XCTAssertEqual(
+            HealthDedupe.key(
+                sourceName: "WaterMinder", startDate: "2024-03-30 08:00:00 +0100",
+                endDate: "2024-03-30 08:00:00 +0100", value: "250", unit: "mL"),
+            "c08a0d17-adb0-55b8-9750-a51e3140b347")
         func ml(_ value: String, _ unit: String) -> Int? {
-            let v = Array(value.utf8), u = Array(unit.utf8)
+            let v = Array(value.utf8)
+            let u = Array(unit.utf8)
             return v.withUnsafeBufferPointer { vp in u.withUnsafeBufferPointer { up in HealthUnits.millilitres(value: vp, unit: up) } }
         }
         XCTAssertEqual(ml("1", "cup_imp"), 284)
@@ -62,8 +66,9 @@ final class HealthImportTests: XCTestCase {
         let client = try server.client("cli")
         try await client.signUp(email: testEmail(), password: testPassword)
         let token = try await client.currentAccessToken()
-        let (patched, _, _) = try await server.request("PATCH", "/v1/users/me", body: "{\"timezone\":\"Europe/Berlin\"}",
-                                                       token: token)
+        let (patched, _, _) = try await server.request(
+            "PATCH", "/v1/users/me", body: "{\"timezone\":\"Europe/Berlin\"}",
+            token: token)
         XCTAssertEqual(patched, 200)
 
         let first = try await HealthImporter.run(path: Self.fixture, client: client)
@@ -85,12 +90,15 @@ final class HealthImportTests: XCTestCase {
         let zip = Process()
         zip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         zip.currentDirectoryURL = URL(fileURLWithPath: zipDir)
-        zip.arguments = ["python3", "-c", """
+        zip.arguments = [
+            "python3", "-c",
+            """
             import zipfile
             with zipfile.ZipFile('export.zip', 'w', zipfile.ZIP_DEFLATED) as z:
                 z.write('apple_health_export/export_cda.xml')
                 z.write('apple_health_export/export.xml')
-            """]
+            """,
+        ]
         try zip.run()
         zip.waitUntilExit()
         XCTAssertEqual(zip.terminationStatus, 0)

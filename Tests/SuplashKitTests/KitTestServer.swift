@@ -1,9 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-@testable import SuplashKit
 import XCTest
+
+@testable import SuplashKit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Starts the real `suplash-server` binary (built next to the test bundle), as
 /// Tests/SuplashAPITests/TestServer.swift does, with rate limits off. `restart()` brings it
@@ -62,7 +64,8 @@ final class KitTestServer: @unchecked Sendable {
         }
         let text = String(decoding: line, as: UTF8.self)
         guard let range = text.range(of: "listening on http://127.0.0.1:"),
-              let port = Int(text[range.upperBound...].prefix(while: { $0.isNumber })) else {
+            let port = Int(text[range.upperBound...].prefix(while: { $0.isNumber }))
+        else {
             process.terminate()
             throw SuplashError.invalidResponse("server did not start: \(text)")
         }
@@ -100,16 +103,22 @@ final class KitTestServer: @unchecked Sendable {
     }
 
     /// A client with its own SQLite file and in-memory credentials.
-    func client(_ name: String, credentials: MemoryCredentialStore = MemoryCredentialStore(),
-                retry: RetryPolicy = RetryPolicy(maxAttempts: 2, baseDelay: 0.05, maxDelay: 0.2),
-                databasePath: String? = nil) throws -> SuplashClient {
-        try SuplashClient(SuplashConfiguration(serverURL: url, databasePath: databasePath ?? (dataDir + "/\(name).sqlite"),
-                                               credentials: credentials, retry: retry, requestTimeout: 10))
+    func client(
+        _ name: String, credentials: MemoryCredentialStore = MemoryCredentialStore(),
+        retry: RetryPolicy = RetryPolicy(maxAttempts: 2, baseDelay: 0.05, maxDelay: 0.2),
+        databasePath: String? = nil
+    ) throws -> SuplashClient {
+        try SuplashClient(
+            SuplashConfiguration(
+                serverURL: url, databasePath: databasePath ?? (dataDir + "/\(name).sqlite"),
+                credentials: credentials, retry: retry, requestTimeout: 10))
     }
 
     /// A raw request (for what SuplashKit does not wrap: PATCH, REST deletes, raw refresh).
-    func request(_ method: String, _ path: String, body: String? = nil, token: String? = nil,
-                 headers: [String: String] = [:]) async throws -> (Int, [String: Any]?, [AnyHashable: Any]) {
+    func request(
+        _ method: String, _ path: String, body: String? = nil, token: String? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> (Int, [String: Any]?, [AnyHashable: Any]) {
         var request = URLRequest(url: URL(string: url.absoluteString + path)!)
         request.httpMethod = method
         if let body {

@@ -141,17 +141,19 @@ final class RestoreHealingTests: XCTestCase {
         for device in order + order { _ = try await device.sync() }
 
         for (name, device) in [("phone", phone), ("watch", watch), ("tablet", tablet)] {
-            let amounts = Dictionary(uniqueKeysWithValues: try await device.entries(from: .distantPast, to: .distantFuture)
-                .map { ($0.id, $0.amountMl) })
+            let amounts = Dictionary(
+                uniqueKeysWithValues: try await device.entries(from: .distantPast, to: .distantFuture)
+                    .map { ($0.id, $0.amountMl) })
             XCTAssertEqual(amounts[g.id], 700, "\(name): the edit made after the backup is kept")
             XCTAssertNil(amounts[f.id], "\(name): the delete made after the backup stays done")
         }
         let token = try await phone.currentAccessToken()
         let (status, list, _) = try await server.request("GET", "/v1/water_logs/me/entries?pageSize=100", token: token)
         XCTAssertEqual(status, 200)
-        let onServer = Dictionary(uniqueKeysWithValues: ((list?["entries"] as? [[String: Any]]) ?? []).map {
-            (JSONRead.string($0["id"]) ?? "", JSONRead.int($0["amountMl"]) ?? 0)
-        })
+        let onServer = Dictionary(
+            uniqueKeysWithValues: ((list?["entries"] as? [[String: Any]]) ?? []).map {
+                (JSONRead.string($0["id"]) ?? "", JSONRead.int($0["amountMl"]) ?? 0)
+            })
         XCTAssertEqual(onServer[g.id], 700, "the server holds the edit")
         XCTAssertNil(onServer[f.id], "the server keeps the delete")
     }

@@ -1,9 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-@testable import SuplashKit
 import XCTest
+
+@testable import SuplashKit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 final class SyncEngineTests: XCTestCase {
     /// The acceptance scenario: phone and watch both offline, both write (new entries, and
@@ -32,16 +34,16 @@ final class SyncEngineTests: XCTestCase {
         let b = try await phone.logWater(330, source: .phone)
         var editedX = x
         editedX.amountMl = 500
-        try await phone.save(editedX)                        // phone edits X …
+        try await phone.save(editedX)  // phone edits X …
         try await Task.sleep(nanoseconds: 5_000_000)
-        try await watch.deleteEntry(id: x.id)                // … the watch deletes it later: the delete wins
+        try await watch.deleteEntry(id: x.id)  // … the watch deletes it later: the delete wins
         var yByPhone = y
         yByPhone.amountMl = 350
         try await phone.save(yByPhone)
         try await Task.sleep(nanoseconds: 5_000_000)
         var yByWatch = y
         yByWatch.amountMl = 450
-        try await watch.save(yByWatch)                       // later clock: the watch's Y wins
+        try await watch.save(yByWatch)  // later clock: the watch's Y wins
         let c = try await watch.logWater(200, source: .watch)
         do {
             _ = try await phone.sync()
@@ -79,9 +81,10 @@ final class SyncEngineTests: XCTestCase {
         XCTAssertEqual(status, 200)
         let serverEntries = (list?["entries"] as? [[String: Any]]) ?? []
         XCTAssertEqual(serverEntries.count, 4)
-        let serverAmounts = Dictionary(uniqueKeysWithValues: serverEntries.map {
-            (JSONRead.string($0["id"]) ?? "", JSONRead.int($0["amountMl"]) ?? 0)
-        })
+        let serverAmounts = Dictionary(
+            uniqueKeysWithValues: serverEntries.map {
+                (JSONRead.string($0["id"]) ?? "", JSONRead.int($0["amountMl"]) ?? 0)
+            })
         XCTAssertEqual(serverAmounts, Dictionary(uniqueKeysWithValues: phoneFinal.map { ($0.id, $0.amountMl) }))
     }
 
@@ -107,8 +110,9 @@ final class SyncEngineTests: XCTestCase {
         // recording the answer (the request is replayed here by hand).
         let batch = try await second.formBatchForTest()
         let token = try await second.currentAccessToken()
-        let (status, body, _) = try await server.request("POST", "/v1/sync", body: batch.body, token: token,
-                                                         headers: ["Idempotency-Key": batch.key, "X-Device-ID": second.deviceID])
+        let (status, body, _) = try await server.request(
+            "POST", "/v1/sync", body: batch.body, token: token,
+            headers: ["Idempotency-Key": batch.key, "X-Device-ID": second.deviceID])
         XCTAssertEqual(status, 200)
         XCTAssertEqual((body?["results"] as? [[String: Any]])?.count, 2)
 
@@ -125,8 +129,10 @@ final class SyncEngineTests: XCTestCase {
     /// 410 `sync_token_expired` → a full snapshot replaces the local copy, and writes still
     /// in the outbox survive it (and are pushed afterwards).
     func testExpiredTokenRestartsFromSnapshotKeepingOutbox() async throws {
-        let server = try KitTestServer(environment: ["SUPLASH_SYNC_TOMBSTONE_RETENTION_DAYS": "0",
-                                                     "SUPLASH_SYNC_MAINTENANCE_INTERVAL_SECONDS": "1"])
+        let server = try KitTestServer(environment: [
+            "SUPLASH_SYNC_TOMBSTONE_RETENTION_DAYS": "0",
+            "SUPLASH_SYNC_MAINTENANCE_INTERVAL_SECONDS": "1",
+        ])
         let phone = try server.client("phone")
         let watch = try server.client("watch")
         let email = testEmail()
@@ -142,7 +148,7 @@ final class SyncEngineTests: XCTestCase {
         _ = try await watch.sync()
         try await Task.sleep(nanoseconds: 2_500_000_000)
 
-        let e3 = try await phone.logWater(300)             // unsent
+        let e3 = try await phone.logWater(300)  // unsent
         let report = try await phone.pull()
         XCTAssertTrue(report.restartedFromSnapshot)
         let local = try await phone.entries(from: .distantPast, to: .distantFuture)
@@ -164,12 +170,13 @@ final class SyncEngineTests: XCTestCase {
         let credentials = MemoryCredentialStore()
         let client = try server.client("phone", credentials: credentials)
         try await client.signUp(email: testEmail(), password: testPassword)
-        try await client.refreshSession()                    // an ordinary rotation works
+        try await client.refreshSession()  // an ordinary rotation works
         _ = try await client.logWater(250)
         guard let stolen = try credentials.load()?.refreshToken else { return XCTFail("no session") }
         // Someone else rotates the same refresh token first.
-        let (status, _, _) = try await server.request("POST", "/v1/auth/refresh",
-                                                      body: "{\"refreshToken\":\"\(stolen)\"}")
+        let (status, _, _) = try await server.request(
+            "POST", "/v1/auth/refresh",
+            body: "{\"refreshToken\":\"\(stolen)\"}")
         XCTAssertEqual(status, 200)
         do {
             try await client.refreshSession()
@@ -233,7 +240,7 @@ final class SyncEngineTests: XCTestCase {
             _ = try await client.logWater(0)
             XCTFail("0 ml is refused locally")
         } catch SuplashError.invalidArgument {}
-        _ = try await client.logWater(250, at: Date().addingTimeInterval(3600))   // the server refuses the future
+        _ = try await client.logWater(250, at: Date().addingTimeInterval(3600))  // the server refuses the future
         let report = try await client.sync()
         XCTAssertEqual(report.rejected, 1)
         let rejected = try await client.rejectedMutations()
@@ -257,8 +264,9 @@ final class SyncEngineTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = FileCredentialStore.default(environment: ["XDG_CONFIG_HOME": dir, "HOME": "/nonexistent"])
         XCTAssertEqual(store.path, dir + "/suplash/credentials.json")
-        let session = Session(serverURL: URL(fileURLWithPath: "/"), userID: "u", accessToken: "a", refreshToken: "r",
-                              accessTokenExpiresAt: Date(timeIntervalSince1970: 1_700_000_000))
+        let session = Session(
+            serverURL: URL(fileURLWithPath: "/"), userID: "u", accessToken: "a", refreshToken: "r",
+            accessTokenExpiresAt: Date(timeIntervalSince1970: 1_700_000_000))
         try store.save(session)
         let mode = (try FileManager.default.attributesOfItem(atPath: store.path)[.posixPermissions] as? NSNumber)?.intValue
         XCTAssertEqual(mode, 0o600)

@@ -42,44 +42,54 @@ final class AccountMailAppleBehaviourTests: XCTestCase {
         }
         record("no user") { try store.issueCode(code("nobody", .verifyEmail, 1, at: t0), message: message("m3", at: t0), minIntervalMs: 0) }
         record("reissue") {
-            try store.issueCode(code(alice, .verifyEmail, 3, at: t0 + 70_000), message: message("m4", at: t0 + 70_000),
-                                minIntervalMs: 60_000)
+            try store.issueCode(
+                code(alice, .verifyEmail, 3, at: t0 + 70_000), message: message("m4", at: t0 + 70_000),
+                minIntervalMs: 60_000)
         }
         record("issue by email") {
             try store.issueCode(email: "bob@example.test", purpose: .resetPassword, now: t0, minIntervalMs: 60_000) { user in
-                (NewEmailCode(userID: user.profile.id, purpose: .resetPassword, codeHash: [7], createdAt: t0, expiresAt: t0 + 600_000),
-                 OutboxMessage(id: "m5", recipient: user.profile.email, subject: "Reset", text: "654321", createdAt: t0))
+                (
+                    NewEmailCode(userID: user.profile.id, purpose: .resetPassword, codeHash: [7], createdAt: t0, expiresAt: t0 + 600_000),
+                    OutboxMessage(id: "m5", recipient: user.profile.email, subject: "Reset", text: "654321", createdAt: t0)
+                )
             }
         }
         record("issue by unknown email") {
             try store.issueCode(email: "nobody@example.test", purpose: .resetPassword, now: t0, minIntervalMs: 0) { _ in
-                (NewEmailCode(userID: "x", purpose: .resetPassword, codeHash: [], createdAt: t0, expiresAt: t0),
-                 OutboxMessage(id: "m6", recipient: "", subject: "", text: "", createdAt: t0))
+                (
+                    NewEmailCode(userID: "x", purpose: .resetPassword, codeHash: [], createdAt: t0, expiresAt: t0),
+                    OutboxMessage(id: "m6", recipient: "", subject: "", text: "", createdAt: t0)
+                )
             }
         }
         record("wrong") {
-            try store.redeemCode(userID: alice, purpose: .verifyEmail, now: t0 + 80_000, maxAttempts: 3, matches: { $0 == [9] },
-                                 redemption: .verifyEmail)
+            try store.redeemCode(
+                userID: alice, purpose: .verifyEmail, now: t0 + 80_000, maxAttempts: 3, matches: { $0 == [9] },
+                redemption: .verifyEmail)
         }
         record("right") {
-            try store.redeemCode(userID: alice, purpose: .verifyEmail, now: t0 + 80_000, maxAttempts: 3, matches: { $0 == [3] },
-                                 redemption: .verifyEmail)
+            try store.redeemCode(
+                userID: alice, purpose: .verifyEmail, now: t0 + 80_000, maxAttempts: 3, matches: { $0 == [3] },
+                redemption: .verifyEmail)
         }
         record("spent") {
-            try store.redeemCode(userID: alice, purpose: .verifyEmail, now: t0 + 80_000, maxAttempts: 3, matches: { _ in true },
-                                 redemption: .verifyEmail)
+            try store.redeemCode(
+                userID: alice, purpose: .verifyEmail, now: t0 + 80_000, maxAttempts: 3, matches: { _ in true },
+                redemption: .verifyEmail)
         }
         record("alice verified") { try store.user(id: alice)?.profile.emailVerified as Any }
         record("reset") {
-            try store.redeemCode(userID: bob, purpose: .resetPassword, now: t0 + 5, maxAttempts: 3, matches: { $0 == [7] },
-                                 redemption: .resetPassword(newPasswordHash: "$argon2id$new"))
+            try store.redeemCode(
+                userID: bob, purpose: .resetPassword, now: t0 + 5, maxAttempts: 3, matches: { $0 == [7] },
+                redemption: .resetPassword(newPasswordHash: "$argon2id$new"))
         }
         record("bob password") { try store.user(id: bob)?.passwordHash as Any }
         record("due") { try store.dueMessages(now: t0 + 100_000, limit: 10).map(\.id) }
         record("next attempt") { try store.nextAttemptTime() as Any }
         try store.markDelivered(id: "m1", now: t0 + 100_001)
-        try store.markAttemptFailed(id: "m4", attempts: 1, nextAttemptAt: t0 + 200_000, abandon: false, errorKind: "timeout",
-                                    now: t0 + 100_001)
+        try store.markAttemptFailed(
+            id: "m4", attempts: 1, nextAttemptAt: t0 + 200_000, abandon: false, errorKind: "timeout",
+            now: t0 + 100_001)
         try store.markAttemptFailed(id: "m5", attempts: 5, nextAttemptAt: 0, abandon: true, errorKind: "rejected", now: t0 + 100_001)
         record("due after") { try store.dueMessages(now: t0 + 100_002, limit: 10).map(\.id) }
         record("pending") { try store.pendingCount() }
@@ -89,28 +99,36 @@ final class AccountMailAppleBehaviourTests: XCTestCase {
         func apple(_ sub: String, _ email: String, verified: Bool, id: String) throws -> String {
             let result = try store.signInWithApple(
                 sub: sub, email: email, emailVerified: verified,
-                newProfile: UserProfile(id: id, email: "", displayName: nil, now: t0 + 300), session:
-                    NewSession(id: "apple-\(sub)-\(id)", userID: "", refreshTokenHash: Array("\(sub)\(id)".utf8), createdAt: t0 + 300,
-                               refreshExpiresAt: t0 + 9_000_000), now: t0 + 300)
-            return "user=\(result.user.id) created=\(result.created) verified=\(result.user.emailVerified) v=\(result.user.version) revoked=\(result.revokedSessionIDs)"
+                newProfile: UserProfile(id: id, email: "", displayName: nil, now: t0 + 300),
+                session:
+                    NewSession(
+                        id: "apple-\(sub)-\(id)", userID: "", refreshTokenHash: Array("\(sub)\(id)".utf8), createdAt: t0 + 300,
+                        refreshExpiresAt: t0 + 9_000_000), now: t0 + 300)
+            return
+                "user=\(result.user.id) created=\(result.created) verified=\(result.user.emailVerified) v=\(result.user.version) revoked=\(result.revokedSessionIDs)"
         }
         record("apple new") { try apple("sub-1", "carol@example.test", verified: true, id: "01930000-0000-7000-8000-0000000000c1") }
         record("apple again") { try apple("sub-1", "carol@example.test", verified: true, id: "01930000-0000-7000-8000-0000000000c2") }
         record("apple unverified onto taken email") {
             try apple("sub-2", "alice@example.test", verified: false, id: "01930000-0000-7000-8000-0000000000c3")
         }
-        _ = try store.createUser(UserProfile(id: "01930000-0000-7000-8000-0000000000d1", email: "dave@example.test", displayName: nil,
-                                             now: t0), passwordHash: "$argon2id$squatter",
-                                 session: fixtures.session("sd", "01930000-0000-7000-8000-0000000000d1", hash: 44))
+        _ = try store.createUser(
+            UserProfile(
+                id: "01930000-0000-7000-8000-0000000000d1", email: "dave@example.test", displayName: nil,
+                now: t0), passwordHash: "$argon2id$squatter",
+            session: fixtures.session("sd", "01930000-0000-7000-8000-0000000000d1", hash: 44))
         record("apple takes over an unverified account") {
             try apple("sub-3", "dave@example.test", verified: true, id: "01930000-0000-7000-8000-0000000000c4")
         }
         record("squatter password gone") { try store.user(id: "01930000-0000-7000-8000-0000000000d1")?.passwordHash as Any }
 
         // Export and erasure.
-        _ = try store.createEntry(userID: alice, id: "e1", content: WaterEntryContent(amountMl: 250, loggedAt: t0, source: .phone,
-                                                                                      healthKitUUID: nil, note: nil),
-                                  deviceID: nil, now: t0)
+        _ = try store.createEntry(
+            userID: alice, id: "e1",
+            content: WaterEntryContent(
+                amountMl: 250, loggedAt: t0, source: .phone,
+                healthKitUUID: nil, note: nil),
+            deviceID: nil, now: t0)
         record("export") {
             guard let e = try store.exportAccount(userID: alice) else { return "nil" }
             return "\(e.profile.email) entries=\(e.entries.map(\.id)) days=\(e.days.count) bills=\(e.bills.count) total=\(e.achievements.totalMl)"
@@ -150,9 +168,12 @@ final class OperationsBehaviourTests: XCTestCase {
         try fixtures.makeUsers(store)
         let t0 = fixtures.t0
         for (i, user) in [fixtures.alice, fixtures.alice, fixtures.bob].enumerated() {
-            _ = try store.createEntry(userID: user, id: "e\(i)", content: WaterEntryContent(amountMl: 100, loggedAt: t0, source: .phone,
-                                                                                            healthKitUUID: nil, note: nil),
-                                      deviceID: nil, now: t0 + Int64(i) * 100_000_000)
+            _ = try store.createEntry(
+                userID: user, id: "e\(i)",
+                content: WaterEntryContent(
+                    amountMl: 100, loggedAt: t0, source: .phone,
+                    healthKitUUID: nil, note: nil),
+                deviceID: nil, now: t0 + Int64(i) * 100_000_000)
         }
         let stats = try store.adminStats(dayStart: t0 + 150_000_000, thirtyDaysAgo: t0 - 1)
         XCTAssertGreaterThan(stats.databaseBytes, 0)

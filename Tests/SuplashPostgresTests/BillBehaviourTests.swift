@@ -29,8 +29,9 @@ final class BillBehaviourTests: XCTestCase {
         func month(_ text: String) -> YearMonth { YearMonth(parsing: text) ?? LocalDate(dayNumber: 0).yearMonth }
         func day(_ text: String) -> LocalDate { LocalDate(parsing: text) ?? LocalDate(dayNumber: 0) }
         func bill(_ period: String, amount: Int64, due: String, subscriber: String = "S-1", paid: Int64? = nil) -> BillContent {
-            BillContent(provider: "ISKI", subscriberNo: subscriber, period: month(period), consumptionMilliM3: 12_345,
-                        amountMinor: amount, dueDate: day(due), paidAt: paid)
+            BillContent(
+                provider: "ISKI", subscriberNo: subscriber, period: month(period), consumptionMilliM3: 12_345,
+                amountMinor: amount, dueDate: day(due), paidAt: paid)
         }
         let jan = bill("2026-01", amount: 10_000, due: "2026-02-10")
         record("create jan") { try store.createBill(userID: uid, id: "b1", content: jan, deviceID: "phone", now: t0) }
@@ -42,13 +43,15 @@ final class BillBehaviourTests: XCTestCase {
         record("unknown user") { try store.createBill(userID: "nobody", id: "b1", content: jan, deviceID: nil, now: t0) }
         for (i, period) in ["2026-02", "2026-03", "2026-04"].enumerated() {
             record("create \(period)") {
-                try store.createBill(userID: uid, id: "b\(i + 2)", content: bill(period, amount: 10_000 + Int64(i), due: "\(period)-20"),
-                                     deviceID: nil, now: t0 + 10)
+                try store.createBill(
+                    userID: uid, id: "b\(i + 2)", content: bill(period, amount: 10_000 + Int64(i), due: "\(period)-20"),
+                    deviceID: nil, now: t0 + 10)
             }
         }
         record("other subscriber") {
-            try store.createBill(userID: uid, id: "c1", content: bill("2026-03", amount: 5, due: "2026-03-01", subscriber: "S-2"),
-                                 deviceID: nil, now: t0 + 11)
+            try store.createBill(
+                userID: uid, id: "c1", content: bill("2026-03", amount: 5, due: "2026-03-01", subscriber: "S-2"),
+                deviceID: nil, now: t0 + 11)
         }
         record("get") { try store.bill(userID: uid, id: "b2") as Any }
         record("precondition") {

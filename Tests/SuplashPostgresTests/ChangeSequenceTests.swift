@@ -53,8 +53,9 @@ final class ChangeSequenceTests: XCTestCase {
                         // Work after taking the position widens the window a wrong
                         // technique would need to commit out of order.
                         try tx.connection.query("SELECT pg_sleep($1::float8)", [.real(Double((writer * 7 + n) % 4) / 1000)])
-                        try tx.connection.update("INSERT INTO feed_probe (position, writer) VALUES ($1, $2)",
-                                                 [.integer(position), .int(writer)])
+                        try tx.connection.update(
+                            "INSERT INTO feed_probe (position, writer) VALUES ($1, $2)",
+                            [.integer(position), .int(writer)])
                         if abort { throw CancellationError() }
                     }
                     committed.withLock { $0 += 1 }
@@ -109,8 +110,9 @@ final class ChangeSequenceTests: XCTestCase {
                 func poll() throws {
                     // Resume after the cursor, as a sync client does.
                     let page = try db.read {
-                        try $0.query("SELECT change_position FROM deferred_probe WHERE change_position > $1 ORDER BY change_position",
-                                     [.integer(cursor)])
+                        try $0.query(
+                            "SELECT change_position FROM deferred_probe WHERE change_position > $1 ORDER BY change_position",
+                            [.integer(cursor)])
                     }.compactMap { $0[0].int64 }
                     // Anything committed at or below the cursor that this reader never got was skipped.
                     let late = try db.read {
@@ -147,11 +149,14 @@ final class ChangeSequenceTests: XCTestCase {
                     try db.transaction { tx in
                         for r in 0..<rows {
                             let id = "w\(writer)-\(n)-\(r)"
-                            let position = try tx.changePosition(for: PostgresChangeRow(table: "deferred_probe", keyColumns: ["id"],
-                                                                                         key: [.text(id)]))
+                            let position = try tx.changePosition(
+                                for: PostgresChangeRow(
+                                    table: "deferred_probe", keyColumns: ["id"],
+                                    key: [.text(id)]))
                             XCTAssertEqual(position, -Int64(r + 1), "provisional: the (r+1)-th of the commit")
-                            try tx.connection.update("INSERT INTO deferred_probe (id, change_position, writer) VALUES ($1, $2, $3)",
-                                                     [.text(id), .integer(position), .int(writer)])
+                            try tx.connection.update(
+                                "INSERT INTO deferred_probe (id, change_position, writer) VALUES ($1, $2, $3)",
+                                [.text(id), .integer(position), .int(writer)])
                             // Work between the writes: the window an early position would widen.
                             try tx.connection.query("SELECT pg_sleep($1::float8)", [.real(Double((writer * 7 + n) % 3) / 1000)])
                         }
@@ -202,13 +207,16 @@ final class ChangeSequenceTests: XCTestCase {
         }
 
         let positions = try db.transaction { tx -> [Int64] in
-            try tx.positionedWrite(of: row("a"), "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $position, $2)",
-                                   [.text("a"), .text("first")])
-            try tx.positionedWrite(of: row("b"), "INSERT INTO write_probe (note, id, change_position) VALUES ($1, $2, $position)",
-                                   [.text("b-note"), .text("b")])
+            try tx.positionedWrite(
+                of: row("a"), "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $position, $2)",
+                [.text("a"), .text("first")])
+            try tx.positionedWrite(
+                of: row("b"), "INSERT INTO write_probe (note, id, change_position) VALUES ($1, $2, $position)",
+                [.text("b-note"), .text("b")])
             // "a" again: its first write is queued with the placeholder, the second too, and "a" is stamped.
-            try tx.positionedWrite(of: row("a"), "UPDATE write_probe SET note = $1, change_position = $position WHERE id = $2",
-                                   [.text("second"), .text("a")])
+            try tx.positionedWrite(
+                of: row("a"), "UPDATE write_probe SET note = $1, change_position = $position WHERE id = $2",
+                [.text("second"), .text("a")])
             XCTAssertEqual(tx.positions, [], "nothing taken before the commit")
             return tx.positions
         }
@@ -220,8 +228,9 @@ final class ChangeSequenceTests: XCTestCase {
         // With the sequence locked first, the write takes its position at once.
         try db.transaction { tx in
             try tx.lockChangeSequence()
-            try tx.positionedWrite(of: row("c"), "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $position, $2)",
-                                   [.text("c"), .text("locked")])
+            try tx.positionedWrite(
+                of: row("c"), "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $position, $2)",
+                [.text("c"), .text("locked")])
             XCTAssertEqual(tx.positions, [4])
         }
         XCTAssertEqual(try probe()["c"], .integer(4))
@@ -235,8 +244,9 @@ final class ChangeSequenceTests: XCTestCase {
             for n in 0..<9 {
                 let id = "batch\(n)"
                 let position = try tx.changePosition(for: row(id))
-                try tx.connection.update("INSERT INTO write_probe (id, change_position, note) VALUES ($1, $2, $3)",
-                                         [.text(id), .integer(position), .text("batch")])
+                try tx.connection.update(
+                    "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $2, $3)",
+                    [.text(id), .integer(position), .text("batch")])
             }
         }
         let batch = try db.read { try $0.query("SELECT change_position FROM write_probe WHERE note = 'batch' ORDER BY id") }

@@ -23,10 +23,12 @@ final class ClusterTests: XCTestCase {
     }
 
     func makeUser(_ store: PostgresStore, _ id: String, session: String) throws {
-        _ = try store.createUser(UserProfile(id: id, email: "\(session)@example.test", displayName: nil, now: t0),
-                                 passwordHash: "x",
-                                 session: NewSession(id: session, userID: id, refreshTokenHash: Array(session.utf8),
-                                                     createdAt: t0, refreshExpiresAt: t0 + 1_000_000))
+        _ = try store.createUser(
+            UserProfile(id: id, email: "\(session)@example.test", displayName: nil, now: t0),
+            passwordHash: "x",
+            session: NewSession(
+                id: session, userID: id, refreshTokenHash: Array(session.utf8),
+                createdAt: t0, refreshExpiresAt: t0 + 1_000_000))
     }
 
     /// Polls `condition` every 10 ms until it holds or `seconds` pass; returns its last value.
@@ -81,9 +83,10 @@ final class ClusterTests: XCTestCase {
         defer { db.close() }
         let heard = Locked([String]())
         let listening = Locked(0)
-        let listener = try PostgresListener(url: url, channels: ["test_channel"],
-                                            onNotification: { channel, payload in heard.withLock { $0.append("\(channel):\(payload)") } },
-                                            onConnection: { if case .listening = $0 { listening.withLock { $0 += 1 } } })
+        let listener = try PostgresListener(
+            url: url, channels: ["test_channel"],
+            onNotification: { channel, payload in heard.withLock { $0.append("\(channel):\(payload)") } },
+            onConnection: { if case .listening = $0 { listening.withLock { $0 += 1 } } })
         try listener.start()
         defer { listener.stop() }
         XCTAssertTrue(eventually { listening.current == 1 })
@@ -95,10 +98,11 @@ final class ClusterTests: XCTestCase {
             try tx.connection.query("SELECT pg_notify('test_channel', 'a')")
         }
         struct Abort: Error {}
-        XCTAssertThrowsError(try db.transaction { tx in
-            tx.notify(channel: "test_channel", payload: "rolled-back")
-            throw Abort()
-        })
+        XCTAssertThrowsError(
+            try db.transaction { tx in
+                tx.notify(channel: "test_channel", payload: "rolled-back")
+                throw Abort()
+            })
         try db.transaction { tx in tx.notify(channel: "test_channel", payload: "c") }
         XCTAssertTrue(eventually { heard.current.count >= 2 })
         XCTAssertEqual(heard.current, ["test_channel:a", "test_channel:c"])
@@ -112,18 +116,27 @@ final class ClusterTests: XCTestCase {
 
     func testACommitOnOneInstanceWakesTheOtherButNotItself() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let (a, b) = (stores[0], stores[1])
         let (listenerA, heardA) = try listen(a)
         let (listenerB, heardB) = try listen(b)
-        defer { listenerA.stop(); listenerB.stop() }
+        defer {
+            listenerA.stop()
+            listenerB.stop()
+        }
         let localA = Locked([String]())
         a.changeNotifier.subscribe { id in localA.withLock { $0.append(id) } }
 
         try makeUser(a, alice, session: "sa")
-        _ = try a.createEntry(userID: alice, id: "e1", content: WaterEntryContent(amountMl: 250, loggedAt: t0, source: .phone,
-                                                                                 healthKitUUID: nil, note: nil),
-                              deviceID: "phone", now: t0 + 1)
+        _ = try a.createEntry(
+            userID: alice, id: "e1",
+            content: WaterEntryContent(
+                amountMl: 250, loggedAt: t0, source: .phone,
+                healthKitUUID: nil, note: nil),
+            deviceID: "phone", now: t0 + 1)
         XCTAssertTrue(eventually { heardB.changes.current.count >= 2 })
         XCTAssertEqual(heardB.changes.current, [alice, alice], "one notification per committed transaction")
         try makeUser(b, bob, session: "sb")
@@ -138,11 +151,15 @@ final class ClusterTests: XCTestCase {
 
     func testListenerReconnectsAfterItsConnectionIsKilledAndResyncs() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let (listener, heard) = try listen(stores[0])
         defer { listener.stop() }
         let killed = try setup.read { c in
-            try c.query("""
+            try c.query(
+                """
                 SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
                 WHERE pid <> pg_backend_pid() AND datname = current_database() AND query LIKE '%LISTEN suplash_changes%'
                 """)
@@ -155,31 +172,46 @@ final class ClusterTests: XCTestCase {
 
     func testRevocationsAreBroadcastWithTheirCommit() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let (a, b) = (stores[0], stores[1])
         let (listener, heard) = try listen(b)
         defer { listener.stop() }
         try makeUser(a, alice, session: "s1")
         try makeUser(a, bob, session: "s2")
-        try a.createSession(NewSession(id: "s3", userID: bob, refreshTokenHash: Array("s3".utf8), createdAt: t0,
-                                       refreshExpiresAt: t0 + 1_000_000))
+        try a.createSession(
+            NewSession(
+                id: "s3", userID: bob, refreshTokenHash: Array("s3".utf8), createdAt: t0,
+                refreshExpiresAt: t0 + 1_000_000))
 
         // Logout by bearer (a foreign session id changes nothing and says nothing).
         XCTAssertFalse(try a.revokeSession(id: "s2", userID: alice, now: t0 + 10))
         XCTAssertTrue(try a.revokeSession(id: "s1", userID: alice, now: t0 + 10))
         // Refresh-token reuse revokes the session.
-        guard case .rotated = try a.rotateRefreshToken(hash: Array("s2".utf8), newHash: Array("s2b".utf8), now: t0 + 20,
-                                                       newExpiresAt: t0 + 2_000_000) else { return XCTFail("rotation") }
-        guard case .reused = try a.rotateRefreshToken(hash: Array("s2".utf8), newHash: Array("s2c".utf8), now: t0 + 21,
-                                                      newExpiresAt: t0 + 2_000_000) else { return XCTFail("reuse") }
+        guard
+            case .rotated = try a.rotateRefreshToken(
+                hash: Array("s2".utf8), newHash: Array("s2b".utf8), now: t0 + 20,
+                newExpiresAt: t0 + 2_000_000)
+        else { return XCTFail("rotation") }
+        guard
+            case .reused = try a.rotateRefreshToken(
+                hash: Array("s2".utf8), newHash: Array("s2c".utf8), now: t0 + 21,
+                newExpiresAt: t0 + 2_000_000)
+        else { return XCTFail("reuse") }
         // Password reset revokes bob's other live session (s3) and sets a cut-off.
-        _ = try a.issueCode(NewEmailCode(userID: bob, purpose: .resetPassword, codeHash: [7], createdAt: t0 + 30,
-                                         expiresAt: t0 + 600_000),
-                            message: OutboxMessage(id: "m1", recipient: "x@example.test", subject: "s", text: "t", createdAt: t0 + 30),
-                            minIntervalMs: 0)
-        guard case .redeemed(let revoked) = try a.redeemCode(userID: bob, purpose: .resetPassword, now: t0 + 40_000, maxAttempts: 3,
-                                                             matches: { $0 == [7] },
-                                                             redemption: .resetPassword(newPasswordHash: "$argon2id$new"))
+        _ = try a.issueCode(
+            NewEmailCode(
+                userID: bob, purpose: .resetPassword, codeHash: [7], createdAt: t0 + 30,
+                expiresAt: t0 + 600_000),
+            message: OutboxMessage(id: "m1", recipient: "x@example.test", subject: "s", text: "t", createdAt: t0 + 30),
+            minIntervalMs: 0)
+        guard
+            case .redeemed(let revoked) = try a.redeemCode(
+                userID: bob, purpose: .resetPassword, now: t0 + 40_000, maxAttempts: 3,
+                matches: { $0 == [7] },
+                redemption: .resetPassword(newPasswordHash: "$argon2id$new"))
         else { return XCTFail("reset") }
         XCTAssertEqual(revoked, ["s3"])
         // A failed transaction broadcasts nothing; an erasure and an admin key do.
@@ -200,7 +232,10 @@ final class ClusterTests: XCTestCase {
 
     func testSessionLivenessSeesRevocationsOfAnyInstanceAtOnce() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let (a, b) = (stores[0], stores[1])
         try makeUser(a, alice, session: "s1")
         try makeUser(a, bob, session: "s2")
@@ -218,11 +253,15 @@ final class ClusterTests: XCTestCase {
 
     func testConcurrentOutboxClaimsOnTwoInstancesAreDisjoint() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let ids = (0..<60).map { String(format: "m%03d", $0) }
         try setup.read { c in
             for (i, id) in ids.enumerated() {
-                try c.update("""
+                try c.update(
+                    """
                     INSERT INTO outbox (id, recipient, subject, body, created_at, attempts, next_attempt_at)
                     VALUES ($1, 'x@example.test', 's', 'b', $2, 0, $2)
                     """, [.text(id), .integer(t0 + Int64(i))])
@@ -252,18 +291,25 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(try stores[1].claimDueMessages(now: now + 59_999, limit: 100, leaseMs: 60_000).count, 0)
         XCTAssertEqual(try stores[0].nextAttemptTime(), now + 60_000)
         try stores[0].markDelivered(id: "m000", now: now + 10)
-        XCTAssertEqual(Set(try stores[1].claimDueMessages(now: now + 60_000, limit: 100, leaseMs: 60_000).map(\.id)),
-                       Set(ids.dropFirst()))
+        XCTAssertEqual(
+            Set(try stores[1].claimDueMessages(now: now + 60_000, limit: 100, leaseMs: 60_000).map(\.id)),
+            Set(ids.dropFirst()))
     }
 
     func testTombstonePurgeRunsOnOneInstanceAtATime() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         try makeUser(stores[0], alice, session: "s1")
-        _ = try stores[0].createEntry(userID: alice, id: "e1", content: WaterEntryContent(amountMl: 100, loggedAt: t0,
-                                                                                        source: .phone, healthKitUUID: nil,
-                                                                                        note: nil),
-                                      deviceID: nil, now: t0 + 1)
+        _ = try stores[0].createEntry(
+            userID: alice, id: "e1",
+            content: WaterEntryContent(
+                amountMl: 100, loggedAt: t0,
+                source: .phone, healthKitUUID: nil,
+                note: nil),
+            deviceID: nil, now: t0 + 1)
         try stores[0].deleteEntry(userID: alice, id: "e1", deviceID: nil, now: t0 + 2, precondition: { _ in true })
 
         // Another instance is purging: it holds the purge lock in its transaction.
@@ -284,8 +330,12 @@ final class ClusterTests: XCTestCase {
 
     func testInstancesAgreeOnTheFirstStoredSecret() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
-        let first = [UInt8](repeating: 1, count: 32), second = [UInt8](repeating: 2, count: 32)
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
+        let first = [UInt8](repeating: 1, count: 32)
+        let second = [UInt8](repeating: 2, count: 32)
         XCTAssertEqual(try stores[0].sharedSecret(name: "jwt", candidate: first, now: t0), first)
         XCTAssertEqual(try stores[1].sharedSecret(name: "jwt", candidate: second, now: t0), first)
         XCTAssertEqual(try stores[1].sharedSecret(name: "other", candidate: second, now: t0), second)

@@ -34,16 +34,20 @@ final class HydrationBehaviourTests: XCTestCase {
             let a = try store.achievements(userID: uid)
             let figures = try store.dayFigures(userID: uid, from: day1.adding(days: -1), to: day1.adding(days: 5))
             let totals = figures.totals.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value.totalMl)/\($0.value.entriesCount)" }
-            transcript.append("\(label) run=\(a.latestRunLength)@\(a.latestRunEnd?.description ?? "-") longest=\(a.longestStreakDays) "
-                              + "total=\(a.totalMl) met=\(a.daysGoalMet) v=\(a.version) "
-                              + "badges=\(a.badges.map { "\($0.badge.rawValue)" }) totals=\(totals)")
+            transcript.append(
+                "\(label) run=\(a.latestRunLength)@\(a.latestRunEnd?.description ?? "-") longest=\(a.longestStreakDays) "
+                    + "total=\(a.totalMl) met=\(a.daysGoalMet) v=\(a.version) "
+                    + "badges=\(a.badges.map { "\($0.badge.rawValue)" }) totals=\(totals)")
         }
         var n = 0
         func log(_ day: Int, _ ml: Int, hour: Int64 = 10, source: EntrySource = .phone) throws {
             n += 1
-            _ = try store.createEntry(userID: uid, id: "e\(n)", content: WaterEntryContent(amountMl: ml, loggedAt: at(day, hour: hour),
-                                                                                       source: source, healthKitUUID: nil, note: nil),
-                                      deviceID: nil, now: t0 + Int64(n))
+            _ = try store.createEntry(
+                userID: uid, id: "e\(n)",
+                content: WaterEntryContent(
+                    amountMl: ml, loggedAt: at(day, hour: hour),
+                    source: source, healthKitUUID: nil, note: nil),
+                deviceID: nil, now: t0 + Int64(n))
         }
         try note("empty")
         try log(0, 600)
@@ -61,9 +65,12 @@ final class HydrationBehaviourTests: XCTestCase {
             return c
         }
         try note("moved")
-        let put = try store.putDay(userID: uid, date: day1.adding(days: 1), content: DayContextContent(maxTemperatureC: 35,
-                                                                                                         activeMinutes: 90),
-                                   deviceID: nil, now: t0 + 70)
+        let put = try store.putDay(
+            userID: uid, date: day1.adding(days: 1),
+            content: DayContextContent(
+                maxTemperatureC: 35,
+                activeMinutes: 90),
+            deviceID: nil, now: t0 + 70)
         transcript.append("putDay created=\(put.created) v=\(put.day.version)")
         try note("hot day")
         _ = try store.updateProfile(userID: uid, now: t0 + 80) { p in

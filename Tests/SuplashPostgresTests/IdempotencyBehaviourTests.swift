@@ -16,9 +16,10 @@ final class IdempotencyBehaviourTests: XCTestCase {
 
     func check(_ store: IdempotencyRepository, replica: IdempotencyRepository) throws {
         let t0 = fixtures.t0
-        let record = IdempotencyRecord(fingerprint: [1, 2, 0, 255], status: 201,
-                                       headers: [["Content-Type", "application/json"], ["ETag", "\"1\""]],
-                                       body: Array("{\"id\":\"e1\"}".utf8), expiresAt: t0 + 1_000)
+        let record = IdempotencyRecord(
+            fingerprint: [1, 2, 0, 255], status: 201,
+            headers: [["Content-Type", "application/json"], ["ETag", "\"1\""]],
+            body: Array("{\"id\":\"e1\"}".utf8), expiresAt: t0 + 1_000)
         XCTAssertNil(try store.idempotencyRecord(caller: "u:a", key: "k1", now: t0))
         try store.saveIdempotencyRecord(caller: "u:a", key: "k1", record: record, now: t0)
         let replayed = try XCTUnwrap(try replica.idempotencyRecord(caller: "u:a", key: "k1", now: t0 + 1))

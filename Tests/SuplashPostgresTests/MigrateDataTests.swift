@@ -54,26 +54,33 @@ final class MigrateDataTests: XCTestCase {
         let t0 = fixtures.t0
         try fixtures.makeUsers(store)
         for i in 0..<30 {
-            _ = try store.createEntry(userID: fixtures.alice, id: String(format: "e%03d", i), content: entry(100 + i, t0 + Int64(i) * 60_000),
-                                      deviceID: "phone", now: t0 + Int64(i))
+            _ = try store.createEntry(
+                userID: fixtures.alice, id: String(format: "e%03d", i), content: entry(100 + i, t0 + Int64(i) * 60_000),
+                deviceID: "phone", now: t0 + Int64(i))
         }
         _ = try store.createEntry(userID: fixtures.bob, id: "hk1", content: entry(250, t0, hk: "HK-1"), deviceID: "watch", now: t0)
         try store.deleteEntry(userID: fixtures.alice, id: "e007", deviceID: "phone", now: t0 + 100, precondition: { _ in true })
-        _ = try store.putDay(userID: fixtures.alice, date: LocalDate(dayNumber: 20_700),
-                             content: DayContextContent(maxTemperatureC: 31.5, activeMinutes: 40), deviceID: "phone", now: t0 + 200)
-        let bill = BillContent(provider: "ISKI", subscriberNo: "S-1", period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
-                               consumptionMilliM3: 12_500, amountMinor: 45_000,
-                               dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
+        _ = try store.putDay(
+            userID: fixtures.alice, date: LocalDate(dayNumber: 20_700),
+            content: DayContextContent(maxTemperatureC: 31.5, activeMinutes: 40), deviceID: "phone", now: t0 + 200)
+        let bill = BillContent(
+            provider: "ISKI", subscriberNo: "S-1", period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
+            consumptionMilliM3: 12_500, amountMinor: 45_000,
+            dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
         _ = try store.createBill(userID: fixtures.alice, id: "b1", content: bill, deviceID: "phone", now: t0 + 300)
-        try store.saveIdempotencyRecord(caller: "user:\(fixtures.alice)", key: "k1",
-                                        record: IdempotencyRecord(fingerprint: [1, 2, 3], status: 201, headers: [["ETag", "\"1\""]],
-                                                                  body: Array("{}".utf8), expiresAt: t0 + 86_400_000),
-                                        now: t0 + 400)
+        try store.saveIdempotencyRecord(
+            caller: "user:\(fixtures.alice)", key: "k1",
+            record: IdempotencyRecord(
+                fingerprint: [1, 2, 3], status: 201, headers: [["ETag", "\"1\""]],
+                body: Array("{}".utf8), expiresAt: t0 + 86_400_000),
+            now: t0 + 400)
     }
 
     /// What a client sees: profiles, entries, the sync feed with positions, achievements, bills.
-    func transcript(_ store: some UserRepository & WaterEntryRepository & SyncRepository & HydrationRepository & BillRepository
-                    & IdempotencyRepository) throws -> [String] {
+    func transcript(
+        _ store: some UserRepository & WaterEntryRepository & SyncRepository & HydrationRepository & BillRepository
+            & IdempotencyRepository
+    ) throws -> [String] {
         var lines: [String] = []
         for uid in [fixtures.alice, fixtures.bob] {
             guard let user = try store.user(id: uid) else {
@@ -83,13 +90,15 @@ final class MigrateDataTests: XCTestCase {
             lines.append("user \(user.profile) hash=\(user.passwordHash ?? "-")")
             lines.append("entries \(try store.listEntries(userID: uid, from: nil, to: nil, after: nil, limit: 100))")
             let page = try store.changes(userID: uid, after: 0, limit: 1000, includeTombstones: true)
-            lines.append("feed \(page.changes.map { "\($0.collection)/\($0.id)@\($0.position) v\($0.version)\($0.deleted ? " deleted" : "")" }) "
-                         + "head=\(page.headPosition) horizon=\(page.purgeHorizon)")
+            lines.append(
+                "feed \(page.changes.map { "\($0.collection)/\($0.id)@\($0.position) v\($0.version)\($0.deleted ? " deleted" : "")" }) "
+                    + "head=\(page.headPosition) horizon=\(page.purgeHorizon)")
             lines.append("achievements \(try store.achievements(userID: uid))")
             lines.append("bills \(try store.listBills(userID: uid, after: nil, limit: 100))")
         }
         lines.append("database \(try store.databaseID())")
-        lines.append("idempotency \(String(describing: try store.idempotencyRecord(caller: "user:\(fixtures.alice)", key: "k1", now: fixtures.t0 + 500)))")
+        lines.append(
+            "idempotency \(String(describing: try store.idempotencyRecord(caller: "user:\(fixtures.alice)", key: "k1", now: fixtures.t0 + 500)))")
         return lines
     }
 
@@ -214,7 +223,8 @@ final class MigrateDataTests: XCTestCase {
         try fixtures.makeUsers(source.store)
         // Rate-limit buckets (schema v6) refill by themselves: not copied, named in the report.
         try source.database.write { w in
-            try w.connection.execute("""
+            try w.connection.execute(
+                """
                 CREATE TABLE IF NOT EXISTS rate_limit_buckets (bucket BLOB PRIMARY KEY, tokens REAL NOT NULL,
                     allowed INTEGER NOT NULL, updated_at REAL NOT NULL, expires_at REAL NOT NULL) WITHOUT ROWID;
                 INSERT OR REPLACE INTO rate_limit_buckets VALUES (x'01', 1.5, 1, 10.0, 20.0);

@@ -35,8 +35,9 @@ final class PostgresConnectionTests: XCTestCase {
             try c.execute("CREATE TABLE t (i BIGINT, r DOUBLE PRECISION, s TEXT, b BYTEA, n TEXT)")
             let text = "Robert'); DROP TABLE t;-- ü 💧 \\ $1"
             let bytes: [UInt8] = [0, 1, 0x5c, 0x78, 255, 0]
-            try c.update("INSERT INTO t VALUES ($1, $2, $3, $4, $5)",
-                         [.integer(Int64.min), .real(0.1), .text(text), .blob(bytes), .null])
+            try c.update(
+                "INSERT INTO t VALUES ($1, $2, $3, $4, $5)",
+                [.integer(Int64.min), .real(0.1), .text(text), .blob(bytes), .null])
             try c.update("INSERT INTO t VALUES ($1, $2, $3, $4, $5)", [.integer(Int64.max), .real(-2.5e300), .text(""), .blob([]), .null])
             let rows = try c.query("SELECT i, r, s, b, n FROM t ORDER BY i")
             XCTAssertEqual(rows.count, 2)
@@ -60,9 +61,15 @@ final class PostgresConnectionTests: XCTestCase {
             XCTAssertEqual((error as? PostgresError)?.kind, .invalidParameter)
         }
         // Text parameters reach non-text types the server inferred.
-        XCTAssertEqual(try db.read { try $0.query("SELECT $1::uuid::text, $2::date + 1", [
-            .text("01930000-0000-7000-8000-00000000000a"), .text("2026-02-28"),
-        ]).first?[0] }, .text("01930000-0000-7000-8000-00000000000a"))
+        XCTAssertEqual(
+            try db.read {
+                try $0.query(
+                    "SELECT $1::uuid::text, $2::date + 1",
+                    [
+                        .text("01930000-0000-7000-8000-00000000000a"), .text("2026-02-28"),
+                    ]
+                ).first?[0]
+            }, .text("01930000-0000-7000-8000-00000000000a"))
     }
 
     func testSQLStateMapsToTypedErrors() throws {
@@ -76,8 +83,9 @@ final class PostgresConnectionTests: XCTestCase {
                 return nil
             }
             XCTAssertEqual(kind { try c.update("INSERT INTO u (k) VALUES ($1)", [.text("a")]) }, .uniqueViolation)
-            XCTAssertEqual(kind { try c.update("INSERT INTO u (k, p) VALUES ($1, $2)", [.text("b"), .text("zz")]) },
-                           .foreignKeyViolation)
+            XCTAssertEqual(
+                kind { try c.update("INSERT INTO u (k, p) VALUES ($1, $2)", [.text("b"), .text("zz")]) },
+                .foreignKeyViolation)
             XCTAssertEqual(kind { try c.update("INSERT INTO u (k) VALUES (NULL)") }, .constraintViolation)
             XCTAssertEqual(kind { try c.query("SELEC 1") }, .syntax)
             XCTAssertEqual(kind { try c.query("SELECT * FROM nowhere") }, .syntax)
@@ -121,7 +129,10 @@ final class PostgresConnectionTests: XCTestCase {
         DispatchQueue.concurrentPerform(iterations: 6) { _ in
             do {
                 try db.read { c in
-                    peak.withLock { $0.now += 1; $0.max = max($0.max, $0.now) }
+                    peak.withLock {
+                        $0.now += 1
+                        $0.max = max($0.max, $0.now)
+                    }
                     try c.query("SELECT pg_sleep(0.05)")
                     peak.withLock { $0.now -= 1 }
                 }

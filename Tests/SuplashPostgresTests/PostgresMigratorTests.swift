@@ -29,15 +29,18 @@ final class PostgresMigratorTests: XCTestCase {
         XCTAssertEqual(applied.map(\.checksum), migrations.map(\.checksum))
         XCTAssertTrue(applied.allSatisfy { $0.appliedAt.hasSuffix("Z") && $0.appliedAt.count == 24 })
         // Every SQLite table exists on PostgreSQL too.
-        let tables = Set(try db.read { c in
-            try c.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
-        }.compactMap { row -> String? in
-            if case .text(let name) = row[0] { return name }
-            return nil
-        })
-        for table in ["database_identity", "change_sequence", "users", "sessions", "refresh_tokens", "admin_keys",
-                      "water_entries", "sync_state", "idempotency_records", "days", "daily_totals", "bills", "achievements",
-                      "erased_accounts", "email_codes", "outbox", "apple_identities", "server_secrets", "schema_migrations"] {
+        let tables = Set(
+            try db.read { c in
+                try c.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
+            }.compactMap { row -> String? in
+                if case .text(let name) = row[0] { return name }
+                return nil
+            })
+        for table in [
+            "database_identity", "change_sequence", "users", "sessions", "refresh_tokens", "admin_keys",
+            "water_entries", "sync_state", "idempotency_records", "days", "daily_totals", "bills", "achievements",
+            "erased_accounts", "email_codes", "outbox", "apple_identities", "server_secrets", "schema_migrations",
+        ] {
             XCTAssertTrue(tables.contains(table), table)
         }
     }

@@ -14,18 +14,24 @@ final class PostgresStoreConcurrencyTests: XCTestCase {
         let url = try PostgresTestSupport.url()
         let setup = try PostgresTestSupport.migratedDatabase()
         let first = PostgresStore(database: setup)
-        _ = try first.createUser(UserProfile(id: user, email: "race@example.test", displayName: nil, now: t0),
-                                 passwordHash: "x",
-                                 session: NewSession(id: "s1", userID: user, refreshTokenHash: [UInt8](repeating: 1, count: 32),
-                                                     createdAt: t0, refreshExpiresAt: t0 + 1_000_000))
+        _ = try first.createUser(
+            UserProfile(id: user, email: "race@example.test", displayName: nil, now: t0),
+            passwordHash: "x",
+            session: NewSession(
+                id: "s1", userID: user, refreshTokenHash: [UInt8](repeating: 1, count: 32),
+                createdAt: t0, refreshExpiresAt: t0 + 1_000_000))
         let stores = try (0..<count).map { _ in PostgresStore(database: try PostgresDatabase(url: url, poolSize: 4)) }
         return (setup, stores)
     }
 
     func testConcurrentIdempotentRepostCreatesOnce() throws {
-        let t0 = self.t0, user = self.user
+        let t0 = self.t0
+        let user = self.user
         let (setup, stores) = try makeInstances(4)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let outcomes = Locked([String]())
         let content = WaterEntryContent(amountMl: 250, loggedAt: t0, source: .phone, healthKitUUID: "HK-RACE", note: nil)
         DispatchQueue.concurrentPerform(iterations: 8) { i in
@@ -46,15 +52,20 @@ final class PostgresStoreConcurrencyTests: XCTestCase {
     }
 
     func testConcurrentRefreshRotationRotatesOnceAndRevokesOnReuse() throws {
-        let t0 = self.t0, user = self.user
+        let t0 = self.t0
+        let user = self.user
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let outcomes = Locked([RefreshOutcome]())
         let token = [UInt8](repeating: 1, count: 32)
         DispatchQueue.concurrentPerform(iterations: 2) { i in
             do {
-                let outcome = try stores[i].rotateRefreshToken(hash: token, newHash: [UInt8](repeating: UInt8(50 + i), count: 32),
-                                                               now: t0 + 1, newExpiresAt: t0 + 100)
+                let outcome = try stores[i].rotateRefreshToken(
+                    hash: token, newHash: [UInt8](repeating: UInt8(50 + i), count: 32),
+                    now: t0 + 1, newExpiresAt: t0 + 100)
                 outcomes.withLock { $0.append(outcome) }
             } catch {
                 XCTFail("\(error)")
@@ -67,17 +78,26 @@ final class PostgresStoreConcurrencyTests: XCTestCase {
     }
 
     func testConcurrentUpdatesTakeDistinctPositionsAndVersions() throws {
-        let t0 = self.t0, user = self.user
+        let t0 = self.t0
+        let user = self.user
         let (setup, stores) = try makeInstances(3)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
-        _ = try stores[0].createEntry(userID: user, id: "e", content: WaterEntryContent(amountMl: 1, loggedAt: t0, source: .phone,
-                                                                                        healthKitUUID: nil, note: nil),
-                                      deviceID: nil, now: t0)
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
+        _ = try stores[0].createEntry(
+            userID: user, id: "e",
+            content: WaterEntryContent(
+                amountMl: 1, loggedAt: t0, source: .phone,
+                healthKitUUID: nil, note: nil),
+            deviceID: nil, now: t0)
         DispatchQueue.concurrentPerform(iterations: 6) { i in
             for _ in 0..<5 {
                 do {
-                    _ = try stores[i % 3].updateEntry(userID: user, id: "e", deviceID: "d\(i)", now: t0 + 1,
-                                                      precondition: { _ in true }) { c in
+                    _ = try stores[i % 3].updateEntry(
+                        userID: user, id: "e", deviceID: "d\(i)", now: t0 + 1,
+                        precondition: { _ in true }
+                    ) { c in
                         var c = c
                         c.amountMl += 1
                         return c
@@ -143,22 +163,30 @@ final class PostgresFeedConcurrencyTests: XCTestCase {
                 do {
                     let id = "e\(n % 5)"  // shared ids: creates, re-creates and pushes collide
                     if worker % 2 == 0 {
-                        let content = WaterEntryContent(amountMl: 100 + n, loggedAt: t0 + Int64(n) * 60_000, source: .phone,
-                                                        healthKitUUID: nil, note: nil)
+                        let content = WaterEntryContent(
+                            amountMl: 100 + n, loggedAt: t0 + Int64(n) * 60_000, source: .phone,
+                            healthKitUUID: nil, note: nil)
                         _ = try? store.createEntry(userID: user, id: "w\(worker)-\(n)", content: content, deviceID: "p", now: t0 + Int64(n))
-                        _ = try? store.updateEntry(userID: user, id: id, deviceID: "p", now: t0 + Int64(n),
-                                                   precondition: { _ in true }) { c in
+                        _ = try? store.updateEntry(
+                            userID: user, id: id, deviceID: "p", now: t0 + Int64(n),
+                            precondition: { _ in true }
+                        ) { c in
                             var c = c
                             c.amountMl += 1
                             return c
                         }
                     } else {
-                        let content = WaterEntryContent(amountMl: 200 + n, loggedAt: t0 + Int64(n) * 60_000, source: .watch,
-                                                        healthKitUUID: nil, note: nil)
-                        _ = try store.applyMutations(userID: user, deviceID: "watch\(worker)", now: t0 + 1_000 + Int64(n), mutations: [
-                            SyncMutation(collection: "water_entries", id: id, write: .upsertEntry(content),
-                                         clientUpdatedAt: t0 + 1_000 + Int64(n * 10 + worker)),
-                        ]) { _, profile in profile }
+                        let content = WaterEntryContent(
+                            amountMl: 200 + n, loggedAt: t0 + Int64(n) * 60_000, source: .watch,
+                            healthKitUUID: nil, note: nil)
+                        _ = try store.applyMutations(
+                            userID: user, deviceID: "watch\(worker)", now: t0 + 1_000 + Int64(n),
+                            mutations: [
+                                SyncMutation(
+                                    collection: "water_entries", id: id, write: .upsertEntry(content),
+                                    clientUpdatedAt: t0 + 1_000 + Int64(n * 10 + worker))
+                            ]
+                        ) { _, profile in profile }
                     }
                 } catch {
                     failures.withLock { $0.append("writer: \(error)") }
@@ -194,10 +222,12 @@ final class PostgresDeferredPositionTests: XCTestCase {
         let users = (0..<4).map { "01930000-0000-7000-8000-00000000010\($0)" }
         let first = PostgresStore(database: setup)
         for (n, user) in users.enumerated() {
-            _ = try first.createUser(UserProfile(id: user, email: "u\(n)@example.test", displayName: nil, now: t0),
-                                     passwordHash: "x",
-                                     session: NewSession(id: "s\(n)", userID: user, refreshTokenHash: [UInt8(n)], createdAt: t0,
-                                                         refreshExpiresAt: t0 + 1))
+            _ = try first.createUser(
+                UserProfile(id: user, email: "u\(n)@example.test", displayName: nil, now: t0),
+                passwordHash: "x",
+                session: NewSession(
+                    id: "s\(n)", userID: user, refreshTokenHash: [UInt8(n)], createdAt: t0,
+                    refreshExpiresAt: t0 + 1))
         }
         let stores = try (0..<3).map { _ in PostgresStore(database: try PostgresDatabase(url: url, poolSize: 4)) }
         defer { stores.forEach { $0.database.close() } }
@@ -233,34 +263,41 @@ final class PostgresDeferredPositionTests: XCTestCase {
             let user = users[worker % users.count]
             for n in 0..<10 {
                 do {
-                    let content = WaterEntryContent(amountMl: 100 + n, loggedAt: t0 + Int64(n % 3) * 86_400_000, source: .phone,
-                                                    healthKitUUID: nil, note: nil)
+                    let content = WaterEntryContent(
+                        amountMl: 100 + n, loggedAt: t0 + Int64(n % 3) * 86_400_000, source: .phone,
+                        healthKitUUID: nil, note: nil)
                     _ = try store.createEntry(userID: user, id: "w\(worker)-\(n)", content: content, deviceID: "p", now: t0 + Int64(n))
                     if n % 3 == 1 {
-                        _ = try store.updateEntry(userID: user, id: "w\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n),
-                                                  precondition: { _ in true }) { c in
+                        _ = try store.updateEntry(
+                            userID: user, id: "w\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n),
+                            precondition: { _ in true }
+                        ) { c in
                             var c = c
                             c.amountMl += 1
                             return c
                         }
                     }
                     if n % 4 == 3 {
-                        try store.deleteEntry(userID: user, id: "w\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n),
-                                              precondition: { _ in true })
+                        try store.deleteEntry(
+                            userID: user, id: "w\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n),
+                            precondition: { _ in true })
                     }
                     if n % 5 == 2 {
-                        let bill = BillContent(provider: "ISKI", subscriberNo: "S-\(worker)-\(n)",
-                                               period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
-                                               consumptionMilliM3: 12_500, amountMinor: 45_000,
-                                               dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
+                        let bill = BillContent(
+                            provider: "ISKI", subscriberNo: "S-\(worker)-\(n)",
+                            period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
+                            consumptionMilliM3: 12_500, amountMinor: 45_000,
+                            dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
                         _ = try store.createBill(userID: user, id: "b\(worker)-\(n)", content: bill, deviceID: "p", now: t0 + Int64(n))
-                        try store.deleteBill(userID: user, id: "b\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n) + 1,
-                                             precondition: { _ in true })
+                        try store.deleteBill(
+                            userID: user, id: "b\(worker)-\(n)", deviceID: "p", now: t0 + Int64(n) + 1,
+                            precondition: { _ in true })
                     }
                     if n % 5 == 0 {
-                        _ = try store.putDay(userID: user, date: LocalDate(dayNumber: 20_700 + n % 3),
-                                             content: DayContextContent(maxTemperatureC: 30 + Double(worker), activeMinutes: n),
-                                             deviceID: "p", now: t0 + Int64(n))
+                        _ = try store.putDay(
+                            userID: user, date: LocalDate(dayNumber: 20_700 + n % 3),
+                            content: DayContextContent(maxTemperatureC: 30 + Double(worker), activeMinutes: n),
+                            deviceID: "p", now: t0 + Int64(n))
                     }
                 } catch {
                     failures.withLock { $0.append("writer \(worker): \(error)") }
@@ -279,11 +316,13 @@ final class PostgresDeferredPositionTests: XCTestCase {
         }
         // No committed placeholder, and every position is distinct across tables.
         let positions = try setup.read { c in
-            try c.query("""
+            try c.query(
+                """
                 SELECT change_position FROM water_entries UNION ALL SELECT change_position FROM days
                 UNION ALL SELECT change_position FROM achievements UNION ALL SELECT change_position FROM users
                 UNION ALL SELECT change_position FROM bills
-                """).compactMap { $0[0].int64 }
+                """
+            ).compactMap { $0[0].int64 }
         }
         XCTAssertFalse(positions.contains { $0 <= 0 }, "no provisional position committed")
         XCTAssertEqual(Set(positions).count, positions.count, "distinct positions")
@@ -292,14 +331,16 @@ final class PostgresDeferredPositionTests: XCTestCase {
             let final = try stores[0].changes(userID: user, after: 0, limit: 10_000, includeTombstones: true).changes
             XCTAssertGreaterThan(final.count, 10)
             for change in final {
-                XCTAssertEqual(seen.current["\(user)/\(change.collection)/\(change.id)"], change.version,
-                               "\(user)/\(change.collection)/\(change.id)")
+                XCTAssertEqual(
+                    seen.current["\(user)/\(change.collection)/\(change.id)"], change.version,
+                    "\(user)/\(change.collection)/\(change.id)")
             }
         }
         // The derived rows agree with the entries (writers of one user were serialised).
         for user in users {
             let check = try setup.read { c in
-                try c.query("""
+                try c.query(
+                    """
                     SELECT (SELECT COALESCE(SUM(amount_ml), 0)::bigint FROM water_entries WHERE user_id = $1 AND deleted = 0),
                            (SELECT COALESCE(SUM(total_ml), 0)::bigint FROM daily_totals WHERE user_id = $1),
                            (SELECT COUNT(*) FROM water_entries WHERE user_id = $1 AND deleted = 0),

@@ -1,11 +1,12 @@
 import Foundation
-@testable import SuplashAPI
 import SuplashDomain
 import SuplashHTTP
 import SuplashLogging
 import SuplashPostgres
 import SuplashPostgresStore
 import XCTest
+
+@testable import SuplashAPI
 
 /// What several instances on one database share: Idempotency-Key claims,
 /// rate-limit buckets (and so the failed-login budget), refresh-token rotation and email
@@ -19,8 +20,9 @@ final class SharedStateTests: XCTestCase {
         let setup = try PostgresTestSupport.migratedDatabase()
         _ = try PostgresStore(database: setup).createUser(
             UserProfile(id: user, email: "shared@example.test", displayName: nil, now: t0), passwordHash: "x",
-            session: NewSession(id: "s1", userID: user, refreshTokenHash: [UInt8](repeating: 1, count: 32),
-                                createdAt: t0, refreshExpiresAt: t0 + 1_000_000))
+            session: NewSession(
+                id: "s1", userID: user, refreshTokenHash: [UInt8](repeating: 1, count: 32),
+                createdAt: t0, refreshExpiresAt: t0 + 1_000_000))
         let stores = try (0..<count).map { _ in PostgresStore(database: try PostgresDatabase(url: url, poolSize: 4)) }
         return (setup, stores)
     }
@@ -29,13 +31,17 @@ final class SharedStateTests: XCTestCase {
 
     func testConcurrentClaimsOfOneKeyLetExactlyOneProceedAndARetryOnTheOtherInstanceReplays() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let t0 = self.t0
         let outcomes = Locked([IdempotencyClaim]())
         DispatchQueue.concurrentPerform(iterations: 8) { i in
             do {
-                let claim = try stores[i % 2].claimIdempotencyKey(caller: "u:a", key: "k", fingerprint: [1], now: t0,
-                                                                  leaseUntil: t0 + 60_000)
+                let claim = try stores[i % 2].claimIdempotencyKey(
+                    caller: "u:a", key: "k", fingerprint: [1], now: t0,
+                    leaseUntil: t0 + 60_000)
                 outcomes.withLock { $0.append(claim) }
             } catch {
                 XCTFail("\(error)")
@@ -45,17 +51,23 @@ final class SharedStateTests: XCTestCase {
         XCTAssertEqual(outcomes.current.filter { $0 == .running }.count, 7, "\(outcomes.current)")
         XCTAssertNil(try stores[1].idempotencyRecord(caller: "u:a", key: "k", now: t0), "a claim is not a record")
 
-        let record = IdempotencyRecord(fingerprint: [1], status: 201, headers: [["Location", "/v1/entries/e"]],
-                                       body: [1, 2, 3], expiresAt: t0 + 86_400_000)
+        let record = IdempotencyRecord(
+            fingerprint: [1], status: 201, headers: [["Location", "/v1/entries/e"]],
+            body: [1, 2, 3], expiresAt: t0 + 86_400_000)
         try stores[0].completeIdempotencyKey(caller: "u:a", key: "k", token: t0, record: record)
-        XCTAssertEqual(try stores[1].claimIdempotencyKey(caller: "u:a", key: "k", fingerprint: [1], now: t0 + 5,
-                                                         leaseUntil: t0 + 60_005), .completed(record))
+        XCTAssertEqual(
+            try stores[1].claimIdempotencyKey(
+                caller: "u:a", key: "k", fingerprint: [1], now: t0 + 5,
+                leaseUntil: t0 + 60_005), .completed(record))
         XCTAssertEqual(try stores[1].idempotencyRecord(caller: "u:a", key: "k", now: t0 + 5), record)
     }
 
     func testGuardsOnTwoInstancesAnswerAsOne() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let a = IdempotencyGuard(repository: stores[0], sharedClaims: true)
         let b = IdempotencyGuard(repository: stores[1], sharedClaims: true)
         guard case .proceed(let claim) = try a.begin(caller: "u:a", key: "k", fingerprint: [1], now: t0) else {
@@ -84,8 +96,9 @@ final class SharedStateTests: XCTestCase {
         guard case .proceed(let second) = try a.begin(caller: "u:a", key: "k5", fingerprint: [1], now: t0) else {
             return XCTFail("new key")
         }
-        a.complete(caller: "u:a", key: "k5", fingerprint: [1], claim: second, response: HTTPResponse(status: 503),
-                   path: "/v1/entries", now: t0)
+        a.complete(
+            caller: "u:a", key: "k5", fingerprint: [1], claim: second, response: HTTPResponse(status: 503),
+            path: "/v1/entries", now: t0)
         guard case .proceed = try b.begin(caller: "u:a", key: "k5", fingerprint: [1], now: t0 + 1) else {
             return XCTFail("a 5xx answer is run again")
         }
@@ -93,26 +106,39 @@ final class SharedStateTests: XCTestCase {
 
     func testACrashedInstancesClaimExpiresWithItsLease() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let lease: Int64 = 60_000
-        XCTAssertEqual(try stores[0].claimIdempotencyKey(caller: "ip:192.0.2.1", key: "k", fingerprint: [1], now: t0,
-                                                         leaseUntil: t0 + lease), .claimed(token: t0))
-        XCTAssertEqual(try stores[1].claimIdempotencyKey(caller: "ip:192.0.2.1", key: "k", fingerprint: [1],
-                                                         now: t0 + lease - 1, leaseUntil: t0 + 2 * lease - 1), .running)
+        XCTAssertEqual(
+            try stores[0].claimIdempotencyKey(
+                caller: "ip:192.0.2.1", key: "k", fingerprint: [1], now: t0,
+                leaseUntil: t0 + lease), .claimed(token: t0))
+        XCTAssertEqual(
+            try stores[1].claimIdempotencyKey(
+                caller: "ip:192.0.2.1", key: "k", fingerprint: [1],
+                now: t0 + lease - 1, leaseUntil: t0 + 2 * lease - 1), .running)
         // Instance 0 "crashed": at the end of its lease instance 1 takes the key over.
-        XCTAssertEqual(try stores[1].claimIdempotencyKey(caller: "ip:192.0.2.1", key: "k", fingerprint: [1],
-                                                         now: t0 + lease, leaseUntil: t0 + 2 * lease),
-                       .claimed(token: t0 + lease))
+        XCTAssertEqual(
+            try stores[1].claimIdempotencyKey(
+                caller: "ip:192.0.2.1", key: "k", fingerprint: [1],
+                now: t0 + lease, leaseUntil: t0 + 2 * lease),
+            .claimed(token: t0 + lease))
         // The late first request neither completes nor abandons the new claim.
         let late = IdempotencyRecord(fingerprint: [1], status: 200, headers: [], body: [0], expiresAt: t0 + 86_400_000)
         try stores[0].completeIdempotencyKey(caller: "ip:192.0.2.1", key: "k", token: t0, record: late)
         try stores[0].abandonIdempotencyKey(caller: "ip:192.0.2.1", key: "k", token: t0)
-        XCTAssertEqual(try stores[0].claimIdempotencyKey(caller: "ip:192.0.2.1", key: "k", fingerprint: [1],
-                                                         now: t0 + lease + 1, leaseUntil: t0 + 2 * lease + 1), .running)
+        XCTAssertEqual(
+            try stores[0].claimIdempotencyKey(
+                caller: "ip:192.0.2.1", key: "k", fingerprint: [1],
+                now: t0 + lease + 1, leaseUntil: t0 + 2 * lease + 1), .running)
         try stores[1].abandonIdempotencyKey(caller: "ip:192.0.2.1", key: "k", token: t0 + lease)
-        XCTAssertEqual(try stores[0].claimIdempotencyKey(caller: "ip:192.0.2.1", key: "k", fingerprint: [1],
-                                                         now: t0 + lease + 2, leaseUntil: t0 + 2 * lease + 2),
-                       .claimed(token: t0 + lease + 2))
+        XCTAssertEqual(
+            try stores[0].claimIdempotencyKey(
+                caller: "ip:192.0.2.1", key: "k", fingerprint: [1],
+                now: t0 + lease + 2, leaseUntil: t0 + 2 * lease + 2),
+            .claimed(token: t0 + lease + 2))
         // A claim whose row was purged (lease over) is still completed.
         XCTAssertEqual(try stores[0].purgeIdempotencyRecords(now: t0 + 3 * lease), 1)
         try stores[0].completeIdempotencyKey(caller: "ip:192.0.2.1", key: "k", token: t0 + lease + 2, record: late)
@@ -127,7 +153,10 @@ final class SharedStateTests: XCTestCase {
 
     func testRateLimitBudgetIsSharedByInstances() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         // The same layer on two instances, long window so nothing refills during the test.
         let layers = stores.map { RateLimitLayer(name: "ip", limit: 5, window: 3600, shared: sharedBuckets($0)) }
         for i in 0..<5 {
@@ -156,7 +185,10 @@ final class SharedStateTests: XCTestCase {
 
     func testConcurrentTakesNeverExceedTheBudget() throws {
         let (setup, stores) = try makeInstances(3)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let layers = stores.map { RateLimitLayer(name: "login-account", limit: 10, window: 900, shared: sharedBuckets($0)) }
         let allowed = Locked(0)
         DispatchQueue.concurrentPerform(iterations: 30) { i in
@@ -167,30 +199,38 @@ final class SharedStateTests: XCTestCase {
 
     func testIdleBucketsArePurged() throws {
         let (setup, stores) = try makeInstances(1)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         for key in ["a", "b", "c"] {
             _ = try stores[0].takeRateLimitToken(bucket: Array(key.utf8), capacity: 3, windowSeconds: 60)
         }
         XCTAssertEqual(try stores[0].purgeRateLimitBuckets(), 0, "not yet full again")
         _ = try setup.read { try $0.update("UPDATE rate_limit_buckets SET expires_at = expires_at - 61 WHERE bucket <> 'c'::bytea") }
         XCTAssertEqual(try stores[0].purgeRateLimitBuckets(), 2)
-        XCTAssertEqual(try stores[0].takeRateLimitToken(bucket: Array("a".utf8), capacity: 3, windowSeconds: 60),
-                       RateLimitTake(allowed: true, tokens: 2), "a purged bucket starts full")
+        XCTAssertEqual(
+            try stores[0].takeRateLimitToken(bucket: Array("a".utf8), capacity: 3, windowSeconds: 60),
+            RateLimitTake(allowed: true, tokens: 2), "a purged bucket starts full")
     }
 
     // MARK: Refresh tokens and email codes
 
     func testConcurrentRefreshOnTwoInstancesRotatesOnceAndTheOtherIsReuse() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
         let t0 = self.t0
         let outcomes = Locked([RefreshOutcome]())
         let threads = (0..<2).map { i in
             Thread {
                 do {
-                    let outcome = try stores[i].rotateRefreshToken(hash: [UInt8](repeating: 1, count: 32),
-                                                                   newHash: [UInt8](repeating: UInt8(60 + i), count: 32),
-                                                                   now: t0 + 1, newExpiresAt: t0 + 100)
+                    let outcome = try stores[i].rotateRefreshToken(
+                        hash: [UInt8](repeating: 1, count: 32),
+                        newHash: [UInt8](repeating: UInt8(60 + i), count: 32),
+                        now: t0 + 1, newExpiresAt: t0 + 100)
                     outcomes.withLock { $0.append(outcome) }
                 } catch {
                     outcomes.withLock { _ in XCTFail("\(error)") }
@@ -209,18 +249,26 @@ final class SharedStateTests: XCTestCase {
 
     func testConcurrentRedemptionsOfOneCodeOnTwoInstancesSucceedOnce() throws {
         let (setup, stores) = try makeInstances(2)
-        defer { setup.close(); stores.forEach { $0.database.close() } }
-        let t0 = self.t0, user = self.user
-        _ = try stores[0].issueCode(NewEmailCode(userID: user, purpose: .verifyEmail, codeHash: [5], createdAt: t0,
-                                                 expiresAt: t0 + 600_000),
-                                    message: OutboxMessage(id: "m1", recipient: "shared@example.test", subject: "s",
-                                                           text: "t", createdAt: t0),
-                                    minIntervalMs: 0)
+        defer {
+            setup.close()
+            stores.forEach { $0.database.close() }
+        }
+        let t0 = self.t0
+        let user = self.user
+        _ = try stores[0].issueCode(
+            NewEmailCode(
+                userID: user, purpose: .verifyEmail, codeHash: [5], createdAt: t0,
+                expiresAt: t0 + 600_000),
+            message: OutboxMessage(
+                id: "m1", recipient: "shared@example.test", subject: "s",
+                text: "t", createdAt: t0),
+            minIntervalMs: 0)
         let outcomes = Locked([CodeCheckOutcome]())
         DispatchQueue.concurrentPerform(iterations: 6) { i in
             do {
-                let outcome = try stores[i % 2].redeemCode(userID: user, purpose: .verifyEmail, now: t0 + 1, maxAttempts: 5,
-                                                           matches: { $0 == [5] }, redemption: .verifyEmail)
+                let outcome = try stores[i % 2].redeemCode(
+                    userID: user, purpose: .verifyEmail, now: t0 + 1, maxAttempts: 5,
+                    matches: { $0 == [5] }, redemption: .verifyEmail)
                 outcomes.withLock { $0.append(outcome) }
             } catch {
                 outcomes.withLock { _ in XCTFail("\(error)") }
@@ -230,16 +278,20 @@ final class SharedStateTests: XCTestCase {
         XCTAssertEqual(outcomes.current.filter { $0 == .noCode }.count, 5, "single use: \(outcomes.current)")
 
         // Wrong guesses spread over both instances count every attempt once.
-        _ = try stores[1].issueCode(NewEmailCode(userID: user, purpose: .verifyEmail, codeHash: [6], createdAt: t0 + 2,
-                                                 expiresAt: t0 + 600_000),
-                                    message: OutboxMessage(id: "m2", recipient: "shared@example.test", subject: "s",
-                                                           text: "t", createdAt: t0 + 2),
-                                    minIntervalMs: 0)
+        _ = try stores[1].issueCode(
+            NewEmailCode(
+                userID: user, purpose: .verifyEmail, codeHash: [6], createdAt: t0 + 2,
+                expiresAt: t0 + 600_000),
+            message: OutboxMessage(
+                id: "m2", recipient: "shared@example.test", subject: "s",
+                text: "t", createdAt: t0 + 2),
+            minIntervalMs: 0)
         let wrong = Locked([CodeCheckOutcome]())
         DispatchQueue.concurrentPerform(iterations: 6) { i in
             do {
-                let outcome = try stores[i % 2].redeemCode(userID: user, purpose: .verifyEmail, now: t0 + 3, maxAttempts: 5,
-                                                           matches: { _ in false }, redemption: .verifyEmail)
+                let outcome = try stores[i % 2].redeemCode(
+                    userID: user, purpose: .verifyEmail, now: t0 + 3, maxAttempts: 5,
+                    matches: { _ in false }, redemption: .verifyEmail)
                 wrong.withLock { $0.append(outcome) }
             } catch {
                 wrong.withLock { _ in XCTFail("\(error)") }

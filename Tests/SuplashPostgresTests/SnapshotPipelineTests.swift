@@ -38,37 +38,45 @@ final class SnapshotPipelineTests: XCTestCase {
         let uid = fixtures.alice
         let t0 = fixtures.t0
         for (index, ml) in [250, 300, 250, 500].enumerated() {
-            let content = WaterEntryContent(amountMl: ml, loggedAt: t0 + Int64(index) * 60_000, source: .phone,
-                                            healthKitUUID: nil, note: nil)
-            _ = try store.createEntry(userID: uid, id: "0193000\(index)-0000-7000-8000-000000000001", content: content,
-                                      deviceID: "phone", now: t0 + Int64(index))
+            let content = WaterEntryContent(
+                amountMl: ml, loggedAt: t0 + Int64(index) * 60_000, source: .phone,
+                healthKitUUID: nil, note: nil)
+            _ = try store.createEntry(
+                userID: uid, id: "0193000\(index)-0000-7000-8000-000000000001", content: content,
+                deviceID: "phone", now: t0 + Int64(index))
         }
-        try store.deleteEntry(userID: uid, id: "01930001-0000-7000-8000-000000000001", deviceID: nil, now: t0 + 10,
-                              precondition: { _ in true })
-        _ = try store.putDay(userID: uid, date: date, content: DayContextContent(maxTemperatureC: 31.5, activeMinutes: 40),
-                             deviceID: "watch", now: t0 + 20)
+        try store.deleteEntry(
+            userID: uid, id: "01930001-0000-7000-8000-000000000001", deviceID: nil, now: t0 + 10,
+            precondition: { _ in true })
+        _ = try store.putDay(
+            userID: uid, date: date, content: DayContextContent(maxTemperatureC: 31.5, activeMinutes: 40),
+            deviceID: "watch", now: t0 + 20)
     }
 
     func pages(_ store: Store) throws -> [String] {
         var out: [String] = []
         for (after, limit, tombstones) in [(Int64(0), 50, true), (0, 50, false), (0, 2, true), (3, 2, true), (100, 50, true)] {
             let p = try store.changes(userID: fixtures.alice, after: after, limit: limit, includeTombstones: tombstones)
-            out.append("\(p.changes) more=\(p.hasMore) head=\(p.headPosition) horizon=\(p.purgeHorizon) "
-                       + "profile=\(String(describing: p.profile)) id=\(!p.databaseID.isEmpty)")
+            out.append(
+                "\(p.changes) more=\(p.hasMore) head=\(p.headPosition) horizon=\(p.purgeHorizon) "
+                    + "profile=\(String(describing: p.profile)) id=\(!p.databaseID.isEmpty)")
         }
-        let unknown = try store.changes(userID: "01930000-0000-7000-8000-0000000000ff", after: 0, limit: 10,
-                                        includeTombstones: true)
+        let unknown = try store.changes(
+            userID: "01930000-0000-7000-8000-0000000000ff", after: 0, limit: 10,
+            includeTombstones: true)
         out.append("unknown: \(unknown.changes.count) profile=\(String(describing: unknown.profile))")
         return out
     }
 
     func days(_ store: Store) throws -> [String] {
-        let range = fixtures.t0 - 3_600_000 ..< fixtures.t0 + 3_600_000
+        let range = fixtures.t0 - 3_600_000..<fixtures.t0 + 3_600_000
         let summary = try store.daySummary(userID: fixtures.alice, date: date, range: range)
         let figures = try store.dayFigures(userID: fixtures.alice, from: date.adding(days: -1), to: date.adding(days: 1))
-        return ["\(summary.entries)", "\(summary.recentAmountsMl)", "\(String(describing: summary.context))",
-                "\(summary.achievements)", "\(figures.totals.sorted { $0.key < $1.key })",
-                "\(figures.contexts.sorted { $0.key < $1.key })"]
+        return [
+            "\(summary.entries)", "\(summary.recentAmountsMl)", "\(String(describing: summary.context))",
+            "\(summary.achievements)", "\(figures.totals.sorted { $0.key < $1.key })",
+            "\(figures.contexts.sorted { $0.key < $1.key })",
+        ]
     }
 
     func testPullIsOneRoundTripAndAnswersAsSQLite() throws {
@@ -121,9 +129,10 @@ final class SnapshotPipelineTests: XCTestCase {
     func testFailureInThePipelineRollsBackAndLeavesTheConnectionUsable() throws {
         let store = try postgresStore()
         let db = store.database
-        XCTAssertThrowsError(try db.transaction(isolation: .repeatableRead, readOnly: true) { tx in
-            try tx.pipelineAndCommit([PostgresStatement("SELECT 1"), PostgresStatement("SELECT 1 / (0 * $1::int)", [.integer(1)])])
-        })
+        XCTAssertThrowsError(
+            try db.transaction(isolation: .repeatableRead, readOnly: true) { tx in
+                try tx.pipelineAndCommit([PostgresStatement("SELECT 1"), PostgresStatement("SELECT 1 / (0 * $1::int)", [.integer(1)])])
+            })
         XCTAssertEqual(try db.read { $0.isInTransaction }, false)
         XCTAssertEqual(try db.read { try $0.query("SELECT 2").first?[0].int64 }, 2)
         XCTAssertEqual(try store.changes(userID: fixtures.alice, after: 0, limit: 5, includeTombstones: true).changes, [])

@@ -49,29 +49,36 @@ final class SyncBehaviourTests: XCTestCase {
             }
             return p
         }
-        let bill = BillContent(provider: "ISKI", subscriberNo: "S-1", period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
-                               consumptionMilliM3: 1_000, amountMinor: 500, dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
+        let bill = BillContent(
+            provider: "ISKI", subscriberNo: "S-1", period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
+            consumptionMilliM3: 1_000, amountMinor: 500, dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
         record("push") {
-            let (outcomes, head) = try store.applyMutations(userID: uid, deviceID: "watch", now: t0 + 100, mutations: [
-                SyncMutation(collection: "water_entries", id: "w1", write: .upsertEntry(entry(300, t0 + 50)), clientUpdatedAt: t0 + 90),
-                SyncMutation(collection: "water_entries", id: "rest1", write: .upsertEntry(entry(999, t0)), clientUpdatedAt: t0 - 5),
-                SyncMutation(collection: "water_entries", id: "rest1", write: .upsertEntry(entry(400, t0)), clientUpdatedAt: t0 + 95),
-                SyncMutation(collection: "water_entries", id: "ghost", write: .delete, clientUpdatedAt: t0 + 96),
-                SyncMutation(collection: "water_entries", id: "w2", write: .upsertEntry(entry(100, t0 + 60, hk: "HK")),
-                             clientUpdatedAt: t0 + 97),
-                SyncMutation(collection: "water_entries", id: "w3", write: .upsertEntry(entry(100, t0 + 60, hk: "HK")),
-                             clientUpdatedAt: t0 + 97),
-                SyncMutation(collection: "profile", id: uid, write: .patchProfile(.object([("displayName", .string("Al"))])),
-                             clientUpdatedAt: t0 + 98),
-                SyncMutation(collection: "profile", id: "someone-else", write: .patchProfile(.object([])), clientUpdatedAt: t0 + 98),
-                SyncMutation(collection: "bills", id: "b1", write: .upsertBill(bill), clientUpdatedAt: t0 + 99),
-                SyncMutation(collection: "bills", id: "b2", write: .upsertBill(bill), clientUpdatedAt: t0 + 99),
-                SyncMutation(collection: "days", id: "2026-09-21", write: .putDay(DayContextContent(maxTemperatureC: 31)),
-                             clientUpdatedAt: t0 + 99),
-                SyncMutation(collection: "days", id: "not-a-date", write: .delete, clientUpdatedAt: t0 + 99),
-                SyncMutation(collection: "achievements", id: uid, write: .delete, clientUpdatedAt: t0 + 99),
-                SyncMutation(collection: "nope", id: "x", write: .delete, clientUpdatedAt: t0 + 99),
-            ], profilePatch: patch)
+            let (outcomes, head) = try store.applyMutations(
+                userID: uid, deviceID: "watch", now: t0 + 100,
+                mutations: [
+                    SyncMutation(collection: "water_entries", id: "w1", write: .upsertEntry(entry(300, t0 + 50)), clientUpdatedAt: t0 + 90),
+                    SyncMutation(collection: "water_entries", id: "rest1", write: .upsertEntry(entry(999, t0)), clientUpdatedAt: t0 - 5),
+                    SyncMutation(collection: "water_entries", id: "rest1", write: .upsertEntry(entry(400, t0)), clientUpdatedAt: t0 + 95),
+                    SyncMutation(collection: "water_entries", id: "ghost", write: .delete, clientUpdatedAt: t0 + 96),
+                    SyncMutation(
+                        collection: "water_entries", id: "w2", write: .upsertEntry(entry(100, t0 + 60, hk: "HK")),
+                        clientUpdatedAt: t0 + 97),
+                    SyncMutation(
+                        collection: "water_entries", id: "w3", write: .upsertEntry(entry(100, t0 + 60, hk: "HK")),
+                        clientUpdatedAt: t0 + 97),
+                    SyncMutation(
+                        collection: "profile", id: uid, write: .patchProfile(.object([("displayName", .string("Al"))])),
+                        clientUpdatedAt: t0 + 98),
+                    SyncMutation(collection: "profile", id: "someone-else", write: .patchProfile(.object([])), clientUpdatedAt: t0 + 98),
+                    SyncMutation(collection: "bills", id: "b1", write: .upsertBill(bill), clientUpdatedAt: t0 + 99),
+                    SyncMutation(collection: "bills", id: "b2", write: .upsertBill(bill), clientUpdatedAt: t0 + 99),
+                    SyncMutation(
+                        collection: "days", id: "2026-09-21", write: .putDay(DayContextContent(maxTemperatureC: 31)),
+                        clientUpdatedAt: t0 + 99),
+                    SyncMutation(collection: "days", id: "not-a-date", write: .delete, clientUpdatedAt: t0 + 99),
+                    SyncMutation(collection: "achievements", id: uid, write: .delete, clientUpdatedAt: t0 + 99),
+                    SyncMutation(collection: "nope", id: "x", write: .delete, clientUpdatedAt: t0 + 99),
+                ], profilePatch: patch)
             return "\(outcomes.map { "\($0)" }) head=\(head)"
         }
         page("everything", after: 0)
@@ -81,10 +88,15 @@ final class SyncBehaviourTests: XCTestCase {
             try store.applyMutations(userID: "nobody", deviceID: "d", now: t0, mutations: [], profilePatch: patch).headPosition
         }
         record("batch") {
-            try store.createEntries(userID: uid, items: [("w1", entry(300, t0 + 50)), ("w9", entry(120, t0 + 70)),
-                                                          ("b-hk", entry(100, t0 + 60, hk: "HK")), ("ghost", entry(1, t0)),
-                                                          ("rest1", entry(1, t0))], deviceID: "phone", now: t0 + 200)
-                .map { "\($0)" }
+            try store.createEntries(
+                userID: uid,
+                items: [
+                    ("w1", entry(300, t0 + 50)), ("w9", entry(120, t0 + 70)),
+                    ("b-hk", entry(100, t0 + 60, hk: "HK")), ("ghost", entry(1, t0)),
+                    ("rest1", entry(1, t0)),
+                ], deviceID: "phone", now: t0 + 200
+            )
+            .map { "\($0)" }
         }
         try store.deleteEntry(userID: uid, id: "w9", deviceID: nil, now: t0 + 300, precondition: { _ in true })
         try store.deleteBill(userID: uid, id: "b1", deviceID: nil, now: t0 + 300, precondition: { _ in true })

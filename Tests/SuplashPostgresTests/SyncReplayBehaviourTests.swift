@@ -36,59 +36,74 @@ final class SyncReplayBehaviourTests: XCTestCase {
             return p
         }
         let entry = WaterEntryContent(amountMl: 250, loggedAt: t0, source: .watch, healthKitUUID: nil, note: "cold")
-        let bill = BillContent(provider: "ISKI", subscriberNo: "S-1",
-                               period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
-                               consumptionMilliM3: 1_000, amountMinor: 500,
-                               dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
+        let bill = BillContent(
+            provider: "ISKI", subscriberNo: "S-1",
+            period: YearMonth(parsing: "2026-05") ?? LocalDate(dayNumber: 0).yearMonth,
+            consumptionMilliM3: 1_000, amountMinor: 500,
+            dueDate: LocalDate(parsing: "2026-06-10") ?? LocalDate(dayNumber: 0))
         let mutations = [
             SyncMutation(collection: "water_entries", id: "w1", write: .upsertEntry(entry), clientUpdatedAt: t0 + 10),
             SyncMutation(collection: "water_entries", id: "w2", write: .delete, clientUpdatedAt: t0 + 11),
             SyncMutation(collection: "bills", id: "b1", write: .upsertBill(bill), clientUpdatedAt: t0 + 12),
-            SyncMutation(collection: "days", id: "2026-09-21", write: .putDay(DayContextContent(maxTemperatureC: 31)),
-                         clientUpdatedAt: t0 + 13),
-            SyncMutation(collection: "profile", id: uid, write: .patchProfile(.object([("displayName", .string("Al"))])),
-                         clientUpdatedAt: t0 + 14),
+            SyncMutation(
+                collection: "days", id: "2026-09-21", write: .putDay(DayContextContent(maxTemperatureC: 31)),
+                clientUpdatedAt: t0 + 13),
+            SyncMutation(
+                collection: "profile", id: uid, write: .patchProfile(.object([("displayName", .string("Al"))])),
+                clientUpdatedAt: t0 + 14),
         ]
         func feed() throws -> (changes: [String], head: Int64) {
             let page = try store.changes(userID: uid, after: 0, limit: 100, includeTombstones: true)
-            return (page.changes.map { "\($0.collection)/\($0.id) v\($0.version) @\($0.position) t\($0.updatedAt - t0)" },
-                    page.headPosition)
+            return (
+                page.changes.map { "\($0.collection)/\($0.id) v\($0.version) @\($0.position) t\($0.updatedAt - t0)" },
+                page.headPosition
+            )
         }
 
         // The first push; the entry is sent twice in it (a client retrying within one batch).
-        let first = try store.applyMutations(userID: uid, deviceID: "watch", now: t0 + 100,
-                                             mutations: mutations + [mutations[0]], profilePatch: patch)
+        let first = try store.applyMutations(
+            userID: uid, deviceID: "watch", now: t0 + 100,
+            mutations: mutations + [mutations[0]], profilePatch: patch)
         let firstAnswers = first.outcomes.map(Self.describe)
         XCTAssertEqual(firstAnswers.last, firstAnswers.first, "the repeat inside one push changed nothing", file: file, line: line)
         XCTAssertTrue(firstAnswers.first?.hasPrefix("water_entries/w1 v1 @") == true, "\(firstAnswers)", file: file, line: line)
         let before = try feed()
 
         // The retry: every mutation again, later. Nothing changes.
-        let retry = try store.applyMutations(userID: uid, deviceID: "watch", now: t0 + 500, mutations: mutations,
-                                             profilePatch: patch)
-        XCTAssertEqual(retry.outcomes.map(Self.describe), Array(firstAnswers.prefix(mutations.count)),
-                       "a retried push answers applied at the stored version and position", file: file, line: line)
+        let retry = try store.applyMutations(
+            userID: uid, deviceID: "watch", now: t0 + 500, mutations: mutations,
+            profilePatch: patch)
+        XCTAssertEqual(
+            retry.outcomes.map(Self.describe), Array(firstAnswers.prefix(mutations.count)),
+            "a retried push answers applied at the stored version and position", file: file, line: line)
         XCTAssertEqual(retry.headPosition, first.headPosition, "no change position was taken", file: file, line: line)
         let after = try feed()
-        XCTAssertEqual(after.changes, before.changes, "the feed (versions, positions, updatedAt) is unchanged",
-                       file: file, line: line)
+        XCTAssertEqual(
+            after.changes, before.changes, "the feed (versions, positions, updatedAt) is unchanged",
+            file: file, line: line)
         XCTAssertEqual(after.head, before.head, file: file, line: line)
 
         // Not a replay: another device, or other content on the same stamp (the later arrival wins).
         var changed = entry
         changed.amountMl = 300
-        let other = try store.applyMutations(userID: uid, deviceID: "watch", now: t0 + 600, mutations: [
-            SyncMutation(collection: "water_entries", id: "w1", write: .upsertEntry(changed), clientUpdatedAt: t0 + 10),
-        ], profilePatch: patch)
-        let otherDevice = try store.applyMutations(userID: uid, deviceID: "watch2", now: t0 + 700, mutations: [
-            SyncMutation(collection: "bills", id: "b1", write: .upsertBill(bill), clientUpdatedAt: t0 + 12),
-        ], profilePatch: patch)
+        let other = try store.applyMutations(
+            userID: uid, deviceID: "watch", now: t0 + 600,
+            mutations: [
+                SyncMutation(collection: "water_entries", id: "w1", write: .upsertEntry(changed), clientUpdatedAt: t0 + 10)
+            ], profilePatch: patch)
+        let otherDevice = try store.applyMutations(
+            userID: uid, deviceID: "watch2", now: t0 + 700,
+            mutations: [
+                SyncMutation(collection: "bills", id: "b1", write: .upsertBill(bill), clientUpdatedAt: t0 + 12)
+            ], profilePatch: patch)
         let final = try feed()
-        return ["first: \(firstAnswers) head=\(first.headPosition)", "feed: \(before.changes) head=\(before.head)",
-                "retry: \(retry.outcomes.map(Self.describe)) head=\(retry.headPosition)",
-                "same stamp, other content: \(other.outcomes.map(Self.describe))",
-                "same content, other device: \(otherDevice.outcomes.map(Self.describe))",
-                "final feed: \(final.changes) head=\(final.head)"]
+        return [
+            "first: \(firstAnswers) head=\(first.headPosition)", "feed: \(before.changes) head=\(before.head)",
+            "retry: \(retry.outcomes.map(Self.describe)) head=\(retry.headPosition)",
+            "same stamp, other content: \(other.outcomes.map(Self.describe))",
+            "same content, other device: \(otherDevice.outcomes.map(Self.describe))",
+            "final feed: \(final.changes) head=\(final.head)",
+        ]
     }
 
     func testRetriedPushChangesNothingOnSQLiteAndPostgres() throws {

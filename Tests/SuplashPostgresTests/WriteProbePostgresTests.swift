@@ -25,7 +25,7 @@ final class WriteProbePostgresTests: XCTestCase {
         let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
         defer { db.close() }
         let store = PostgresStore(database: db)
-        try db.read { try $0.execute("SET default_transaction_read_only = on") }   // the pool's one connection
+        try db.read { try $0.execute("SET default_transaction_read_only = on") }  // the pool's one connection
         XCTAssertThrowsError(try store.probeWrite()) { error in
             XCTAssertEqual(error as? RepositoryError, .storage(.readOnly))
         }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import SuplashStorage
 
 /// The WAL position file: a damaged or truncated WAL that drops acknowledged commits is
@@ -23,7 +24,8 @@ final class AcknowledgedPositionTests: XCTestCase {
         let db = try SQLiteDatabase(path: directory.file("app.sqlite"))
         defer { db.close() }
         try db.write { context in
-            try context.connection.execute("""
+            try context.connection.execute(
+                """
                 CREATE TABLE seq (singleton INTEGER PRIMARY KEY, position INTEGER NOT NULL);
                 INSERT INTO seq VALUES (1, 0);
                 CREATE TABLE rows (n INTEGER PRIMARY KEY, pad BLOB);
@@ -49,8 +51,9 @@ final class AcknowledgedPositionTests: XCTestCase {
         let path = try crashImage(commits: 40)
         let db = try SQLiteDatabase(path: path)
         defer { db.close() }
-        XCTAssertEqual(try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL),
-                       .consistent(database: 40, acknowledged: 40))
+        XCTAssertEqual(
+            try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL),
+            .consistent(database: 40, acknowledged: 40))
         // Tracking goes on from there.
         try db.write { try $0.connection.run("UPDATE seq SET position = position + 1 WHERE singleton = 1") }
         XCTAssertEqual(AcknowledgedPositionFile.read(db.acknowledgedPositionPath), .position(41, databaseID: ""))
@@ -107,7 +110,9 @@ final class AcknowledgedPositionTests: XCTestCase {
     func testAFailedCommitDoesNotAdvanceTheFile() throws {
         let db = try SQLiteDatabase(path: directory.file("app.sqlite"))
         defer { db.close() }
-        try db.write { try $0.connection.execute("CREATE TABLE seq (singleton INTEGER PRIMARY KEY, position INTEGER); INSERT INTO seq VALUES (1, 7)") }
+        try db.write {
+            try $0.connection.execute("CREATE TABLE seq (singleton INTEGER PRIMARY KEY, position INTEGER); INSERT INTO seq VALUES (1, 7)")
+        }
         try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL)
         db.injectCommitFailures(StorageError(code: 13, message: "injected"), count: 1)
         XCTAssertThrowsError(try db.write { try $0.connection.run("UPDATE seq SET position = 8") })
@@ -120,14 +125,17 @@ final class AcknowledgedPositionTests: XCTestCase {
         // A restored backup: its id was forked, its position is behind the live database's file.
         let db = try SQLiteDatabase(path: directory.file("restored.sqlite"))
         defer { db.close() }
-        try db.write { try $0.connection.execute(
-            "CREATE TABLE seq (singleton INTEGER PRIMARY KEY, position INTEGER); INSERT INTO seq VALUES (1, 3);"
-                + "CREATE TABLE ident (singleton INTEGER PRIMARY KEY, id TEXT); INSERT INTO ident VALUES (1, 'backup-id')") }
+        try db.write {
+            try $0.connection.execute(
+                "CREATE TABLE seq (singleton INTEGER PRIMARY KEY, position INTEGER); INSERT INTO seq VALUES (1, 3);"
+                    + "CREATE TABLE ident (singleton INTEGER PRIMARY KEY, id TEXT); INSERT INTO ident VALUES (1, 'backup-id')")
+        }
         let identitySQL = "SELECT id FROM ident WHERE singleton = 1"
         try Data(AcknowledgedPositionFile.record(50, databaseID: "live-id").utf8)
             .write(to: URL(fileURLWithPath: db.acknowledgedPositionPath))
-        XCTAssertEqual(try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL, identitySQL: identitySQL),
-                       .rewrittenOtherDatabase)
+        XCTAssertEqual(
+            try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL, identitySQL: identitySQL),
+            .rewrittenOtherDatabase)
         XCTAssertEqual(AcknowledgedPositionFile.read(db.acknowledgedPositionPath), .position(3, databaseID: "backup-id"))
 
         // The same id behind its own record is still refused; a record without an id (older
@@ -142,9 +150,11 @@ final class AcknowledgedPositionTests: XCTestCase {
     func testAMissingOrUnreadableSideFileForksTheIdOfADatabaseThatHoldsChanges() throws {
         let db = try SQLiteDatabase(path: directory.file("app.sqlite"))
         defer { db.close() }
-        try db.write { try $0.connection.execute(
-            "CREATE TABLE seq (singleton INTEGER PRIMARY KEY, position INTEGER); INSERT INTO seq VALUES (1, 0);"
-                + "CREATE TABLE ident (singleton INTEGER PRIMARY KEY, id TEXT); INSERT INTO ident VALUES (1, 'first-id')") }
+        try db.write {
+            try $0.connection.execute(
+                "CREATE TABLE seq (singleton INTEGER PRIMARY KEY, position INTEGER); INSERT INTO seq VALUES (1, 0);"
+                    + "CREATE TABLE ident (singleton INTEGER PRIMARY KEY, id TEXT); INSERT INTO ident VALUES (1, 'first-id')")
+        }
         let identitySQL = "SELECT id FROM ident WHERE singleton = 1"
         let forkSQL = "UPDATE ident SET id = 'fork-' || lower(hex(randomblob(4))) WHERE singleton = 1"
         func id() throws -> String {
@@ -152,24 +162,32 @@ final class AcknowledgedPositionTests: XCTestCase {
             return id
         }
         // A new database (position 0): nothing was handed out yet, no fork.
-        XCTAssertEqual(try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL, identitySQL: identitySQL,
-                                                        forkIdentitySQL: forkSQL), .created)
+        XCTAssertEqual(
+            try db.trackAcknowledgedPosition(
+                positionSQL: Self.positionSQL, identitySQL: identitySQL,
+                forkIdentitySQL: forkSQL), .created)
         XCTAssertEqual(try id(), "first-id")
         try db.write { try $0.connection.run("UPDATE seq SET position = 5") }
         // The file deleted (or torn) beside a database with changes: forked, and the file names the new id.
-        for damage in [{ try FileManager.default.removeItem(atPath: db.acknowledgedPositionPath) },
-                       { try Data("garbage".utf8).write(to: URL(fileURLWithPath: db.acknowledgedPositionPath)) }] {
+        for damage in [
+            { try FileManager.default.removeItem(atPath: db.acknowledgedPositionPath) },
+            { try Data("garbage".utf8).write(to: URL(fileURLWithPath: db.acknowledgedPositionPath)) },
+        ] {
             let before = try id()
             try damage()
-            XCTAssertEqual(try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL, identitySQL: identitySQL,
-                                                            forkIdentitySQL: forkSQL), .forked)
+            XCTAssertEqual(
+                try db.trackAcknowledgedPosition(
+                    positionSQL: Self.positionSQL, identitySQL: identitySQL,
+                    forkIdentitySQL: forkSQL), .forked)
             XCTAssertNotEqual(try id(), before)
             XCTAssertEqual(AcknowledgedPositionFile.read(db.acknowledgedPositionPath), .position(5, databaseID: try id()))
         }
         // An intact file: no fork.
         let kept = try id()
-        XCTAssertEqual(try db.trackAcknowledgedPosition(positionSQL: Self.positionSQL, identitySQL: identitySQL,
-                                                        forkIdentitySQL: forkSQL), .consistent(database: 5, acknowledged: 5))
+        XCTAssertEqual(
+            try db.trackAcknowledgedPosition(
+                positionSQL: Self.positionSQL, identitySQL: identitySQL,
+                forkIdentitySQL: forkSQL), .consistent(database: 5, acknowledged: 5))
         XCTAssertEqual(try id(), kept)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import SuplashStorage
 
 /// The database's files and backups hold emails and password hashes: owner-only (0600).
@@ -21,12 +22,14 @@ final class FileModeTests: XCTestCase {
     }
 
     func testANewDatabaseItsWALSHMProbeAndPositionFilesAreOwnerOnly() throws {
-        let previous = umask(0o022)   // the usual umask: files would be 0644
+        let previous = umask(0o022)  // the usual umask: files would be 0644
         defer { umask(previous) }
         let path = directory.file("app.sqlite")
         let db = try SQLiteDatabase(path: path)
         defer { db.close() }
-        try db.write { try $0.connection.execute("CREATE TABLE seq (singleton INTEGER PRIMARY KEY, position INTEGER); INSERT INTO seq VALUES (1, 1)") }
+        try db.write {
+            try $0.connection.execute("CREATE TABLE seq (singleton INTEGER PRIMARY KEY, position INTEGER); INSERT INTO seq VALUES (1, 1)")
+        }
         try db.trackAcknowledgedPosition(positionSQL: "SELECT position FROM seq")
         try db.probeWritability()
         for file in [path, path + "-wal", path + "-shm", db.writeProbePath, db.acknowledgedPositionPath] {

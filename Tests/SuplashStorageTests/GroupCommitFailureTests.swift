@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import SuplashStorage
 
 private struct Refused: Error, Equatable { let id: String }
@@ -22,12 +23,14 @@ final class GroupCommitFailureTests: XCTestCase {
         directory = nil
     }
 
-    private static let full = StorageError(code: 13, message: "injected: database or disk is full")   // SQLITE_FULL
+    private static let full = StorageError(code: 13, message: "injected: database or disk is full")  // SQLITE_FULL
 
     /// Queues `jobs` behind a held writer so they form one batch, fails `commitFailures`
     /// commits, and returns each job's result by name.
-    private func runOneBatch(commitFailures: Int,
-                             _ jobs: [(String, @Sendable (WriteContext) throws -> String)]) -> [String: Result<String, any Error>] {
+    private func runOneBatch(
+        commitFailures: Int,
+        _ jobs: [(String, @Sendable (WriteContext) throws -> String)]
+    ) -> [String: Result<String, any Error>] {
         let db = self.db!
         let gate = Gate()
         let done = DispatchGroup()
@@ -37,16 +40,21 @@ final class GroupCommitFailureTests: XCTestCase {
         let entered = Gate()
         done.enter()
         Thread {
-            _ = try? db.writeExclusive { _ in entered.open(); gate.wait() }
+            _ = try? db.writeExclusive { _ in
+                entered.open()
+                gate.wait()
+            }
             done.leave()
         }.start()
         entered.wait()
         for (name, body) in jobs {
             done.enter()
-            db.writeAsync(body, completion: { result in
-                results.append((name, result))
-                done.leave()
-            })
+            db.writeAsync(
+                body,
+                completion: { result in
+                    results.append((name, result))
+                    done.leave()
+                })
         }
         waitUntil { db.pendingWriteCount == jobs.count }
         db.injectCommitFailures(Self.full, count: commitFailures)
@@ -57,13 +65,16 @@ final class GroupCommitFailureTests: XCTestCase {
 
     /// Inserts `n` unless it exists (then refuses, as a second create of one id does).
     private static func insertOnce(_ n: Int, as name: String) -> (String, @Sendable (WriteContext) throws -> String) {
-        (name, { context in
-            if try context.connection.scalarInt64("SELECT count(*) FROM t WHERE n = ?", [.int(n)]) != 0 {
-                throw Refused(id: name)
+        (
+            name,
+            { context in
+                if try context.connection.scalarInt64("SELECT count(*) FROM t WHERE n = ?", [.int(n)]) != 0 {
+                    throw Refused(id: name)
+                }
+                try context.connection.run("INSERT INTO t(n) VALUES (?)", [.int(n)])
+                return "inserted"
             }
-            try context.connection.run("INSERT INTO t(n) VALUES (?)", [.int(n)])
-            return "inserted"
-        })
+        )
     }
 
     private func storedRows() throws -> [Int64] {
@@ -71,10 +82,12 @@ final class GroupCommitFailureTests: XCTestCase {
     }
 
     func testAJobThatFailedOnABatchMatesRolledBackRowIsReRunAlone() throws {
-        let results = runOneBatch(commitFailures: 1, [
-            Self.insertOnce(5, as: "first"),
-            Self.insertOnce(5, as: "second"),    // sees "first"'s row: refused inside the group
-        ])
+        let results = runOneBatch(
+            commitFailures: 1,
+            [
+                Self.insertOnce(5, as: "first"),
+                Self.insertOnce(5, as: "second"),  // sees "first"'s row: refused inside the group
+            ])
         // "first" succeeded in the group, whose COMMIT failed: the storage error.
         XCTAssertEqual((results["first"].flatMap { try? $0.get() }), nil)
         if case .failure(let error as StorageError)? = results["first"] {
@@ -89,10 +102,12 @@ final class GroupCommitFailureTests: XCTestCase {
     }
 
     func testWhileCommitsKeepFailingEveryJobGetsTheStorageErrorNotABatchMatesAnswer() throws {
-        let results = runOneBatch(commitFailures: 2, [
-            Self.insertOnce(5, as: "first"),
-            Self.insertOnce(5, as: "second"),
-        ])
+        let results = runOneBatch(
+            commitFailures: 2,
+            [
+                Self.insertOnce(5, as: "first"),
+                Self.insertOnce(5, as: "second"),
+            ])
         for name in ["first", "second"] {
             guard case .failure(let error as StorageError)? = results[name] else {
                 XCTFail("\(name): expected StorageError.full, got \(String(describing: results[name]))")
@@ -106,13 +121,16 @@ final class GroupCommitFailureTests: XCTestCase {
     func testAJobThatFailedBeforeAnyBatchMateWroteKeepsItsOwnAnswer() throws {
         try db.write { try $0.connection.run("INSERT INTO t(n) VALUES (1)") }
         let before = db.writerStatistics
-        let results = runOneBatch(commitFailures: 1, [
-            Self.insertOnce(1, as: "duplicate"),   // refused on a committed row: the truth
-            Self.insertOnce(2, as: "new"),
-            Self.insertOnce(3, as: "other"),
-        ])
-        XCTAssertEqual(results["duplicate"].flatMap { r in if case .failure(let e) = r { e as? Refused } else { nil } },
-                       Refused(id: "duplicate"))
+        let results = runOneBatch(
+            commitFailures: 1,
+            [
+                Self.insertOnce(1, as: "duplicate"),  // refused on a committed row: the truth
+                Self.insertOnce(2, as: "new"),
+                Self.insertOnce(3, as: "other"),
+            ])
+        XCTAssertEqual(
+            results["duplicate"].flatMap { r in if case .failure(let e) = r { e as? Refused } else { nil } },
+            Refused(id: "duplicate"))
         for name in ["new", "other"] {
             guard case .failure(let error as StorageError)? = results[name] else {
                 XCTFail("\(name): expected StorageError.full, got \(String(describing: results[name]))")
@@ -126,13 +144,18 @@ final class GroupCommitFailureTests: XCTestCase {
 
     func testAReRunJobThatFailsAgainReportsItsOwnErrorAndItsCallbacksDoNotRun() throws {
         let callbacks = Collector<String>()
-        let results = runOneBatch(commitFailures: 1, [
-            Self.insertOnce(7, as: "writer"),
-            ("always-fails", { context in
-                context.afterCommit { callbacks.append("always-fails") }
-                throw Refused(id: "always-fails")
-            }),
-        ])
+        let results = runOneBatch(
+            commitFailures: 1,
+            [
+                Self.insertOnce(7, as: "writer"),
+                (
+                    "always-fails",
+                    { context in
+                        context.afterCommit { callbacks.append("always-fails") }
+                        throw Refused(id: "always-fails")
+                    }
+                ),
+            ])
         guard case .failure(let error as Refused)? = results["always-fails"] else {
             return XCTFail("expected its own error, got \(String(describing: results["always-fails"]))")
         }

@@ -1,8 +1,9 @@
 import Foundation
+import SuplashCrypto
 import SuplashSQL
 import XCTest
+
 @testable import SuplashStorage
-import SuplashCrypto
 
 final class MigratorTests: XCTestCase {
     private var directory: TemporaryDirectory!
@@ -14,7 +15,9 @@ final class MigratorTests: XCTestCase {
         migrations = try TemporaryDirectory()
         db = try SQLiteDatabase(path: directory.file("app.sqlite"))
         try migrations.write("0001_create_users.sql", "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL UNIQUE);\n")
-        try migrations.write("0002_create_entries.sql", """
+        try migrations.write(
+            "0002_create_entries.sql",
+            """
             CREATE TABLE entries (id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users(id), ml INTEGER NOT NULL);
             CREATE INDEX entries_user ON entries(user_id);
             """)
@@ -28,8 +31,10 @@ final class MigratorTests: XCTestCase {
         migrations = nil
     }
 
-    private func expectMigrationError(_ body: () throws -> Void, file: StaticString = #filePath, line: UInt = #line,
-                                      _ check: (MigrationError) -> Bool) {
+    private func expectMigrationError(
+        _ body: () throws -> Void, file: StaticString = #filePath, line: UInt = #line,
+        _ check: (MigrationError) -> Bool
+    ) {
         do {
             try body()
             XCTFail("expected a MigrationError", file: file, line: line)
@@ -107,25 +112,39 @@ final class MigratorTests: XCTestCase {
     func testRenamedAndOutOfOrderMigrationsAreRefused() throws {
         XCTAssertEqual(try Migrator.migrate(db, try Migrator.load(directory: migrations.path)), 2)
         let sql2 = try XCTUnwrap(Migrator.load(directory: migrations.path).last?.sql)
-        expectMigrationError({ try Migrator.migrate(db, [
-            Migration(version: 1, name: "create_users", sql: "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL UNIQUE);\n"),
-            Migration(version: 2, name: "renamed", sql: sql2),
-        ]) }) {
+        expectMigrationError({
+            try Migrator.migrate(
+                db,
+                [
+                    Migration(version: 1, name: "create_users", sql: "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL UNIQUE);\n"),
+                    Migration(version: 2, name: "renamed", sql: sql2),
+                ])
+        }) {
             if case .nameMismatch(version: 2, applied: "create_entries", file: "renamed") = $0 { return true }
             return false
         }
         let loaded = try Migrator.load(directory: migrations.path)
-        expectMigrationError({ try Migrator.migrate(db, loaded + [Migration(version: 3, name: "c", sql: "SELECT 1"),
-                                                                   Migration(version: 3, name: "d", sql: "SELECT 2")]) }) {
+        expectMigrationError({
+            try Migrator.migrate(
+                db,
+                loaded + [
+                    Migration(version: 3, name: "c", sql: "SELECT 1"),
+                    Migration(version: 3, name: "d", sql: "SELECT 2"),
+                ])
+        }) {
             if case .duplicateVersion(3, _) = $0 { return true }
             return false
         }
         // Apply 4, then a 3 appears: refused.
         XCTAssertEqual(try Migrator.migrate(db, loaded + [Migration(version: 4, name: "four", sql: "CREATE TABLE four (x);")]), 1)
-        expectMigrationError({ try Migrator.migrate(db, loaded + [
-            Migration(version: 3, name: "three", sql: "CREATE TABLE three (x);"),
-            Migration(version: 4, name: "four", sql: "CREATE TABLE four (x);"),
-        ]) }) {
+        expectMigrationError({
+            try Migrator.migrate(
+                db,
+                loaded + [
+                    Migration(version: 3, name: "three", sql: "CREATE TABLE three (x);"),
+                    Migration(version: 4, name: "four", sql: "CREATE TABLE four (x);"),
+                ])
+        }) {
             if case .outOfOrder(version: 3, name: "three", latestApplied: 4) = $0 { return true }
             return false
         }
@@ -183,8 +202,9 @@ final class MigratorTests: XCTestCase {
         let done = DispatchGroup()
         for i in 0..<20 {
             done.enter()
-            db.writeAsync({ try $0.connection.run("INSERT INTO users(email) VALUES (?)", [.text("u\(i)")]) },
-                          completion: { _ in done.leave() })
+            db.writeAsync(
+                { try $0.connection.run("INSERT INTO users(email) VALUES (?)", [.text("u\(i)")]) },
+                completion: { _ in done.leave() })
         }
         try migrations.write("0003_goal.sql", "ALTER TABLE users ADD COLUMN goal_ml INTEGER NOT NULL DEFAULT 2000;")
         XCTAssertEqual(try Migrator.migrate(db, try Migrator.load(directory: migrations.path)), 1)

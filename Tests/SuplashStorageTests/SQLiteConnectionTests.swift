@@ -1,5 +1,6 @@
 import SuplashSQL
 import XCTest
+
 @testable import SuplashStorage
 
 final class SQLiteConnectionTests: XCTestCase {
@@ -18,7 +19,8 @@ final class SQLiteConnectionTests: XCTestCase {
     }
 
     func testCRUD() throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL, amount REAL);
             CREATE INDEX t_name ON t(name);
             """)
@@ -47,7 +49,7 @@ final class SQLiteConnectionTests: XCTestCase {
     }
 
     func testBindsAndReadsEveryValueType() throws {
-        try connection.execute("CREATE TABLE v (k INTEGER PRIMARY KEY, x)")   // no affinity: values kept as bound
+        try connection.execute("CREATE TABLE v (k INTEGER PRIMARY KEY, x)")  // no affinity: values kept as bound
         let values: [SQLValue] = [
             .null, .integer(0), .integer(Int64.max), .integer(Int64.min), .real(-2.5), .real(1e300),
             .text(""), .text("héllo 💧"), .text("nul\u{0}inside"), .blob([]), .blob([0, 1, 2, 255]),
@@ -57,11 +59,12 @@ final class SQLiteConnectionTests: XCTestCase {
         }
         let rows = try connection.query("SELECT x, typeof(x) FROM v ORDER BY k")
         XCTAssertEqual(rows.map { $0[0] }, values)
-        XCTAssertEqual(try rows.map { try $0.string(1) },
-                       ["null", "integer", "integer", "integer", "real", "real", "text", "text", "text", "blob", "blob"])
+        XCTAssertEqual(
+            try rows.map { try $0.string(1) },
+            ["null", "integer", "integer", "integer", "real", "real", "text", "text", "text", "blob", "blob"])
         XCTAssertEqual(try rows[10].blob(0), [0, 1, 2, 255])
         XCTAssertEqual(try rows[7].string("x"), "héllo 💧")
-        XCTAssertEqual(try connection.scalarInt64("SELECT length(x) FROM v WHERE k = 8"), 3) // length() stops at NUL
+        XCTAssertEqual(try connection.scalarInt64("SELECT length(x) FROM v WHERE k = 8"), 3)  // length() stops at NUL
         XCTAssertEqual(try connection.scalarInt64("SELECT length(CAST(x AS BLOB)) FROM v WHERE k = 8"), 10)
         XCTAssertEqual(try connection.scalar("SELECT ?", [true]), .integer(1))
     }
@@ -100,7 +103,8 @@ final class SQLiteConnectionTests: XCTestCase {
     }
 
     func testConstraintErrorsAreMappedToKinds() throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             CREATE TABLE parent (id INTEGER PRIMARY KEY, email TEXT UNIQUE);
             CREATE TABLE keyed (k TEXT PRIMARY KEY, v INTEGER CHECK (v >= 0) NOT NULL);
             CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL REFERENCES parent(id));
@@ -139,7 +143,7 @@ final class SQLiteConnectionTests: XCTestCase {
 
     func testClosedConnectionRefusesWork() throws {
         connection.close()
-        connection.close()   // idempotent
+        connection.close()  // idempotent
         assertStorageError(.misuse) { try connection.query("SELECT 1") }
         assertStorageError(.misuse) { try connection.execute("SELECT 1") }
     }

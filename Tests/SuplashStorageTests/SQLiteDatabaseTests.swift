@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import SuplashStorage
 
 private struct JobFailure: Error, Equatable { let id: Int }
@@ -61,7 +62,7 @@ final class SQLiteDatabaseTests: XCTestCase {
         XCTAssertEqual(errors.all, [])
         XCTAssertEqual(try db.read { try $0.scalarInt64("SELECT count(*) FROM t") }, 640)
         let stats = db.writerStatistics
-        XCTAssertEqual(stats.jobs, 641)   // + the CREATE TABLE of setUp
+        XCTAssertEqual(stats.jobs, 641)  // + the CREATE TABLE of setUp
         XCTAssertEqual(stats.failedJobs, 0)
     }
 
@@ -75,23 +76,28 @@ final class SQLiteDatabaseTests: XCTestCase {
         holdWriter(db, until: gate, done: done)
         for i in 0..<10 {
             done.enter()
-            db.writeAsync({ context in
-                try context.connection.run("INSERT INTO t(n) VALUES (?)", [.int(i)])
-                if i % 3 == 0 { throw JobFailure(id: i) }   // after writing: the write must vanish
-                return context.connection.lastInsertRowID
-            }, completion: { result in
-                results.append((i, result))
-                done.leave()
-            })
+            db.writeAsync(
+                { context in
+                    try context.connection.run("INSERT INTO t(n) VALUES (?)", [.int(i)])
+                    if i % 3 == 0 { throw JobFailure(id: i) }  // after writing: the write must vanish
+                    return context.connection.lastInsertRowID
+                },
+                completion: { result in
+                    results.append((i, result))
+                    done.leave()
+                })
         }
         // A constraint violation inside a batch, too.
         done.enter()
-        db.writeAsync({ try $0.connection.run("INSERT INTO t(n) VALUES (1)") }, completion: { result in
-            if case .failure(let error as StorageError) = result, error.kind == .constraintUnique {} else {
-                results.append((-1, .failure(JobFailure(id: -1))))
-            }
-            done.leave()
-        })
+        db.writeAsync(
+            { try $0.connection.run("INSERT INTO t(n) VALUES (1)") },
+            completion: { result in
+                if case .failure(let error as StorageError) = result, error.kind == .constraintUnique {
+                } else {
+                    results.append((-1, .failure(JobFailure(id: -1))))
+                }
+                done.leave()
+            })
         waitUntil { db.pendingWriteCount == 11 }
         let before = db.writerStatistics
         gate.open()
@@ -132,7 +138,7 @@ final class SQLiteDatabaseTests: XCTestCase {
             }
             finished.leave()
         }
-        waitUntil { db.pendingWriteCount == writers }   // all 200 blocked in write(), queued
+        waitUntil { db.pendingWriteCount == writers }  // all 200 blocked in write(), queued
         gate.open()
         finished.wait()
         gateDone.wait()
@@ -175,25 +181,29 @@ final class SQLiteDatabaseTests: XCTestCase {
         done.enter()
         holdWriter(db, until: gate, done: done)
         done.enter()
-        db.writeAsync({ context in
-            try context.connection.run("INSERT INTO t(n) VALUES (100)")
-            context.afterCommit {
-                // Runs after the commit: a reader already sees the row.
-                let visible = (try? db.read { try $0.scalarInt64("SELECT count(*) FROM t WHERE n = 100") }) ?? -1
-                events.append("callback ok visible=\(visible)")
-            }
-        }, completion: { result in
-            events.append("completion ok \((try? result.get()) != nil)")
-            done.leave()
-        })
+        db.writeAsync(
+            { context in
+                try context.connection.run("INSERT INTO t(n) VALUES (100)")
+                context.afterCommit {
+                    // Runs after the commit: a reader already sees the row.
+                    let visible = (try? db.read { try $0.scalarInt64("SELECT count(*) FROM t WHERE n = 100") }) ?? -1
+                    events.append("callback ok visible=\(visible)")
+                }
+            },
+            completion: { result in
+                events.append("completion ok \((try? result.get()) != nil)")
+                done.leave()
+            })
         done.enter()
-        db.writeAsync({ context in
-            context.afterCommit { events.append("callback of failed job") }
-            throw JobFailure(id: 1)
-        }, completion: { _ in
-            events.append("completion failed")
-            done.leave()
-        })
+        db.writeAsync(
+            { context in
+                context.afterCommit { events.append("callback of failed job") }
+                throw JobFailure(id: 1)
+            },
+            completion: { _ in
+                events.append("completion failed")
+                done.leave()
+            })
         waitUntil { db.pendingWriteCount == 2 }
         gate.open()
         done.wait()
@@ -221,19 +231,23 @@ final class SQLiteDatabaseTests: XCTestCase {
         let statements = ["COMMIT", "ROLLBACK", "BEGIN", "SAVEPOINT x", "RELEASE suplash_job", "END"]
         for (i, sql) in statements.enumerated() {
             done.enter()
-            db.writeAsync({ context in
-                try context.connection.run("INSERT INTO t(n) VALUES (?)", [.int(i)])
-                if i % 2 == 0 { try context.connection.execute(sql) } else { try context.connection.run(sql) }
-            }, completion: { result in
-                if case .failure(let error as StorageError) = result { kinds.append("\(error.kind)") }
-                done.leave()
-            })
+            db.writeAsync(
+                { context in
+                    try context.connection.run("INSERT INTO t(n) VALUES (?)", [.int(i)])
+                    if i % 2 == 0 { try context.connection.execute(sql) } else { try context.connection.run(sql) }
+                },
+                completion: { result in
+                    if case .failure(let error as StorageError) = result { kinds.append("\(error.kind)") }
+                    done.leave()
+                })
         }
         done.enter()
-        db.writeAsync({ try $0.connection.run("INSERT INTO t(n) VALUES (100)") }, completion: { result in
-            if case .success = result { kinds.append("ok") }
-            done.leave()
-        })
+        db.writeAsync(
+            { try $0.connection.run("INSERT INTO t(n) VALUES (100)") },
+            completion: { result in
+                if case .success = result { kinds.append("ok") }
+                done.leave()
+            })
         waitUntil { db.pendingWriteCount == statements.count + 1 }
         gate.open()
         done.wait()
@@ -252,11 +266,12 @@ final class SQLiteDatabaseTests: XCTestCase {
         let done = DispatchGroup()
         done.enter()
         // A job holds the write transaction open with an uncommitted row.
-        db.writeAsync({ context in
-            try context.connection.run("INSERT INTO t(n) VALUES (2)")
-            entered.open()
-            gate.wait()
-        }, completion: { _ in done.leave() })
+        db.writeAsync(
+            { context in
+                try context.connection.run("INSERT INTO t(n) VALUES (2)")
+                entered.open()
+                gate.wait()
+            }, completion: { _ in done.leave() })
         entered.wait()
         // Readers run meanwhile and see only committed data.
         XCTAssertEqual(try db.read { try $0.scalarInt64("SELECT count(*) FROM t") }, 1)
@@ -276,7 +291,10 @@ final class SQLiteDatabaseTests: XCTestCase {
         for i in 0..<3 {
             finished.enter()
             Thread {
-                _ = try? db.read { _ in inside.append(i); if i < 2 { gate.wait() } }
+                _ = try? db.read { _ in
+                    inside.append(i)
+                    if i < 2 { gate.wait() }
+                }
                 finished.leave()
             }.start()
             if i < 2 { waitUntil { inside.all.count == i + 1 } }
@@ -336,15 +354,16 @@ final class SQLiteDatabaseTests: XCTestCase {
         let db = self.db!
         let completed = Collector<Bool>()
         for i in 0..<20 {
-            db.writeAsync({ try $0.connection.run("INSERT INTO t(n) VALUES (?)", [.int(i)]) },
-                          completion: { completed.append((try? $0.get()) != nil) })
+            db.writeAsync(
+                { try $0.connection.run("INSERT INTO t(n) VALUES (?)", [.int(i)]) },
+                completion: { completed.append((try? $0.get()) != nil) })
         }
         db.close()
         XCTAssertEqual(completed.all.count, 20)
         XCTAssertTrue(completed.all.allSatisfy { $0 })
         assertStorageError(.closed) { try db.write { _ in 1 } }
         assertStorageError(.closed) { try db.read { _ in 1 } }
-        db.close()   // idempotent
+        db.close()  // idempotent
         let reopened = try SQLiteDatabase(path: directory.file("app.sqlite"))
         defer { reopened.close() }
         XCTAssertEqual(try reopened.read { try $0.scalarInt64("SELECT count(*) FROM t") }, 20)
@@ -412,7 +431,11 @@ final class Gate: @unchecked Sendable {
 /// so that jobs submitted afterwards queue up and form the next batch. `done` is left after.
 func holdWriter(_ db: SQLiteDatabase, until gate: Gate, done: DispatchGroup) {
     let entered = Gate()
-    db.writeAsync({ _ in entered.open(); gate.wait() }, completion: { _ in done.leave() })
+    db.writeAsync(
+        { _ in
+            entered.open()
+            gate.wait()
+        }, completion: { _ in done.leave() })
     entered.wait()
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import SuplashStorage
 
 /// A fresh temporary directory, removed at tear-down.
@@ -21,8 +22,10 @@ final class TemporaryDirectory {
 }
 
 /// Asserts that `body` throws a `StorageError` of `kind`.
-func assertStorageError<T>(_ kind: StorageError.Kind, file: StaticString = #filePath, line: UInt = #line,
-                           _ body: () throws -> T) {
+func assertStorageError<T>(
+    _ kind: StorageError.Kind, file: StaticString = #filePath, line: UInt = #line,
+    _ body: () throws -> T
+) {
     do {
         _ = try body()
         XCTFail("expected StorageError.\(kind), nothing thrown", file: file, line: line)
@@ -52,6 +55,14 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
 final class Collector<T>: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [T] = []
-    func append(_ item: T) { lock.lock(); items.append(item); lock.unlock() }
-    var all: [T] { lock.lock(); defer { lock.unlock() }; return items }
+    func append(_ item: T) {
+        lock.lock()
+        items.append(item)
+        lock.unlock()
+    }
+    var all: [T] {
+        lock.lock()
+        defer { lock.unlock() }
+        return items
+    }
 }

@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import SuplashCrypto
 import SuplashJSON
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Apple's signing keys (a JWKS), cached by `kid`. Loaded on first use; reloaded when a token
 /// names an unknown `kid`, at most once per `minimumRefreshInterval`. The source is an
@@ -79,9 +80,12 @@ public final class AppleKeySet: @unchecked Sendable {
             defer { session.finishTasksAndInvalidate() }
             var request = URLRequest(url: url, timeoutInterval: fetchTimeoutSeconds)
             request.setValue("application/json", forHTTPHeaderField: "Accept")
-            guard case .success(200, let body) = HTTPCall.perform(request, session: session,
-                                                                  timeoutSeconds: fetchTimeoutSeconds + 1),
-                  body.count <= 1 << 20 else { return nil }
+            guard
+                case .success(200, let body) = HTTPCall.perform(
+                    request, session: session,
+                    timeoutSeconds: fetchTimeoutSeconds + 1),
+                body.count <= 1 << 20
+            else { return nil }
             bytes = body
         } else {
             let path = lower.hasPrefix("file://") ? (URL(string: source)?.path ?? "") : source

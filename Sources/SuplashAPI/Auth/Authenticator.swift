@@ -17,9 +17,11 @@ public struct Authenticator: Sendable {
     ///     revocations through `NOTIFY`, which arrives asynchronously, so without this a
     ///     request sent to B right after a logout on A answered could still pass. A false
     ///     answer also enters the view. nil on SQLite (one instance: the view is exact).
-    public init(tokens: TokenService, revocations: RevocationView, adminKeys: AdminKeyCache,
-                perUserLimit: RateLimitLayer? = nil,
-                sessionCheck: (@Sendable (_ sessionID: String, _ userID: String) throws -> Bool)? = nil) {
+    public init(
+        tokens: TokenService, revocations: RevocationView, adminKeys: AdminKeyCache,
+        perUserLimit: RateLimitLayer? = nil,
+        sessionCheck: (@Sendable (_ sessionID: String, _ userID: String) throws -> Bool)? = nil
+    ) {
         self.tokens = tokens
         self.revocations = revocations
         self.adminKeys = adminKeys
@@ -35,9 +37,12 @@ public struct Authenticator: Sendable {
         if case .user(let userID, _) = principal, let layer = perUserLimit {
             let decision = layer.take(userID, now: RateLimits.now())
             if !decision.allowed {
-                throw APIError(.rateLimited, detail: "Too many requests for this user; retry after the time in Retry-After.",
-                               headers: [("Retry-After", String(decision.resetSeconds)),
-                                         ("RateLimit-Policy", layer.policyHeader), ("RateLimit", layer.header(decision))])
+                throw APIError(
+                    .rateLimited, detail: "Too many requests for this user; retry after the time in Retry-After.",
+                    headers: [
+                        ("Retry-After", String(decision.resetSeconds)),
+                        ("RateLimit-Policy", layer.policyHeader), ("RateLimit", layer.header(decision)),
+                    ])
             }
         }
         return principal
@@ -58,7 +63,8 @@ public struct Authenticator: Sendable {
         }
         let (userID, sessionID, issuedAt) = try tokens.verifyAccessTokenIssuedAt(token, now: request.now)
         guard !revocations.isRevoked(sessionID: sessionID), !revocations.isRevoked(userID: userID),
-              !revocations.isRevoked(userID: userID, issuedAt: issuedAt) else { throw APIError.invalidToken() }
+            !revocations.isRevoked(userID: userID, issuedAt: issuedAt)
+        else { throw APIError.invalidToken() }
         if let sessionCheck {
             let live: Bool
             do { live = try sessionCheck(sessionID, userID) } catch { throw APIError.unavailable() }
@@ -79,7 +85,8 @@ public struct Authenticator: Sendable {
         guard let space = utf8.firstIndex(of: UInt8(ascii: " ")) else { return nil }
         let scheme = utf8[..<space]
         guard scheme.count == 6,
-              zip(scheme, "bearer".utf8).allSatisfy({ ($0 | 0x20) == $1 }) else { return nil }
+            zip(scheme, "bearer".utf8).allSatisfy({ ($0 | 0x20) == $1 })
+        else { return nil }
         var start = utf8.index(after: space)
         var end = utf8.endIndex
         while start < end, utf8[start] == UInt8(ascii: " ") || utf8[start] == UInt8(ascii: "\t") {

@@ -40,7 +40,8 @@ public struct TokenService: Sendable {
     /// - Throws: `APIError.invalidToken()`.
     public func verifyAccessToken(_ token: String, now: Int64) throws(APIError) -> (userID: String, sessionID: String) {
         guard let claims = try? JWT.verifyHS256(token, keys: verificationKeys, now: now / 1000),
-              let sub = claims["sub"]?.stringValue, let sid = claims["sid"]?.stringValue else {
+            let sub = claims["sub"]?.stringValue, let sid = claims["sid"]?.stringValue
+        else {
             throw APIError.invalidToken()
         }
         return (sub, sid)

@@ -25,8 +25,10 @@ public struct APIError: Error, Sendable {
     public var headers: [(String, String)]
 
     /// The problem of registry entry `problem`: its status and title, with this `detail`.
-    public init(_ problem: ProblemCode, detail: String? = nil,
-                fieldErrors: [FieldError] = [], headers: [(String, String)] = []) {
+    public init(
+        _ problem: ProblemCode, detail: String? = nil,
+        fieldErrors: [FieldError] = [], headers: [(String, String)] = []
+    ) {
         self.status = problem.status
         self.code = problem.code
         self.title = problem.title
@@ -38,8 +40,10 @@ public struct APIError: Error, Sendable {
     /// The problem for a code given as text. When the registry lists `code` (it must: a
     /// test scans `Sources/` for code literals), status and title come from the registry
     /// and the given ones are ignored; prefer `init(_:detail:fieldErrors:headers:)`.
-    public init(status: Int, code: String, title: String, detail: String? = nil,
-                fieldErrors: [FieldError] = [], headers: [(String, String)] = []) {
+    public init(
+        status: Int, code: String, title: String, detail: String? = nil,
+        fieldErrors: [FieldError] = [], headers: [(String, String)] = []
+    ) {
         let entry = ProblemRegistry.entry(code)
         self.status = entry?.status ?? status
         self.code = code
@@ -66,14 +70,17 @@ public struct APIError: Error, Sendable {
     }
 
     /// 401 with `WWW-Authenticate: Bearer realm="suplash"`.
-    public static func unauthorized(_ code: ProblemCode = .unauthenticated,
-                                    _ detail: String = "A valid bearer token is required.") -> APIError {
+    public static func unauthorized(
+        _ code: ProblemCode = .unauthenticated,
+        _ detail: String = "A valid bearer token is required."
+    ) -> APIError {
         APIError(code, detail: detail, headers: [("WWW-Authenticate", "Bearer realm=\"suplash\"")])
     }
 
     public static func invalidToken() -> APIError {
-        APIError(.invalidToken, detail: "The bearer token is invalid, expired or revoked.",
-                 headers: [("WWW-Authenticate", "Bearer realm=\"suplash\", error=\"invalid_token\"")])
+        APIError(
+            .invalidToken, detail: "The bearer token is invalid, expired or revoked.",
+            headers: [("WWW-Authenticate", "Bearer realm=\"suplash\", error=\"invalid_token\"")])
     }
 
     public static let permissionDenied = APIError(.permissionDenied, detail: "This path belongs to another user.")
@@ -82,8 +89,9 @@ public struct APIError: Error, Sendable {
     public static let routeNotFound = APIError(.routeNotFound, detail: "No such route.")
 
     public static func methodNotAllowed(_ allowed: [String]) -> APIError {
-        APIError(.methodNotAllowed, detail: "Allowed methods: " + allowed.joined(separator: ", ") + ".",
-                 headers: [("Allow", allowed.joined(separator: ", "))])
+        APIError(
+            .methodNotAllowed, detail: "Allowed methods: " + allowed.joined(separator: ", ") + ".",
+            headers: [("Allow", allowed.joined(separator: ", "))])
     }
 
     /// 409 with registry code `code`.
@@ -113,15 +121,16 @@ public struct APIError: Error, Sendable {
     /// (corrupt, read-only) → 503 `storage_failed` without `Retry-After` (retrying cannot help;
     /// an operator must act). `detail` names the kind with a fixed text.
     public static func storage(_ failure: StorageFailure) -> APIError {
-        let detail: String = switch failure {
-        case .full: "Storage is full; retry later."
-        case .busy: "Storage is busy; retry later."
-        case .io: "Storage had an I/O error; retry later."
-        case .shutdown: "Storage is shutting down; retry later."
-        case .connection: "The database connection failed; retry later."
-        case .corrupt: "The database is damaged; an operator must restore it."
-        case .readOnly: "The database cannot be written; an operator must make it writable."
-        }
+        let detail: String =
+            switch failure {
+            case .full: "Storage is full; retry later."
+            case .busy: "Storage is busy; retry later."
+            case .io: "Storage had an I/O error; retry later."
+            case .shutdown: "Storage is shutting down; retry later."
+            case .connection: "The database connection failed; retry later."
+            case .corrupt: "The database is damaged; an operator must restore it."
+            case .readOnly: "The database cannot be written; an operator must make it writable."
+            }
         guard failure.isPermanent else { return .unavailable(detail) }
         return APIError(.storageFailed, detail: detail)
     }
@@ -132,8 +141,10 @@ public struct APIError: Error, Sendable {
     public static func notReady(_ problem: StorageHealth.Problem) -> APIError {
         var error = storage(problem.failure)
         let kind = problem.failure == .readOnly ? "read_only" : problem.failure.rawValue
-        error.detail = "Storage is not ready: \(kind) ("
-            + (problem.stalled ? "a write probe has not returned)."
+        error.detail =
+            "Storage is not ready: \(kind) ("
+            + (problem.stalled
+                ? "a write probe has not returned)."
                 : problem.fromWriteProbe ? "the latest write probe failed)." : "reported by a query).")
         return error
     }
@@ -173,18 +184,29 @@ public struct APIError: Error, Sendable {
     /// `{"type","title","status","code","detail","errors":[{"pointer","code","message"}]}`.
     public var problem: JSONValue {
         var members: [(String, JSONValue)] = [
-            ("type", .string(ProblemRegistry.entry(code)?.type
-                ?? ProblemRegistry.typeBase + code.replacingOccurrences(of: "_", with: "-"))),
+            (
+                "type",
+                .string(
+                    ProblemRegistry.entry(code)?.type
+                        ?? ProblemRegistry.typeBase + code.replacingOccurrences(of: "_", with: "-"))
+            ),
             ("title", .string(title)),
             ("status", .number(JSONNumber(status))),
             ("code", .string(code)),
         ]
         if let detail { members.append(("detail", .string(detail))) }
         if !fieldErrors.isEmpty {
-            members.append(("errors", .array(fieldErrors.map {
-                .object([("pointer", .string($0.pointer)), ("code", .string($0.code.rawValue)),
-                         ("message", .string($0.message))])
-            })))
+            members.append(
+                (
+                    "errors",
+                    .array(
+                        fieldErrors.map {
+                            .object([
+                                ("pointer", .string($0.pointer)), ("code", .string($0.code.rawValue)),
+                                ("message", .string($0.message)),
+                            ])
+                        })
+                ))
         }
         return .object(members)
     }

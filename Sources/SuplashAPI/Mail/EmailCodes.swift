@@ -36,9 +36,11 @@ public final class EmailCodes: Sendable {
     ///   - wake: called after a message was committed (wakes the delivery worker).
     ///   - awaitAttempt: blocks until the worker attempted message `id` or the timeout (seconds)
     ///     passed (`OutboxWorker.waitForAttempt`).
-    public init(repository: any EmailCodeRepository, key: [UInt8], policy: EmailCodePolicy = EmailCodePolicy(),
-                logger: Logger, wake: @escaping @Sendable () -> Void,
-                awaitAttempt: @escaping @Sendable (String, Double) -> Void = { _, _ in }) {
+    public init(
+        repository: any EmailCodeRepository, key: [UInt8], policy: EmailCodePolicy = EmailCodePolicy(),
+        logger: Logger, wake: @escaping @Sendable () -> Void,
+        awaitAttempt: @escaping @Sendable (String, Double) -> Void = { _, _ in }
+    ) {
         self.repository = repository
         self.key = key
         self.policy = policy
@@ -76,12 +78,15 @@ public final class EmailCodes: Sendable {
     /// Code row and outbox message for `user`.
     func make(user: UserProfile, purpose: EmailCodePurpose, now: Int64) -> (NewEmailCode, OutboxMessage) {
         let code = Self.generateCode()
-        let (subject, text) = MailTemplates.message(purpose: purpose, code: code, locale: user.locale,
-                                                    validMinutes: Int(policy.validityMs / 60_000))
-        let stored = NewEmailCode(userID: user.id, purpose: purpose, codeHash: hash(code: code, userID: user.id, purpose: purpose),
-                                  createdAt: now, expiresAt: now + policy.validityMs)
-        let message = OutboxMessage(id: UUIDText.version7(unixMillis: now, random: SecureRandom.bytes(10)),
-                                    recipient: user.email, subject: subject, text: text, createdAt: now)
+        let (subject, text) = MailTemplates.message(
+            purpose: purpose, code: code, locale: user.locale,
+            validMinutes: Int(policy.validityMs / 60_000))
+        let stored = NewEmailCode(
+            userID: user.id, purpose: purpose, codeHash: hash(code: code, userID: user.id, purpose: purpose),
+            createdAt: now, expiresAt: now + policy.validityMs)
+        let message = OutboxMessage(
+            id: UUIDText.version7(unixMillis: now, random: SecureRandom.bytes(10)),
+            recipient: user.email, subject: subject, text: text, createdAt: now)
         return (stored, message)
     }
 
@@ -135,10 +140,13 @@ public final class EmailCodes: Sendable {
     /// Presents `code` for `userID`: compared in constant time with the stored MAC inside the
     /// write transaction that counts the attempt or applies `redemption`.
     /// - Throws: `RepositoryError`.
-    public func redeem(userID: String, purpose: EmailCodePurpose, code: String, now: Int64,
-                       redemption: CodeRedemption) throws -> CodeCheckOutcome {
+    public func redeem(
+        userID: String, purpose: EmailCodePurpose, code: String, now: Int64,
+        redemption: CodeRedemption
+    ) throws -> CodeCheckOutcome {
         let presented = hash(code: code, userID: userID, purpose: purpose)
-        return try repository.redeemCode(userID: userID, purpose: purpose, now: now, maxAttempts: policy.maxAttempts,
-                                         matches: { constantTimeEquals($0, presented) }, redemption: redemption)
+        return try repository.redeemCode(
+            userID: userID, purpose: purpose, now: now, maxAttempts: policy.maxAttempts,
+            matches: { constantTimeEquals($0, presented) }, redemption: redemption)
     }
 }

@@ -5,64 +5,74 @@ import SuplashDomain
 public enum MailTemplates {
     /// `(subject, text)` for a code of `purpose`; `code` is six ASCII digits, `validMinutes`
     /// its lifetime. The code is the only six-digit number in the text.
-    public static func message(purpose: EmailCodePurpose, code: String, locale: String,
-                               validMinutes: Int) -> (subject: String, text: String) {
+    public static func message(
+        purpose: EmailCodePurpose, code: String, locale: String,
+        validMinutes: Int
+    ) -> (subject: String, text: String) {
         let turkish = locale.lowercased() == "tr" || locale.lowercased().hasPrefix("tr-") || locale.lowercased().hasPrefix("tr_")
         switch (purpose, turkish) {
         case (.verifyEmail, true):
-            return ("Suplash doğrulama kodunuz",
-                    """
-                    Merhaba,
+            return (
+                "Suplash doğrulama kodunuz",
+                """
+                Merhaba,
 
-                    Suplash e-posta adresinizi doğrulamak için kodunuz:
+                Suplash e-posta adresinizi doğrulamak için kodunuz:
 
-                        \(code)
+                    \(code)
 
-                    Kod \(validMinutes) dakika geçerlidir. Bu isteği siz yapmadıysanız bu e-postayı yok sayabilirsiniz.
+                Kod \(validMinutes) dakika geçerlidir. Bu isteği siz yapmadıysanız bu e-postayı yok sayabilirsiniz.
 
-                    Suplash
-                    """)
+                Suplash
+                """
+            )
         case (.verifyEmail, false):
-            return ("Your Suplash verification code",
-                    """
-                    Hello,
+            return (
+                "Your Suplash verification code",
+                """
+                Hello,
 
-                    Your code to verify your Suplash email address:
+                Your code to verify your Suplash email address:
 
-                        \(code)
+                    \(code)
 
-                    The code is valid for \(validMinutes) minutes. If you did not ask for it, you can ignore this email.
+                The code is valid for \(validMinutes) minutes. If you did not ask for it, you can ignore this email.
 
-                    Suplash
-                    """)
+                Suplash
+                """
+            )
         case (.resetPassword, true):
-            return ("Suplash şifre sıfırlama kodunuz",
-                    """
-                    Merhaba,
+            return (
+                "Suplash şifre sıfırlama kodunuz",
+                """
+                Merhaba,
 
-                    Suplash şifrenizi sıfırlamak için kodunuz:
+                Suplash şifrenizi sıfırlamak için kodunuz:
 
-                        \(code)
+                    \(code)
 
-                    Kod \(validMinutes) dakika geçerlidir. Şifre sıfırlandığında tüm cihazlardaki oturumlar kapatılır. \
-                    Bu isteği siz yapmadıysanız bu e-postayı yok sayabilirsiniz; şifreniz değişmez.
+                Kod \(validMinutes) dakika geçerlidir. Şifre sıfırlandığında tüm cihazlardaki oturumlar kapatılır. \
+                Bu isteği siz yapmadıysanız bu e-postayı yok sayabilirsiniz; şifreniz değişmez.
 
-                    Suplash
-                    """)
+                Suplash
+                """
+            )
         case (.resetPassword, false):
-            return ("Your Suplash password reset code",
-                    """
-                    Hello,
+            return (
+                "Your Suplash password reset code",
+                """
+                Hello,
 
-                    Your code to reset your Suplash password:
+                Your code to reset your Suplash password:
 
-                        \(code)
+                    \(code)
 
-                    The code is valid for \(validMinutes) minutes. Resetting the password signs you out on every device. \
-                    If you did not ask for it, you can ignore this email; your password stays the same.
+                The code is valid for \(validMinutes) minutes. Resetting the password signs you out on every device. \
+                If you did not ask for it, you can ignore this email; your password stays the same.
 
-                    Suplash
-                    """)
+                Suplash
+                """
+            )
         }
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import SuplashDomain
 import SuplashJSON
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Why a delivery attempt failed. `kind` is a fixed word (`network`, `timeout`, `http_503`,
 /// `io`), never provider text, so it can be logged and stored.
@@ -41,7 +42,8 @@ public struct ResendTransport: MailTransport {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
         guard let url = URL(string: base + "/emails"), let scheme = url.scheme?.lowercased(),
-              scheme == "https" || scheme == "http", url.host != nil else { return nil }
+            scheme == "https" || scheme == "http", url.host != nil
+        else { return nil }
         self.endpoint = url
         self.apiKey = apiKey
         self.from = from
@@ -137,14 +139,16 @@ public struct FileMailTransport: MailTransport {
     /// Writes `<directory>/<id>.eml` (temporary file, fsync, rename); I/O errors are temporary.
     public func deliver(_ message: OutboxMessage) throws(MailDeliveryError) {
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         } catch {
             throw .temporary(kind: "io")
         }
-        let safeID = String(message.id.unicodeScalars.filter {
-            CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_"
-        })
+        let safeID = String(
+            message.id.unicodeScalars.filter {
+                CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_"
+            })
         guard !safeID.isEmpty else { throw .permanent(kind: "bad_id") }
         let path = directory + "/" + safeID + ".eml"
         let temporary = path + ".tmp"
@@ -169,7 +173,8 @@ public struct FileMailTransport: MailTransport {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
-        let subject = message.subject.unicodeScalars.allSatisfy({ $0.isASCII })
+        let subject =
+            message.subject.unicodeScalars.allSatisfy({ $0.isASCII })
             ? message.subject
             : "=?UTF-8?B?" + Data(message.subject.utf8).base64EncodedString() + "?="
         let headers = [

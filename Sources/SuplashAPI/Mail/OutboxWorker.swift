@@ -61,10 +61,12 @@ public final class OutboxWorker: @unchecked Sendable {
     /// - Parameters:
     ///   - clock: ms since the epoch (tests inject a fake).
     ///   - random: a value in `0...upper` (jitter; tests inject a fixed one).
-    public init(repository: any OutboxRepository, transport: any MailTransport, policy: OutboxRetryPolicy = OutboxRetryPolicy(),
-                logger: Logger,
-                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-                random: @escaping @Sendable (Int64) -> Int64 = { $0 > 0 ? Int64.random(in: 0...$0) : 0 }) {
+    public init(
+        repository: any OutboxRepository, transport: any MailTransport, policy: OutboxRetryPolicy = OutboxRetryPolicy(),
+        logger: Logger,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        random: @escaping @Sendable (Int64) -> Int64 = { $0 > 0 ? Int64.random(in: 0...$0) : 0 }
+    ) {
         self.repository = repository
         self.transport = transport
         self.policy = policy
@@ -180,8 +182,9 @@ public final class OutboxWorker: @unchecked Sendable {
                 let now = clock()
                 let next = now + policy.delay(afterAttempt: attempt, random: random)
                 do {
-                    try repository.markAttemptFailed(id: message.id, attempts: attempt, nextAttemptAt: next, abandon: abandon,
-                                                     errorKind: kind, now: now)
+                    try repository.markAttemptFailed(
+                        id: message.id, attempts: attempt, nextAttemptAt: next, abandon: abandon,
+                        errorKind: kind, now: now)
                 } catch {
                     logger.warning("outbox_write_failed", .errorType(String(reflecting: type(of: error))))
                 }

@@ -22,8 +22,11 @@ public final class Metrics: @unchecked Sendable {
     private var requests: [RequestKey: UInt64] = [:]
     private var latency: [String: Histogram] = [:]
     private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
-    private var counterFamilies: [(name: String, help: String, label: String,
-                                   read: @Sendable () -> [(String, Double)])] = []
+    private var counterFamilies:
+        [(
+            name: String, help: String, label: String,
+            read: @Sendable () -> [(String, Double)]
+        )] = []
     private let lock = NSLock()
 
     public init() {}
@@ -48,8 +51,10 @@ public final class Metrics: @unchecked Sendable {
     /// Registers a family of counters read at every scrape, one series per value of `label`
     /// (e.g. storage failures by kind). `read` returns (label value, count) pairs; label values
     /// must be code-defined (never user text).
-    public func counters(_ name: String, help: String, label: String,
-                         _ read: @escaping @Sendable () -> [(String, Double)]) {
+    public func counters(
+        _ name: String, help: String, label: String,
+        _ read: @escaping @Sendable () -> [(String, Double)]
+    ) {
         lock.withLock { counterFamilies.append((name, help, label, read)) }
     }
 

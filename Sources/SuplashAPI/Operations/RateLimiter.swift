@@ -34,8 +34,10 @@ public final class SharedRateLimitBuckets: @unchecked Sendable {
     ///   - key: HMAC key for bucket names (≥ 32 bytes; the same on every instance, e.g.
     ///     derived from the JWT secret, or budgets would not be shared).
     ///   - purgeIntervalSeconds: seconds between purges of idle buckets by this instance.
-    public init(repository: any RateLimitBucketRepository, key: [UInt8], logger: Logger,
-                purgeIntervalSeconds: Double = 300) {
+    public init(
+        repository: any RateLimitBucketRepository, key: [UInt8], logger: Logger,
+        purgeIntervalSeconds: Double = 300
+    ) {
         self.repository = repository
         self.key = key
         self.logger = logger
@@ -56,7 +58,8 @@ public final class SharedRateLimitBuckets: @unchecked Sendable {
             return true
         }
         guard due else { return }
-        let repository = self.repository, logger = self.logger
+        let repository = self.repository
+        let logger = self.logger
         queue.async {
             do {
                 let purged = try repository.purgeRateLimitBuckets()
@@ -132,8 +135,9 @@ public final class RateLimitLayer: @unchecked Sendable {
     public func take(_ key: String, now: Double) -> Decision {
         if let shared, failureLock.withLock({ now >= localUntil }) {
             do {
-                let take = try shared.repository.takeRateLimitToken(bucket: shared.bucket(layer: name, clientKey: key),
-                                                                   capacity: limit, windowSeconds: window)
+                let take = try shared.repository.takeRateLimitToken(
+                    bucket: shared.bucket(layer: name, clientKey: key),
+                    capacity: limit, windowSeconds: window)
                 shared.purgeIfDue(now: now)
                 return decision(allowed: take.allowed, tokens: take.tokens)
             } catch {
@@ -147,8 +151,9 @@ public final class RateLimitLayer: @unchecked Sendable {
     private func decision(allowed: Bool, tokens: Double) -> Decision {
         let rate = Double(limit) / window
         let reset = allowed ? (Double(limit) - tokens) / rate : (1 - tokens) / rate
-        return Decision(allowed: allowed, remaining: Int(tokens.rounded(.down)),
-                        resetSeconds: max(allowed ? 0 : 1, Int(reset.rounded(.up))))
+        return Decision(
+            allowed: allowed, remaining: Int(tokens.rounded(.down)),
+            resetSeconds: max(allowed ? 0 : 1, Int(reset.rounded(.up))))
     }
 
     private func warnSharedFailure(_ error: any Error, logger: Logger, now: Double) {
@@ -241,9 +246,11 @@ public struct RateLimits: Sendable {
     /// Limits in requests: auth per address per hour, per address / device / user per
     /// minute, login failures per account per 15 minutes. 0 turns a layer off.
     /// `shared`: keep every layer's buckets in the database (`ratelimit.store = database`).
-    public init(authPerAddressPerHour: Int = 120, perAddressPerMinute: Int = 1200, perDevicePerMinute: Int = 300,
-                perUserPerMinute: Int = 600, loginFailuresPerAccountPer15Minutes: Int = 10,
-                trustedProxies: Set<String> = [], shared: SharedRateLimitBuckets? = nil) {
+    public init(
+        authPerAddressPerHour: Int = 120, perAddressPerMinute: Int = 1200, perDevicePerMinute: Int = 300,
+        perUserPerMinute: Int = 600, loginFailuresPerAccountPer15Minutes: Int = 10,
+        trustedProxies: Set<String> = [], shared: SharedRateLimitBuckets? = nil
+    ) {
         func layer(_ name: String, _ limit: Int, _ window: Double) -> RateLimitLayer? {
             limit > 0 ? RateLimitLayer(name: name, limit: limit, window: window, shared: shared) : nil
         }
@@ -257,8 +264,9 @@ public struct RateLimits: Sendable {
     }
 
     /// No limits at all (benchmarks, tests).
-    public static let disabled = RateLimits(authPerAddressPerHour: 0, perAddressPerMinute: 0, perDevicePerMinute: 0,
-                                           perUserPerMinute: 0, loginFailuresPerAccountPer15Minutes: 0)
+    public static let disabled = RateLimits(
+        authPerAddressPerHour: 0, perAddressPerMinute: 0, perDevicePerMinute: 0,
+        perUserPerMinute: 0, loginFailuresPerAccountPer15Minutes: 0)
 
     /// The client address: the socket peer, or — only when the peer is a trusted proxy —
     /// the right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
@@ -287,8 +295,9 @@ struct RateLimitOutcome {
             headers = [("RateLimit-Policy", layer.policyHeader), ("RateLimit", layer.header(decision))]
         }
         if !decision.allowed, limited == nil {
-            limited = APIError(.rateLimited, detail: "Too many requests; retry after the time in Retry-After.",
-                               headers: [("Retry-After", String(decision.resetSeconds))])
+            limited = APIError(
+                .rateLimited, detail: "Too many requests; retry after the time in Retry-After.",
+                headers: [("Retry-After", String(decision.resetSeconds))])
         }
     }
 }

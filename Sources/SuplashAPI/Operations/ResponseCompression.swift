@@ -26,12 +26,15 @@ enum ResponseCompression {
     /// to compressible types so caches keep the two forms apart.
     static func apply(to response: inout HTTPResponse, acceptEncoding: String?) {
         let type = response.headers.first(name: "Content-Type") ?? ""
-        guard type.hasPrefix("application/json") || type.hasPrefix("application/problem+json")
-                || type.hasPrefix("text/") else { return }
+        guard
+            type.hasPrefix("application/json") || type.hasPrefix("application/problem+json")
+                || type.hasPrefix("text/")
+        else { return }
         response.headers.add(name: "Vary", value: "Accept-Encoding")
         guard response.body.count > threshold, acceptsGzip(acceptEncoding),
-              !response.headers.contains(name: "Content-Encoding"),
-              let compressed = gzip(response.body) else { return }
+            !response.headers.contains(name: "Content-Encoding"),
+            let compressed = gzip(response.body)
+        else { return }
         response.body = compressed
         response.headers.add(name: "Content-Encoding", value: "gzip")
         if let etag = response.headers.first(name: "ETag"), etag.hasSuffix("\""), !etag.hasPrefix("W/") {
@@ -43,8 +46,11 @@ enum ResponseCompression {
     static func gzip(_ input: [UInt8]) -> [UInt8]? {
         var stream = z_stream()
         // windowBits 15 + 16 selects the gzip wrapper.
-        guard deflateInit2_(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
-                            ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
+        guard
+            deflateInit2_(
+                &stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+                ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        else { return nil }
         defer { deflateEnd(&stream) }
         var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 32)
         var input = input

@@ -28,18 +28,24 @@ public final class StorageMonitor: @unchecked Sendable {
     ///   - probe: the store's write probe.
     ///   - intervalSeconds: seconds between probes (`storage.writeProbeIntervalSeconds`);
     ///     0 turns the probe off (storage failures reported by queries still count).
-    public init(health: StorageHealth, probe: any StorageWriteProbe, intervalSeconds: Double, metrics: Metrics,
-                logger: Logger) {
+    public init(
+        health: StorageHealth, probe: any StorageWriteProbe, intervalSeconds: Double, metrics: Metrics,
+        logger: Logger
+    ) {
         self.health = health
         health.setLogSink { failure, occurrences in
             Self.log(failure, occurrences: occurrences, logger: logger)
         }
-        metrics.counters("suplash_storage_errors_total", help: "Classified storage failures since start, by kind.",
-                         label: "kind") {
+        metrics.counters(
+            "suplash_storage_errors_total", help: "Classified storage failures since start, by kind.",
+            label: "kind"
+        ) {
             health.totalsByKind.map { (Self.metricLabel($0.0), Double($0.1)) }
         }
-        metrics.gauge("suplash_storage_write_probe_ok",
-                      help: "1 when the latest storage write probe succeeded (or none ran yet), 0 when it failed.") {
+        metrics.gauge(
+            "suplash_storage_write_probe_ok",
+            help: "1 when the latest storage write probe succeeded (or none ran yet), 0 when it failed."
+        ) {
             health.problem?.fromWriteProbe == true ? 0 : 1
         }
         metrics.gauge("suplash_storage_ready", help: "1 when storage health lets /readyz answer 200.") {

@@ -6,24 +6,32 @@ import SuplashJSON
 /// Account export and erasure — spec §4 `users/{uid}`, §8 admin (KVKK/GDPR, App Store 5.1.1(v)).
 enum AccountDataRoutes {
     static func register(into router: inout Router<Route>, services: Services) {
-        router.add("GET", "/v1/users/{uid}/export", Route { request in
-            let (principal, uid) = try Access.authorize(request, services: services)
-            var masked = false
-            if case .admin = principal { masked = true }
-            return try export(uid, masked: masked, request, services)
-        })
-        router.add("GET", "/v1/admin/users/{uid}/export", Route { request in
-            try AdminRoutes.requireAdmin(request, services)
-            return try export(try adminUserID(request), masked: true, request, services)
-        })
-        router.add("DELETE", "/v1/users/{uid}", Route { request in
-            let (_, uid) = try Access.authorize(request, services: services)
-            return try erase(uid, request, services)
-        })
-        router.add("DELETE", "/v1/admin/users/{uid}", Route { request in
-            try AdminRoutes.requireAdmin(request, services)
-            return try erase(try adminUserID(request), request, services)
-        })
+        router.add(
+            "GET", "/v1/users/{uid}/export",
+            Route { request in
+                let (principal, uid) = try Access.authorize(request, services: services)
+                var masked = false
+                if case .admin = principal { masked = true }
+                return try export(uid, masked: masked, request, services)
+            })
+        router.add(
+            "GET", "/v1/admin/users/{uid}/export",
+            Route { request in
+                try AdminRoutes.requireAdmin(request, services)
+                return try export(try adminUserID(request), masked: true, request, services)
+            })
+        router.add(
+            "DELETE", "/v1/users/{uid}",
+            Route { request in
+                let (_, uid) = try Access.authorize(request, services: services)
+                return try erase(uid, request, services)
+            })
+        router.add(
+            "DELETE", "/v1/admin/users/{uid}",
+            Route { request in
+                try AdminRoutes.requireAdmin(request, services)
+                return try erase(try adminUserID(request), request, services)
+            })
     }
 
     static func adminUserID(_ request: APIRequest) throws -> String {
@@ -43,7 +51,8 @@ enum AccountDataRoutes {
     static func export(_ uid: String, masked: Bool, _ request: APIRequest, _ services: Services) throws -> HTTPResponse {
         var response = try exportResponse(uid, masked: masked, request, services)
         if response.body.count > fileBodyThreshold,
-           let file = try? HTTPFileBody.temporary(in: NSTemporaryDirectory(), { try $0.write(response.body) }) {
+            let file = try? HTTPFileBody.temporary(in: NSTemporaryDirectory(), { try $0.write(response.body) })
+        {
             response.body = []
             response.bodyFile = file
         }
@@ -53,14 +62,16 @@ enum AccountDataRoutes {
     private static func exportResponse(_ uid: String, masked: Bool, _ request: APIRequest, _ services: Services) throws -> HTTPResponse {
         guard let x = try services.domain.accountData.exportAccount(userID: uid) else { throw APIError.notFound }
         let today = services.domain.clocks.clock(x.profile.timezone).today(now: request.now)
-        return .json(200, .object([
-            ("profile", Presenter.profile(x.profile)),
-            ("waterEntries", .array(x.entries.map(Presenter.entry))),
-            ("days", .array(x.days.map { DomainPresenter.day($0) })),
-            ("bills", .array(x.bills.map { DomainPresenter.bill($0, today: today, masked: masked) })),
-            ("achievements", DomainPresenter.achievements(x.achievements, today: today)),
-            ("exportedAt", Presenter.time(request.now)),
-        ]), headers: [("Content-Disposition", "attachment; filename=\"suplash-export.json\"")])
+        return .json(
+            200,
+            .object([
+                ("profile", Presenter.profile(x.profile)),
+                ("waterEntries", .array(x.entries.map(Presenter.entry))),
+                ("days", .array(x.days.map { DomainPresenter.day($0) })),
+                ("bills", .array(x.bills.map { DomainPresenter.bill($0, today: today, masked: masked) })),
+                ("achievements", DomainPresenter.achievements(x.achievements, today: today)),
+                ("exportedAt", Presenter.time(request.now)),
+            ]), headers: [("Content-Disposition", "attachment; filename=\"suplash-export.json\"")])
     }
 
     /// Erases the account in one transaction, then refuses its tokens at once → 204.

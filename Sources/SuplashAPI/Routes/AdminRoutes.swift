@@ -7,36 +7,47 @@ import SuplashJSON
 enum AdminRoutes {
     static func register(into router: inout Router<Route>, services: Services) {
         router.add("GET", "/v1/admin/users", Route { try listUsers($0, services) })
-        router.add("GET", "/v1/admin/users/{uid}", Route { request in
-            try requireAdmin(request, services)
-            guard let uid = UUIDText.normalized(request.parameter("uid")),
-                  let user = try services.users.user(id: uid) else { throw APIError.notFound }
-            return .json(200, Presenter.profile(user.profile))
-        })
-        router.add("GET", "/v1/admin/stats", Route { request in
-            try requireAdmin(request, services)
-            let dayStart = request.now - request.now % 86_400_000
-            let stats = try services.operations.adminStats(dayStart: dayStart,
-                                                           thirtyDaysAgo: request.now - 30 * 86_400_000)
-            return .json(200, .object([
-                ("users", .int(stats.users)), ("activeUsersToday", .int(stats.activeUsersToday)),
-                ("activeUsers30d", .int(stats.activeUsers30d)), ("entriesToday", .int(stats.entriesToday)),
-                ("databaseBytes", .int(stats.databaseBytes)),
-            ]))
-        })
-        router.add("POST", "/v1/admin/backup", Route { request in
-            try requireAdmin(request, services)
-            let path = try backupPath(services.backupDirectory, now: request.now)
-            let bytes = try services.operations.backup(to: path)
-            return .json(201, .object([("path", .string(path)), ("bytes", .int(bytes))]))
-        })
+        router.add(
+            "GET", "/v1/admin/users/{uid}",
+            Route { request in
+                try requireAdmin(request, services)
+                guard let uid = UUIDText.normalized(request.parameter("uid")),
+                    let user = try services.users.user(id: uid)
+                else { throw APIError.notFound }
+                return .json(200, Presenter.profile(user.profile))
+            })
+        router.add(
+            "GET", "/v1/admin/stats",
+            Route { request in
+                try requireAdmin(request, services)
+                let dayStart = request.now - request.now % 86_400_000
+                let stats = try services.operations.adminStats(
+                    dayStart: dayStart,
+                    thirtyDaysAgo: request.now - 30 * 86_400_000)
+                return .json(
+                    200,
+                    .object([
+                        ("users", .int(stats.users)), ("activeUsersToday", .int(stats.activeUsersToday)),
+                        ("activeUsers30d", .int(stats.activeUsers30d)), ("entriesToday", .int(stats.entriesToday)),
+                        ("databaseBytes", .int(stats.databaseBytes)),
+                    ]))
+            })
+        router.add(
+            "POST", "/v1/admin/backup",
+            Route { request in
+                try requireAdmin(request, services)
+                let path = try backupPath(services.backupDirectory, now: request.now)
+                let bytes = try services.operations.backup(to: path)
+                return .json(201, .object([("path", .string(path)), ("bytes", .int(bytes))]))
+            })
     }
 
     /// `<dir>/suplash-20261129T081500123Z.sqlite`, creating `dir` (mode 0700) when missing.
     static func backupPath(_ directory: String, now: Int64) throws -> String {
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         } catch {
             throw APIError.unavailable("The backup directory cannot be created.")
         }
@@ -68,8 +79,14 @@ enum AdminRoutes {
         let page = rows.prefix(pageSize)
         var members: [(String, JSONValue)] = [("users", .array(page.map(Presenter.profile)))]
         if rows.count > pageSize, let last = page.last {
-            members.append(("nextPageToken", .string(services.pageTokens.encode(scope: "admin", filters: filters,
-                                                                                 position: [last.id]))))
+            members.append(
+                (
+                    "nextPageToken",
+                    .string(
+                        services.pageTokens.encode(
+                            scope: "admin", filters: filters,
+                            position: [last.id]))
+                ))
         }
         return .json(200, .object(members))
     }

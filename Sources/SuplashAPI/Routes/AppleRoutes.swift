@@ -24,16 +24,23 @@ enum AppleRoutes {
         let emailVerified = claimed != nil && identity.emailVerified
         let profile = UserProfile(id: services.newID(now: now), email: email, displayName: input.displayName, now: now)
         let (session, refreshToken) = AuthRoutes.newSession(userID: profile.id, now: now, services: services)
-        let result = try identities.signInWithApple(sub: identity.sub, email: email, emailVerified: emailVerified,
-                                                    newProfile: profile, session: session, now: now)
+        let result = try identities.signInWithApple(
+            sub: identity.sub, email: email, emailVerified: emailVerified,
+            newProfile: profile, session: session, now: now)
         if !result.revokedSessionIDs.isEmpty {
             for id in result.revokedSessionIDs { services.revocations.revoke(sessionID: id) }
             services.revocations.revokeUser(result.user.id, issuedBefore: now / 1000)
         }
-        return .json(result.created ? 201 : 200, .object([
-            ("user", Presenter.profile(result.user)),
-            ("session", services.tokens.sessionJSON(userID: result.user.id, sessionID: session.id,
-                                                    refreshToken: refreshToken, now: now)),
-        ]))
+        return .json(
+            result.created ? 201 : 200,
+            .object([
+                ("user", Presenter.profile(result.user)),
+                (
+                    "session",
+                    services.tokens.sessionJSON(
+                        userID: result.user.id, sessionID: session.id,
+                        refreshToken: refreshToken, now: now)
+                ),
+            ]))
     }
 }

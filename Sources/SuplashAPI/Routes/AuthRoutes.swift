@@ -17,8 +17,9 @@ enum AuthRoutes {
     /// A new session row plus its first refresh token.
     static func newSession(userID: String, now: Int64, services: Services) -> (NewSession, String) {
         let (token, hash) = services.tokens.newRefreshToken()
-        let session = NewSession(id: Base64URL.encode(SecureRandom.bytes(16)), userID: userID, refreshTokenHash: hash,
-                                 createdAt: now, refreshExpiresAt: now + services.tokens.refreshTokenTTL * 1000)
+        let session = NewSession(
+            id: Base64URL.encode(SecureRandom.bytes(16)), userID: userID, refreshTokenHash: hash,
+            createdAt: now, refreshExpiresAt: now + services.tokens.refreshTokenTTL * 1000)
         return (session, token)
     }
 
@@ -31,11 +32,17 @@ enum AuthRoutes {
         let (session, refreshToken) = newSession(userID: profile.id, now: now, services: services)
         let stored = try services.users.createUser(profile, passwordHash: phc, session: session)
         services.mail?.sendVerificationAfterSignUp(stored, now: now)
-        return .json(201, .object([
-            ("user", Presenter.profile(stored)),
-            ("session", services.tokens.sessionJSON(userID: stored.id, sessionID: session.id,
-                                                    refreshToken: refreshToken, now: now)),
-        ]))
+        return .json(
+            201,
+            .object([
+                ("user", Presenter.profile(stored)),
+                (
+                    "session",
+                    services.tokens.sessionJSON(
+                        userID: stored.id, sessionID: session.id,
+                        refreshToken: refreshToken, now: now)
+                ),
+            ]))
     }
 
     static func logIn(_ request: APIRequest, _ services: Services) throws -> HTTPResponse {
@@ -57,11 +64,17 @@ enum AuthRoutes {
         let now = request.now
         let (session, refreshToken) = newSession(userID: user.profile.id, now: now, services: services)
         try services.sessions.createSession(session)
-        return .json(200, .object([
-            ("user", Presenter.profile(user.profile)),
-            ("session", services.tokens.sessionJSON(userID: user.profile.id, sessionID: session.id,
-                                                    refreshToken: refreshToken, now: now)),
-        ]))
+        return .json(
+            200,
+            .object([
+                ("user", Presenter.profile(user.profile)),
+                (
+                    "session",
+                    services.tokens.sessionJSON(
+                        userID: user.profile.id, sessionID: session.id,
+                        refreshToken: refreshToken, now: now)
+                ),
+            ]))
     }
 
     static func refreshTokenField(_ body: JSONValue, required: Bool) throws -> String? {
@@ -86,13 +99,16 @@ enum AuthRoutes {
             newExpiresAt: now + services.tokens.refreshTokenTTL * 1000)
         switch outcome {
         case .rotated(let sessionID, let userID):
-            return .json(200, .object([
-                ("session", services.tokens.sessionJSON(userID: userID, sessionID: sessionID, refreshToken: newToken, now: now)),
-            ]))
+            return .json(
+                200,
+                .object([
+                    ("session", services.tokens.sessionJSON(userID: userID, sessionID: sessionID, refreshToken: newToken, now: now))
+                ]))
         case .reused(let sessionID, _):
             services.revocations.revoke(sessionID: sessionID)
-            throw APIError.unauthorized(.refreshTokenReused,
-                                        "This refresh token was already used; the session has been revoked.")
+            throw APIError.unauthorized(
+                .refreshTokenReused,
+                "This refresh token was already used; the session has been revoked.")
         case .revoked, .expired, .unknown:
             throw APIError.unauthorized(.invalidRefreshToken, "The refresh token is invalid, expired or revoked.")
         }
@@ -102,8 +118,10 @@ enum AuthRoutes {
         let hasBody = !request.http.body.isEmpty
         let token = hasBody ? try refreshTokenField(try request.jsonBody(), required: false) : nil
         if let token {
-            if let sessionID = try services.sessions.revokeSession(refreshTokenHash: services.tokens.hashRefreshToken(token),
-                                                                   now: request.now) {
+            if let sessionID = try services.sessions.revokeSession(
+                refreshTokenHash: services.tokens.hashRefreshToken(token),
+                now: request.now)
+            {
                 services.revocations.revoke(sessionID: sessionID)
             }
             return .empty(204)

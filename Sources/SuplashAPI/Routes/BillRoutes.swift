@@ -32,10 +32,13 @@ enum BillRoutes {
         return (uid, clock.today(now: request.now), masked)
     }
 
-    static func billResponse(_ status: Int, _ bill: Bill, today: LocalDate, masked: Bool,
-                             extra: [(String, String)] = []) -> HTTPResponse {
-        .json(status, DomainPresenter.bill(bill, today: today, masked: masked),
-              headers: [("ETag", EntityTag.forVersion(bill.version))] + extra)
+    static func billResponse(
+        _ status: Int, _ bill: Bill, today: LocalDate, masked: Bool,
+        extra: [(String, String)] = []
+    ) -> HTTPResponse {
+        .json(
+            status, DomainPresenter.bill(bill, today: today, masked: masked),
+            headers: [("ETag", EntityTag.forVersion(bill.version))] + extra)
     }
 
     /// The bill id from the path; a malformed id names no document → 404.
@@ -49,8 +52,10 @@ enum BillRoutes {
         let deviceID = try request.deviceID()
         let input = try BillValidation.create(try request.jsonBody())
         let id = input.id ?? services.newID(now: request.now)
-        switch try services.domain.bills.createBill(userID: uid, id: id, content: input.content, deviceID: deviceID,
-                                                    now: request.now) {
+        switch try services.domain.bills.createBill(
+            userID: uid, id: id, content: input.content, deviceID: deviceID,
+            now: request.now)
+        {
         case .created(let bill):
             return billResponse(201, bill, today: today, masked: masked, extra: [("Location", location(uid, bill.id))])
         case .existing(let bill):
@@ -107,11 +112,12 @@ enum BillRoutes {
         let rows = try services.domain.bills.listBills(userID: uid, after: cursor, limit: pageSize + 1)
         let page = rows.prefix(pageSize)
         var members: [(String, JSONValue)] = [
-            ("bills", .array(page.map { DomainPresenter.bill($0, today: today, masked: masked) })),
+            ("bills", .array(page.map { DomainPresenter.bill($0, today: today, masked: masked) }))
         ]
         if rows.count > pageSize, let last = page.last {
-            let token = services.pageTokens.encode(scope: uid, filters: filters,
-                                                   position: [last.content.period.description, last.id])
+            let token = services.pageTokens.encode(
+                scope: uid, filters: filters,
+                position: [last.content.period.description, last.id])
             members.append(("nextPageToken", .string(token)))
         }
         return .json(200, .object(members))
@@ -128,8 +134,9 @@ enum BillRoutes {
             guard let period else { return nil }
             return try repo.bill(userID: uid, provider: c.provider, subscriberNo: c.subscriberNo, period: period)?.content
         }
-        let result = BillRules.compare(c, previousMonth: try reference(c.period.previous),
-                                       sameMonthLastYear: try reference(c.period.sameMonthLastYear))
+        let result = BillRules.compare(
+            c, previousMonth: try reference(c.period.previous),
+            sameMonthLastYear: try reference(c.period.sameMonthLastYear))
         return .json(200, DomainPresenter.comparison(result, billID: bill.id, period: c.period))
     }
 
@@ -137,24 +144,31 @@ enum BillRoutes {
     static func estimate(_ request: APIRequest, _ services: Services) throws -> HTTPResponse {
         let (uid, today, masked) = try context(request, services)
         guard let provider = request.query["provider"], BillValidation.isProviderCode(provider),
-              let subscriberNo = request.query["subscriberNo"], (1...32).contains(subscriberNo.count) else {
+            let subscriberNo = request.query["subscriberNo"], (1...32).contains(subscriberNo.count)
+        else {
             throw APIError.badRequest(.invalidQuery, "provider (an upper-case code) and subscriberNo are required.")
         }
         guard services.domain.tariffs.knows(provider: provider) else {
             throw APIError(.unknownProvider, detail: "No tariff is configured for this provider.")
         }
-        let latest = try services.domain.bills.latestBills(userID: uid, provider: provider, subscriberNo: subscriberNo,
-                                                           limit: 3)
+        let latest = try services.domain.bills.latestBills(
+            userID: uid, provider: provider, subscriberNo: subscriberNo,
+            limit: 3)
         guard !latest.isEmpty else {
             throw APIError(.noBills, detail: "There are no bills for this subscription.")
         }
-        guard let e = BillRules.estimate(latestBills: latest.map(\.content), provider: provider,
-                                         catalog: services.domain.tariffs, today: today) else {
+        guard
+            let e = BillRules.estimate(
+                latestBills: latest.map(\.content), provider: provider,
+                catalog: services.domain.tariffs, today: today)
+        else {
             throw APIError(.noTariffInEffect, detail: "No tariff of this provider is in effect this month.")
         }
-        return .json(200, DomainPresenter.estimate(
-            e, provider: provider, subscriberNo: masked ? BillRules.maskSubscriberNo(subscriberNo) : subscriberNo,
-            month: today.yearMonth, basedOn: latest.count))
+        return .json(
+            200,
+            DomainPresenter.estimate(
+                e, provider: provider, subscriberNo: masked ? BillRules.maskSubscriberNo(subscriberNo) : subscriberNo,
+                month: today.yearMonth, basedOn: latest.count))
     }
 
     /// `…/due?withinDays=N` (1–60, default 3): unpaid bills due by local today + N, soonest first.
@@ -163,16 +177,19 @@ enum BillRoutes {
         var within = 3
         if let raw = request.query["withinDays"] {
             guard raw.utf8.count <= 2, raw.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(raw),
-                  (1...60).contains(n) else {
+                (1...60).contains(n)
+            else {
                 throw APIError.badRequest(.invalidQuery, "withinDays must be an integer from 1 to 60.")
             }
             within = n
         }
         let bills = try services.domain.bills.unpaidBills(userID: uid, dueThrough: today.adding(days: within))
-        return .json(200, .object([
-            ("today", .string(today.description)),
-            ("withinDays", DomainPresenter.int(within)),
-            ("bills", .array(bills.map { DomainPresenter.bill($0, today: today, masked: masked) })),
-        ]))
+        return .json(
+            200,
+            .object([
+                ("today", .string(today.description)),
+                ("withinDays", DomainPresenter.int(within)),
+                ("bills", .array(bills.map { DomainPresenter.bill($0, today: today, masked: masked) })),
+            ]))
     }
 }

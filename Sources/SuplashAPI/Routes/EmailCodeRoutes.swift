@@ -31,13 +31,18 @@ enum EmailCodeRoutes {
         let code = try EmailCodeInput.verify(try request.jsonBody())
         guard let user = try services.users.user(id: id) else { throw APIError.invalidToken() }
         if user.profile.emailVerified { return .empty(204) }
-        switch try codes(services).redeem(userID: id, purpose: .verifyEmail, code: code, now: request.now,
-                                          redemption: .verifyEmail) {
+        switch try codes(services).redeem(
+            userID: id, purpose: .verifyEmail, code: code, now: request.now,
+            redemption: .verifyEmail)
+        {
         case .redeemed:
             return .empty(204)
         case .wrong(let left):
-            throw APIError(.invalidCode, detail: left > 0 ? "The code is wrong; \(left) attempts left."
-                                            : "The code is wrong and now void; request a new one.")
+            throw APIError(
+                .invalidCode,
+                detail: left > 0
+                    ? "The code is wrong; \(left) attempts left."
+                    : "The code is wrong and now void; request a new one.")
         case .expired:
             throw APIError(.codeExpired, detail: "The code has expired; request a new one.")
         case .attemptsExhausted:
@@ -65,8 +70,9 @@ enum EmailCodeRoutes {
 
     static func tooSoon(_ ms: Int64) -> APIError {
         let seconds = max(1, (ms + 999) / 1000)
-        return APIError(.codeResendTooSoon, detail: "A code was sent less than a minute ago; retry after the time in Retry-After.",
-                        headers: [("Retry-After", String(seconds))])
+        return APIError(
+            .codeResendTooSoon, detail: "A code was sent less than a minute ago; retry after the time in Retry-After.",
+            headers: [("Retry-After", String(seconds))])
     }
 
     /// `POST /v1/auth/password/forgot {email}` → 202 always: the work (lookup, code, outbox)
@@ -88,8 +94,9 @@ enum EmailCodeRoutes {
         let phc = try services.passwordHashing.hash(input.newPassword)
         guard let email = input.email, let user = try services.users.user(email: email) else { throw invalidCode }
         let userID = user.profile.id
-        let outcome = try mail.redeem(userID: userID, purpose: .resetPassword, code: input.code, now: request.now,
-                                      redemption: .resetPassword(newPasswordHash: phc))
+        let outcome = try mail.redeem(
+            userID: userID, purpose: .resetPassword, code: input.code, now: request.now,
+            redemption: .resetPassword(newPasswordHash: phc))
         guard case .redeemed(let revoked) = outcome else { throw invalidCode }
         for sessionID in revoked { services.revocations.revoke(sessionID: sessionID) }
         services.revocations.revokeUser(userID, issuedBefore: request.now / 1000)

@@ -26,8 +26,10 @@ enum EntryRoutes {
         let deviceID = try request.deviceID()
         let input = try EntryValidation.create(try request.jsonBody(), now: request.now)
         let id = input.id ?? services.newID(now: request.now)
-        switch try services.entries.createEntry(userID: uid, id: id, content: input.content, deviceID: deviceID,
-                                                now: request.now) {
+        switch try services.entries.createEntry(
+            userID: uid, id: id, content: input.content, deviceID: deviceID,
+            now: request.now)
+        {
         case .created(let entry):
             return entryResponse(201, entry, extra: [("Location", location(uid, entry.id))])
         case .existing(let entry):
@@ -94,8 +96,9 @@ enum EntryRoutes {
         let page = rows.prefix(pageSize)
         var members: [(String, JSONValue)] = [("entries", .array(page.map(Presenter.entry)))]
         if rows.count > pageSize, let last = page.last {
-            let token = services.pageTokens.encode(scope: uid, filters: filters,
-                                                   position: [String(last.content.loggedAt), last.id])
+            let token = services.pageTokens.encode(
+                scope: uid, filters: filters,
+                position: [String(last.content.loggedAt), last.id])
             members.append(("nextPageToken", .string(token)))
         }
         return .json(200, .object(members))

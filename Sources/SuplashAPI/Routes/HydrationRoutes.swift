@@ -79,16 +79,19 @@ enum HydrationRoutes {
         }
         let (profile, _) = try services.domain.profileAndClock(uid, services)
         let figures = try services.domain.hydration.dayFigures(userID: uid, from: from, to: to)
-        let buckets = try StatsRules.buckets(from: from, to: to, interval: interval,
-                                             baseGoalMl: HydrationRules.baseGoalMl(profile),
-                                             totals: figures.totals, contexts: figures.contexts)
-        return .json(200, .object([
-            ("from", .string(from.description)),
-            ("to", .string(to.description)),
-            ("interval", .string(interval.rawValue)),
-            ("timezone", .string(profile.timezone)),
-            ("buckets", .array(buckets.map(DomainPresenter.bucket))),
-        ]))
+        let buckets = try StatsRules.buckets(
+            from: from, to: to, interval: interval,
+            baseGoalMl: HydrationRules.baseGoalMl(profile),
+            totals: figures.totals, contexts: figures.contexts)
+        return .json(
+            200,
+            .object([
+                ("from", .string(from.description)),
+                ("to", .string(to.description)),
+                ("interval", .string(interval.rawValue)),
+                ("timezone", .string(profile.timezone)),
+                ("buckets", .array(buckets.map(DomainPresenter.bucket))),
+            ]))
     }
 
     /// `PUT …/days/{date}` `{maxTemperatureC?, activeMinutes?}` — 201 new, 200 replaced.
@@ -99,12 +102,14 @@ enum HydrationRoutes {
         }
         let deviceID = try request.deviceID()
         let content = try DayValidation.put(try request.jsonBody())
-        let (day, created) = try services.domain.hydration.putDay(userID: uid, date: date, content: content,
-                                                                  deviceID: deviceID, now: request.now)
+        let (day, created) = try services.domain.hydration.putDay(
+            userID: uid, date: date, content: content,
+            deviceID: deviceID, now: request.now)
         let (profile, _) = try services.domain.profileAndClock(uid, services)
         let goal = HydrationRules.dayGoalMl(baseGoalMl: HydrationRules.baseGoalMl(profile), context: day.content)
-        return .json(created ? 201 : 200, DomainPresenter.day(day, goalMl: goal),
-                     headers: [("ETag", EntityTag.forVersion(day.version))])
+        return .json(
+            created ? 201 : 200, DomainPresenter.day(day, goalMl: goal),
+            headers: [("ETag", EntityTag.forVersion(day.version))])
     }
 
     /// `GET /v1/achievements/{uid}` (spec §4).

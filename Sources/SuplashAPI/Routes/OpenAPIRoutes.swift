@@ -7,15 +7,17 @@ enum OpenAPIRoutes {
     static func register(into router: inout Router<Route>, services: Services) {
         let document = services.openAPIDocument
         let etag = "\"" + String(SHA256.hex(document).prefix(32)) + "\""
-        router.add("GET", "/openapi.json", Route { request in
-            guard !document.isEmpty else { throw APIError.routeNotFound }
-            if EntityTag.ifNoneMatchHits(request.header("If-None-Match"), current: etag) {
-                return .empty(304, headers: [("ETag", etag)])
-            }
-            var response = HTTPResponse(status: 200, body: document)
-            response.headers.add(name: "Content-Type", value: "application/json")
-            response.headers.add(name: "ETag", value: etag)
-            return response
-        })
+        router.add(
+            "GET", "/openapi.json",
+            Route { request in
+                guard !document.isEmpty else { throw APIError.routeNotFound }
+                if EntityTag.ifNoneMatchHits(request.header("If-None-Match"), current: etag) {
+                    return .empty(304, headers: [("ETag", etag)])
+                }
+                var response = HTTPResponse(status: 200, body: document)
+                response.headers.add(name: "Content-Type", value: "application/json")
+                response.headers.add(name: "ETag", value: etag)
+                return response
+            })
     }
 }

@@ -51,7 +51,8 @@ enum ListQuery {
     static func pageSize(_ request: APIRequest, default defaultSize: Int = 20) throws(APIError) -> Int {
         guard let raw = request.query["pageSize"] else { return defaultSize }
         guard raw.utf8.count <= 4, raw.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(raw),
-              (1...100).contains(n) else {
+            (1...100).contains(n)
+        else {
             throw APIError.badRequest(.invalidPageSize, "pageSize must be an integer from 1 to 100.")
         }
         return n

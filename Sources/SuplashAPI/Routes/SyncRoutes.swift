@@ -8,8 +8,9 @@ enum SyncRoutes {
     static func register(into router: inout Router<Route>, services: Services, configuration: APIConfiguration) {
         router.add("GET", "/v1/sync", Route(deferred: { try pull($0, $1, services) }))
         router.add("POST", "/v1/sync", Route(bodyLimit: configuration.batchBodyLimit) { try push($0, services) })
-        router.add("POST", "/v1/water_logs/{uid}/entries:batch",
-                   Route(bodyLimit: configuration.batchBodyLimit) { try batch($0, services) })
+        router.add(
+            "POST", "/v1/water_logs/{uid}/entries:batch",
+            Route(bodyLimit: configuration.batchBodyLimit) { try batch($0, services) })
     }
 
     static func syncServices(_ services: Services) throws(APIError) -> SyncServices {
@@ -51,11 +52,14 @@ enum SyncRoutes {
         }
     }
 
-    static func intParameter(_ request: APIRequest, _ name: String, in range: ClosedRange<Int>,
-                             default value: Int) throws(APIError) -> Int {
+    static func intParameter(
+        _ request: APIRequest, _ name: String, in range: ClosedRange<Int>,
+        default value: Int
+    ) throws(APIError) -> Int {
         guard let raw = request.query[name] else { return value }
         guard raw.utf8.count <= 6, raw.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let n = Int(raw),
-              range.contains(n) else {
+            range.contains(n)
+        else {
             throw APIError.badRequest(.invalidQuery, "\(name) must be an integer from \(range.lowerBound) to \(range.upperBound).")
         }
         return n
@@ -77,8 +81,9 @@ enum SyncRoutes {
         let (page, response) = try readPage(query, sinceDatabase: sinceDatabase, sync, now: request.now)
         if !page.changes.isEmpty || wait == 0 { return response }
         let timeoutToken = query.sinceToken ?? sync.tokens.encode(databaseID: page.databaseID, position: page.headPosition)
-        let waiter = LongPollWaiter(query: query, sinceDatabase: sinceDatabase, timeoutToken: timeoutToken,
-                                    later: later, sync: sync)
+        let waiter = LongPollWaiter(
+            query: query, sinceDatabase: sinceDatabase, timeoutToken: timeoutToken,
+            later: later, sync: sync)
         waiter.start(waitSeconds: wait)
         return nil
     }
@@ -89,13 +94,17 @@ enum SyncRoutes {
     /// - Throws: 410 `sync_history_changed` for a token of another database or ahead of this
     ///   database's head (a restore from backup); 410 `sync_token_expired` for one from
     ///   before the purge horizon.
-    static func readPage(_ query: PullQuery, sinceDatabase: String?, _ sync: SyncServices,
-                         now: Int64) throws -> (SyncPage, HTTPResponse) {
-        let page = try sync.repository.changes(userID: query.userID, after: query.after, limit: query.limit,
-                                               tombstonesAfter: query.tombstonesAfter)
+    static func readPage(
+        _ query: PullQuery, sinceDatabase: String?, _ sync: SyncServices,
+        now: Int64
+    ) throws -> (SyncPage, HTTPResponse) {
+        let page = try sync.repository.changes(
+            userID: query.userID, after: query.after, limit: query.limit,
+            tombstonesAfter: query.tombstonesAfter)
         if let sinceDatabase {
             guard sinceDatabase == page.databaseID, query.after <= page.headPosition,
-                  (query.snapshotStart ?? 0) <= page.headPosition else {
+                (query.snapshotStart ?? 0) <= page.headPosition
+            else {
                 throw SyncTokenCodec.historyChanged
             }
             // A snapshot page skips tombstones up to its start, so only a purge past the start matters.
@@ -112,11 +121,13 @@ enum SyncRoutes {
 
     /// `{changes, nextToken, hasMore}` with already presented changes.
     static func pageResponse(_ changes: [JSONValue], token: String, hasMore: Bool) -> HTTPResponse {
-        .json(200, .object([
-            ("changes", .array(changes)),
-            ("nextToken", .string(token)),
-            ("hasMore", .bool(hasMore)),
-        ]))
+        .json(
+            200,
+            .object([
+                ("changes", .array(changes)),
+                ("nextToken", .string(token)),
+                ("hasMore", .bool(hasMore)),
+            ]))
     }
 
     // MARK: - POST /v1/sync
@@ -132,17 +143,18 @@ enum SyncRoutes {
     /// The `error` problem of a rejected mutation: status and title from `ProblemRegistry`
     /// (a code it lacks falls back to 422 `Rejected`), with a fixed detail per code.
     static func rejection(_ code: String, errors: [FieldError] = []) -> JSONValue {
-        let detail = switch code {
-        case "validation_failed": "One or more fields are invalid; see errors."
-        case "clock_skew": "clientUpdatedAt is more than 5 minutes ahead of the server clock."
-        case "read_only_collection": "This collection is computed by the server."
-        case "unknown_collection": "Writable collections: water_entries, bills, days, profile."
-        case "health_kit_uuid_exists": "Another entry holds this healthKitUUID."
-        case "bill_exists": "Another live bill has the same provider, subscriberNo and period."
-        case "permission_denied": "The profile id must be the caller's id."
-        case "operation_not_allowed": "The profile cannot be deleted through sync; use DELETE /v1/users/{uid}."
-        default: "The mutation was rejected."
-        }
+        let detail =
+            switch code {
+            case "validation_failed": "One or more fields are invalid; see errors."
+            case "clock_skew": "clientUpdatedAt is more than 5 minutes ahead of the server clock."
+            case "read_only_collection": "This collection is computed by the server."
+            case "unknown_collection": "Writable collections: water_entries, bills, days, profile."
+            case "health_kit_uuid_exists": "Another entry holds this healthKitUUID."
+            case "bill_exists": "Another live bill has the same provider, subscriberNo and period."
+            case "permission_denied": "The profile id must be the caller's id."
+            case "operation_not_allowed": "The profile cannot be deleted through sync; use DELETE /v1/users/{uid}."
+            default: "The mutation was rejected."
+            }
         return APIError(status: 422, code: code, title: "Rejected", detail: detail, fieldErrors: errors).problem
     }
 
@@ -150,8 +162,13 @@ enum SyncRoutes {
     /// - Returns: the mutation, or the rejection problem.
     static func parseMutation(_ value: JSONValue, now: Int64, userID: String) -> (id: String, Result<SyncMutation, RejectedMutation>) {
         guard case .object(let members) = value else {
-            return ("", .failure(RejectedMutation(code: "validation_failed",
-                                                  errors: [FieldError("", .invalidType, "a mutation must be an object")])))
+            return (
+                "",
+                .failure(
+                    RejectedMutation(
+                        code: "validation_failed",
+                        errors: [FieldError("", .invalidType, "a mutation must be an object")]))
+            )
         }
         var r = FieldReader(members: members)
         r.rejectOthers(writable: ["collection", "id", "op", "data", "clientUpdatedAt"], readOnly: [])
@@ -162,13 +179,18 @@ enum SyncRoutes {
         }
         let rawID = members.first(where: { $0.0.hasSameCodePoints(as: "id") })?.1.stringValue ?? ""
         // Days are named by their local date (spec §4 `days/{date}`); every other document by a UUID.
-        let id = collection == "days"
-            ? r.formatted("id", required: true, formatMessage: "must be a date YYYY-MM-DD",
-                          parse: { LocalDate(parsing: $0)?.description }).value
+        let id =
+            collection == "days"
+            ? r.formatted(
+                "id", required: true, formatMessage: "must be a date YYYY-MM-DD",
+                parse: { LocalDate(parsing: $0)?.description }
+            ).value
             : r.formatted("id", required: true, formatMessage: "must be a UUID", parse: UUIDText.normalized).value
         let op = r.oneOf("op", ["upsert", "delete"], required: true).value
-        let clock = r.formatted("clientUpdatedAt", required: true, formatMessage: "must be an RFC 3339 timestamp",
-                                parse: RFC3339.parse).value
+        let clock = r.formatted(
+            "clientUpdatedAt", required: true, formatMessage: "must be an RFC 3339 timestamp",
+            parse: RFC3339.parse
+        ).value
         let data = r.member("data")
         guard r.errors.isEmpty, let collection, let id, let op, let clock else {
             return (id ?? rawID, .failure(RejectedMutation(code: "validation_failed", errors: r.errors)))
@@ -180,25 +202,45 @@ enum SyncRoutes {
         if clock > now + maxClockSkewMillis { return (id, .failure(RejectedMutation(code: "clock_skew"))) }
         if op == "delete" {
             if let data, data != .null {
-                return (id, .failure(RejectedMutation(code: "validation_failed",
-                                                      errors: [FieldError("/data", .invalidType, "must be absent for a delete")])))
+                return (
+                    id,
+                    .failure(
+                        RejectedMutation(
+                            code: "validation_failed",
+                            errors: [FieldError("/data", .invalidType, "must be absent for a delete")]))
+                )
             }
             return (id, .success(SyncMutation(collection: collection, id: id, write: .delete, clientUpdatedAt: clock)))
         }
         guard let data, case .object(let dataMembers) = data else {
-            return (id, .failure(RejectedMutation(code: "validation_failed",
-                                                  errors: [FieldError("/data", .required, "an upsert needs a data object")])))
+            return (
+                id,
+                .failure(
+                    RejectedMutation(
+                        code: "validation_failed",
+                        errors: [FieldError("/data", .required, "an upsert needs a data object")]))
+            )
         }
         switch collection {
         case "water_entries":
             do {
                 let input = try EntryValidation.create(data, now: now)
                 if let bodyID = input.id, bodyID != id {
-                    return (id, .failure(RejectedMutation(code: "validation_failed",
-                                                          errors: [FieldError("/id", .invalidFormat, "must equal the mutation id")])))
+                    return (
+                        id,
+                        .failure(
+                            RejectedMutation(
+                                code: "validation_failed",
+                                errors: [FieldError("/id", .invalidFormat, "must equal the mutation id")]))
+                    )
                 }
-                return (id, .success(SyncMutation(collection: collection, id: id, write: .upsertEntry(input.content),
-                                                  clientUpdatedAt: clock)))
+                return (
+                    id,
+                    .success(
+                        SyncMutation(
+                            collection: collection, id: id, write: .upsertEntry(input.content),
+                            clientUpdatedAt: clock))
+                )
             } catch {
                 return (id, .failure(RejectedMutation(code: "validation_failed", errors: error.errors)))
             }
@@ -206,16 +248,23 @@ enum SyncRoutes {
             return (id, parseDomainUpsert(collection: collection, id: id, data: data, clock: clock))
         default:
             guard id == userID else { return (id, .failure(RejectedMutation(code: "permission_denied"))) }
-            return (id, .success(SyncMutation(collection: collection, id: id, write: .patchProfile(.object(dataMembers)),
-                                              clientUpdatedAt: clock)))
+            return (
+                id,
+                .success(
+                    SyncMutation(
+                        collection: collection, id: id, write: .patchProfile(.object(dataMembers)),
+                        clientUpdatedAt: clock))
+            )
         }
     }
 
     /// Validates the `data` of a `bills` or `days` upsert with the rules of its REST twin:
     /// `BillValidation.create` (`POST …/bills`; a `data.id` must equal the mutation id) or
     /// `DayValidation.put` (`PUT …/days/{date}`).
-    static func parseDomainUpsert(collection: String, id: String, data: JSONValue,
-                                  clock: Int64) -> Result<SyncMutation, RejectedMutation> {
+    static func parseDomainUpsert(
+        collection: String, id: String, data: JSONValue,
+        clock: Int64
+    ) -> Result<SyncMutation, RejectedMutation> {
         do {
             if collection == "days" {
                 let content = try DayValidation.put(data)
@@ -223,11 +272,15 @@ enum SyncRoutes {
             }
             let input = try BillValidation.create(data)
             if let bodyID = input.id, bodyID != id {
-                return .failure(RejectedMutation(code: "validation_failed",
-                                                 errors: [FieldError("/id", .invalidFormat, "must equal the mutation id")]))
+                return .failure(
+                    RejectedMutation(
+                        code: "validation_failed",
+                        errors: [FieldError("/id", .invalidFormat, "must equal the mutation id")]))
             }
-            return .success(SyncMutation(collection: collection, id: id, write: .upsertBill(input.content),
-                                         clientUpdatedAt: clock))
+            return .success(
+                SyncMutation(
+                    collection: collection, id: id, write: .upsertBill(input.content),
+                    clientUpdatedAt: clock))
         } catch {
             return .failure(RejectedMutation(code: "validation_failed", errors: error.errors))
         }
@@ -280,8 +333,10 @@ enum SyncRoutes {
                 case .superseded(let current)?:
                     members += [("status", .string("superseded")), ("current", current.map(presenter.document) ?? .null)]
                 case .rejected(let rejection)?:
-                    members += [("status", .string("rejected")),
-                                ("error", Self.rejection(rejection.code, errors: rejection.errors))]
+                    members += [
+                        ("status", .string("rejected")),
+                        ("error", Self.rejection(rejection.code, errors: rejection.errors)),
+                    ]
                 case nil:
                     throw APIError.internalError
                 }
@@ -289,10 +344,12 @@ enum SyncRoutes {
             results.append(.object(members))
         }
         let databaseID = try sync.repository.databaseID()
-        return .json(200, .object([
-            ("results", .array(results)),
-            ("nextToken", .string(sync.tokens.encode(databaseID: databaseID, position: head))),
-        ]))
+        return .json(
+            200,
+            .object([
+                ("results", .array(results)),
+                ("nextToken", .string(sync.tokens.encode(databaseID: databaseID, position: head))),
+            ]))
     }
 
     // MARK: - POST /v1/water_logs/{uid}/entries:batch
@@ -325,8 +382,9 @@ enum SyncRoutes {
                 rejected[index] = APIError.validation(error.errors).problem
             }
         }
-        let outcomes = try sync.batch.createEntries(userID: uid, items: validated.map { ($0.id, $0.content) },
-                                                    deviceID: deviceID, now: request.now)
+        let outcomes = try sync.batch.createEntries(
+            userID: uid, items: validated.map { ($0.id, $0.content) },
+            deviceID: deviceID, now: request.now)
         var byIndex: [Int: JSONValue] = rejected.mapValues { error in
             .object([("status", .string("rejected")), ("error", error)])
         }
@@ -362,8 +420,10 @@ final class LongPollWaiter: LongPollParked, @unchecked Sendable {
     private var timer: TimerID?
     private var closed = false
 
-    init(query: SyncRoutes.PullQuery, sinceDatabase: String?, timeoutToken: String, later: DeferredResponse,
-         sync: SyncServices) {
+    init(
+        query: SyncRoutes.PullQuery, sinceDatabase: String?, timeoutToken: String, later: DeferredResponse,
+        sync: SyncServices
+    ) {
         self.query = query
         self.sinceDatabase = sinceDatabase
         self.timeoutToken = timeoutToken

@@ -52,7 +52,8 @@ public struct APIRequest: Sendable {
     /// - Parameter mergePatch: also accept `application/merge-patch+json` (RFC 7396).
     /// - Throws: 415 for another media type, 400 `malformed_json` for bad JSON or bytes.
     public func jsonBody(mergePatch: Bool = false) throws(APIError) -> JSONValue {
-        let type = (header("Content-Type") ?? "").split(separator: ";", maxSplits: 1).first
+        let type =
+            (header("Content-Type") ?? "").split(separator: ";", maxSplits: 1).first
             .map { $0.trimmingASCIISpaces().lowercased() } ?? ""
         guard type == "application/json" || (mergePatch && type == "application/merge-patch+json") else {
             throw APIError.unsupportedMediaType

@@ -1,5 +1,5 @@
-import Synchronization
 import SuplashHTTP
+import Synchronization
 
 /// A response a route answers later (spec §5 long poll): the parked request keeps no
 /// thread, only this object, its sink and a timer on the sink's event loop.

@@ -45,9 +45,13 @@ enum DomainPresenter {
             ("longestStreakDays", int(a.longestStreakDays)),
             ("totalMl", int(a.totalMl)),
             ("daysGoalMet", int(a.daysGoalMet)),
-            ("badges", .array(a.badges.map {
-                .object([("id", .string($0.badge.rawValue)), ("earnedAt", Presenter.time($0.earnedAt))])
-            })),
+            (
+                "badges",
+                .array(
+                    a.badges.map {
+                        .object([("id", .string($0.badge.rawValue)), ("earnedAt", Presenter.time($0.earnedAt))])
+                    })
+            ),
             ("updatedAt", a.version > 0 ? Presenter.time(a.updatedAt) : .null),
             ("version", int(a.version)),
         ])
@@ -100,9 +104,13 @@ enum DomainPresenter {
             ("id", .string(t.id)),
             ("provider", .string(t.provider)),
             ("validFrom", .string(t.validFrom.description)),
-            ("tiers", .array(t.tiers.map {
-                .object([("upToM3", $0.upToMilliM3.map(m3) ?? .null), ("unitPriceMinor", int($0.unitPriceMinor))])
-            })),
+            (
+                "tiers",
+                .array(
+                    t.tiers.map {
+                        .object([("upToM3", $0.upToMilliM3.map(m3) ?? .null), ("unitPriceMinor", int($0.unitPriceMinor))])
+                    })
+            ),
         ])
     }
 

@@ -13,8 +13,10 @@ public struct DomainServices: Sendable {
     /// One cached clock per IANA zone.
     public var clocks: ZoneClocks
 
-    public init(hydration: any HydrationRepository, bills: any BillRepository, accountData: any AccountDataRepository,
-                tariffs: TariffCatalog, clocks: ZoneClocks = .shared) {
+    public init(
+        hydration: any HydrationRepository, bills: any BillRepository, accountData: any AccountDataRepository,
+        tariffs: TariffCatalog, clocks: ZoneClocks = .shared
+    ) {
         self.hydration = hydration
         self.bills = bills
         self.accountData = accountData

@@ -36,8 +36,10 @@ public final class IdempotencyGuard: @unchecked Sendable {
     ///   - sharedClaims: keep the "still running" claim in `repository` (several instances)
     ///     instead of in memory (one process).
     ///   - leaseMillis: how long a repository claim holds, in ms.
-    public init(repository: any IdempotencyRepository, sharedClaims: Bool = false,
-                leaseMillis: Int64 = IdempotencyGuard.defaultLeaseMillis) {
+    public init(
+        repository: any IdempotencyRepository, sharedClaims: Bool = false,
+        leaseMillis: Int64 = IdempotencyGuard.defaultLeaseMillis
+    ) {
         self.repository = repository
         self.sharedClaims = sharedClaims
         self.leaseMillis = max(1, leaseMillis)
@@ -71,8 +73,10 @@ public final class IdempotencyGuard: @unchecked Sendable {
     ///   `idempotency_key_mismatch` when the stored request differs; storage errors.
     func begin(caller: String, key: String, fingerprint: [UInt8], now: Int64) throws -> Decision {
         if sharedClaims {
-            switch try repository.claimIdempotencyKey(caller: caller, key: key, fingerprint: fingerprint, now: now,
-                                                      leaseUntil: now + leaseMillis) {
+            switch try repository.claimIdempotencyKey(
+                caller: caller, key: key, fingerprint: fingerprint, now: now,
+                leaseUntil: now + leaseMillis)
+            {
             case .claimed(let token): return .proceed(claim: token)
             case .running: throw Self.inUse
             case .completed(let record): return .replay(try Self.replay(record, fingerprint: fingerprint))
@@ -110,8 +114,10 @@ public final class IdempotencyGuard: @unchecked Sendable {
 
     /// Stores the handler's response (not 5xx, 429 or 409 `idempotency_key_in_use`, which a
     /// retry should re-run) and releases the key.
-    func complete(caller: String, key: String, fingerprint: [UInt8], claim: Int64?, response: HTTPResponse,
-                  path: String, now: Int64) {
+    func complete(
+        caller: String, key: String, fingerprint: [UInt8], claim: Int64?, response: HTTPResponse,
+        path: String, now: Int64
+    ) {
         guard response.status < 500, response.status != 429 else {
             abandon(caller: caller, key: key, claim: claim)
             return
@@ -121,8 +127,9 @@ public final class IdempotencyGuard: @unchecked Sendable {
         for name in Self.replayedHeaders {
             if let value = response.headers.first(name: name) { headers.append([name, value]) }
         }
-        let record = IdempotencyRecord(fingerprint: fingerprint, status: response.status, headers: headers,
-                                       body: response.body, expiresAt: now + retention)
+        let record = IdempotencyRecord(
+            fingerprint: fingerprint, status: response.status, headers: headers,
+            body: response.body, expiresAt: now + retention)
         if let claim {
             // A failed save leaves the claim until its lease ends (retries get 409 until
             // then, and run again after); try to drop it at once.

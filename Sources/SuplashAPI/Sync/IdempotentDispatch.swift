@@ -7,11 +7,14 @@ extension Application {
     /// The caller is the authenticated user (`u:<id>`) or admin key (`a:<name>`), or the
     /// client address (`ip:<address>`) when no credentials are sent. A request whose
     /// credentials are invalid runs without the key (its handler answers 401).
-    func runIdempotent(_ request: APIRequest,
-                       _ handler: @Sendable (APIRequest) throws -> HTTPResponse) throws -> HTTPResponse {
+    func runIdempotent(
+        _ request: APIRequest,
+        _ handler: @Sendable (APIRequest) throws -> HTTPResponse
+    ) throws -> HTTPResponse {
         guard ["POST", "PATCH", "DELETE"].contains(request.http.method),
-              let rawKey = request.header("Idempotency-Key"),
-              let guardian = services.sync?.idempotency else {
+            let rawKey = request.header("Idempotency-Key"),
+            let guardian = services.sync?.idempotency
+        else {
             return try handler(request)
         }
         let key = try IdempotencyGuard.validate(rawKey)
@@ -27,8 +30,9 @@ extension Application {
             case nil: return try handler(request)
             }
         }
-        let fingerprint = IdempotencyGuard.fingerprint(method: request.http.method, path: request.http.path,
-                                                       body: request.http.body)
+        let fingerprint = IdempotencyGuard.fingerprint(
+            method: request.http.method, path: request.http.path,
+            body: request.http.body)
         switch try guardian.begin(caller: caller, key: key, fingerprint: fingerprint, now: request.now) {
         case .replay(let response):
             return response
@@ -39,8 +43,9 @@ extension Application {
             } catch {
                 response = problem(for: error, request: request.http, route: request.route)
             }
-            guardian.complete(caller: caller, key: key, fingerprint: fingerprint, claim: claim, response: response,
-                              path: request.http.path, now: request.now)
+            guardian.complete(
+                caller: caller, key: key, fingerprint: fingerprint, claim: claim, response: response,
+                path: request.http.path, now: request.now)
             return response
         }
     }

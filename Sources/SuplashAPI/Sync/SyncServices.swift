@@ -15,8 +15,10 @@ public struct SyncServices: Sendable {
     /// Idempotency-Key records.
     public var idempotency: IdempotencyGuard
 
-    public init(repository: any SyncRepository, batch: any WaterEntryBatchRepository, tokens: SyncTokenCodec,
-                longPolls: LongPollRegistry, idempotency: IdempotencyGuard) {
+    public init(
+        repository: any SyncRepository, batch: any WaterEntryBatchRepository, tokens: SyncTokenCodec,
+        longPolls: LongPollRegistry, idempotency: IdempotencyGuard
+    ) {
         self.repository = repository
         self.batch = batch
         self.tokens = tokens
@@ -38,8 +40,10 @@ public final class SyncMaintenance: @unchecked Sendable {
     /// Starts the job: first run after 1 s, then every `intervalSeconds`.
     /// - Parameters:
     ///   - retentionDays: tombstone retention (`sync.tombstoneRetentionDays`, default 90).
-    public init(repository: any SyncRepository, idempotency: any IdempotencyRepository, retentionDays: Int,
-                intervalSeconds: Double = 3600, logger: Logger) {
+    public init(
+        repository: any SyncRepository, idempotency: any IdempotencyRepository, retentionDays: Int,
+        intervalSeconds: Double = 3600, logger: Logger
+    ) {
         timer = DispatchSource.makeTimerSource(queue: queue)
         let retentionMillis = Int64(max(0, retentionDays)) * 86_400_000
         timer.setEventHandler {
@@ -47,8 +51,9 @@ public final class SyncMaintenance: @unchecked Sendable {
             do {
                 let (purged, horizon) = try repository.purgeTombstones(deletedBefore: now - retentionMillis)
                 let expired = try idempotency.purgeIdempotencyRecords(now: now)
-                logger.info("sync_maintenance", .count("tombstonesPurged", purged), .count("purgeHorizon", Int(horizon)),
-                            .count("idempotencyRecordsPurged", expired))
+                logger.info(
+                    "sync_maintenance", .count("tombstonesPurged", purged), .count("purgeHorizon", Int(horizon)),
+                    .count("idempotencyRecordsPurged", expired))
             } catch {
                 logger.warning("sync_maintenance_failed", .errorType(String(reflecting: type(of: error))))
             }

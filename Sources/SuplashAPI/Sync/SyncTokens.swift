@@ -52,15 +52,17 @@ public struct SyncTokenCodec: Sendable {
     public func decode(_ token: String) throws(APIError) -> Decoded {
         let invalid = APIError.badRequest(.invalidSyncToken, "The sync token is not one this server issued.")
         guard token.utf8.count <= 256, let bytes = Base64URL.decode(token),
-              bytes.count == 2 + 32 + 8 + 16 || bytes.count == 2 + 32 + 8 + 8 + 16 else {
+            bytes.count == 2 + 32 + 8 + 16 || bytes.count == 2 + 32 + 8 + 8 + 16
+        else {
             throw invalid
         }
         let payload = Array(bytes.dropLast(16))
         let mac = Array(bytes.suffix(16))
         let version: UInt8 = payload.count == 42 ? 0x31 : 0x32
         guard constantTimeEquals(mac, Array(HMACSHA256.authenticationCode(key: key, message: payload).prefix(16))),
-              payload[0] == 0x79, payload[1] == version,
-              let id = String(validating: payload[2..<34], as: UTF8.self) else { throw invalid }
+            payload[0] == 0x79, payload[1] == version,
+            let id = String(validating: payload[2..<34], as: UTF8.self)
+        else { throw invalid }
         let position = Self.int64(payload[34..<42])
         let snapshotStart = payload.count == 50 ? Self.int64(payload[42..<50]) : nil
         guard position >= 0, (snapshotStart ?? 0) >= 0 else { throw invalid }

@@ -5,8 +5,12 @@ public enum Badge: String, Sendable, CaseIterable {
     /// The first day whose total reached its goal.
     case firstGoal = "first_goal"
     /// A streak of 3 / 7 / 30 / 100 / 365 consecutive goal days.
-    case streak3 = "streak_3", streak7 = "streak_7", streak30 = "streak_30", streak100 = "streak_100",
-         streak365 = "streak_365"
+    case streak3 = "streak_3"
+    case streak7 = "streak_7"
+    case streak30 = "streak_30"
+    case streak100 = "streak_100"
+    case
+        streak365 = "streak_365"
     /// 100 litres (100 000 ml) in total.
     case liters100 = "liters_100"
     /// 1000 litres (1 000 000 ml) in total.
@@ -48,8 +52,10 @@ public struct Achievements: Sendable, Equatable {
     /// 0 before the first write, +1 per change.
     public var version: Int64
 
-    public init(latestRunEnd: LocalDate? = nil, latestRunLength: Int = 0, longestStreakDays: Int = 0, totalMl: Int64 = 0,
-                daysGoalMet: Int = 0, badges: [EarnedBadge] = [], updatedAt: Int64 = 0, version: Int64 = 0) {
+    public init(
+        latestRunEnd: LocalDate? = nil, latestRunLength: Int = 0, longestStreakDays: Int = 0, totalMl: Int64 = 0,
+        daysGoalMet: Int = 0, badges: [EarnedBadge] = [], updatedAt: Int64 = 0, version: Int64 = 0
+    ) {
         self.latestRunEnd = latestRunEnd
         self.latestRunLength = latestRunLength
         self.longestStreakDays = longestStreakDays

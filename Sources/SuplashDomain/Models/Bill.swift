@@ -19,8 +19,10 @@ public struct BillContent: Sendable, Equatable {
     /// ms since the epoch, or nil while unpaid.
     public var paidAt: Int64?
 
-    public init(provider: String, subscriberNo: String, period: YearMonth, consumptionMilliM3: Int64, amountMinor: Int64,
-                currency: String = "TRY", dueDate: LocalDate, paidAt: Int64? = nil) {
+    public init(
+        provider: String, subscriberNo: String, period: YearMonth, consumptionMilliM3: Int64, amountMinor: Int64,
+        currency: String = "TRY", dueDate: LocalDate, paidAt: Int64? = nil
+    ) {
         self.provider = provider
         self.subscriberNo = subscriberNo
         self.period = period

@@ -40,8 +40,10 @@ public struct WaterEntry: Sendable, Equatable {
     /// True for a tombstone (kept for the sync feed).
     public var deleted: Bool
 
-    public init(id: String, userID: String, content: WaterEntryContent, createdAt: Int64, updatedAt: Int64,
-                version: Int64, deleted: Bool) {
+    public init(
+        id: String, userID: String, content: WaterEntryContent, createdAt: Int64, updatedAt: Int64,
+        version: Int64, deleted: Bool
+    ) {
         self.id = id
         self.userID = userID
         self.content = content

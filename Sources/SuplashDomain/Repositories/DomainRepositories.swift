@@ -23,8 +23,10 @@ public protocol HydrationRepository: Sendable {
     /// Stores the context of local day `date` (replacing it) and updates that day's goal,
     /// streaks and badges in the same transaction. Returns the day and whether it is new.
     /// - Throws: `RepositoryError.notFound` (no such user).
-    func putDay(userID: String, date: LocalDate, content: DayContextContent, deviceID: String?,
-                now: Int64) throws -> (day: DayContext, created: Bool)
+    func putDay(
+        userID: String, date: LocalDate, content: DayContextContent, deviceID: String?,
+        now: Int64
+    ) throws -> (day: DayContext, created: Bool)
     /// The day `range` (ms, `[start, end)`) of local day `date`: entries, recent amounts,
     /// context and achievements — one indexed range read.
     func daySummary(userID: String, date: LocalDate, range: Range<Int64>) throws -> DaySummaryData
@@ -67,13 +69,16 @@ public protocol BillRepository: Sendable {
     func bill(userID: String, id: String) throws -> Bill?
     /// Applies `transform` in one write transaction; `precondition` false → `.preconditionFailed`.
     /// - Throws: `.notFound`, `.preconditionFailed`, `.conflict(code: "bill_exists")`, or what `transform` throws.
-    func updateBill(userID: String, id: String, deviceID: String?, now: Int64,
-                    precondition: @escaping @Sendable (Bill) -> Bool,
-                    _ transform: @escaping @Sendable (BillContent) throws -> BillContent) throws -> Bill
+    func updateBill(
+        userID: String, id: String, deviceID: String?, now: Int64,
+        precondition: @escaping @Sendable (Bill) -> Bool,
+        _ transform: @escaping @Sendable (BillContent) throws -> BillContent
+    ) throws -> Bill
     /// Turns the live bill into a tombstone.
     /// - Throws: `.notFound`, `.preconditionFailed`.
-    func deleteBill(userID: String, id: String, deviceID: String?, now: Int64,
-                    precondition: @escaping @Sendable (Bill) -> Bool) throws
+    func deleteBill(
+        userID: String, id: String, deviceID: String?, now: Int64,
+        precondition: @escaping @Sendable (Bill) -> Bool) throws
     /// Live bills by period desc, id desc, strictly after `cursor`; at most `limit`.
     func listBills(userID: String, after cursor: BillCursor?, limit: Int) throws -> [Bill]
     /// The live bill of one subscription for `period`, or nil.

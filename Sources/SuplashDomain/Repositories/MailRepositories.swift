@@ -96,14 +96,18 @@ public protocol EmailCodeRepository: Sendable {
 
     /// Like `issueCode`, but finds the user by (normalised) `email` inside the transaction and
     /// builds code and message with `make(user)`; `.noSuchUser` when there is none.
-    func issueCode(email: String, purpose: EmailCodePurpose, now: Int64, minIntervalMs: Int64,
-                   make: @escaping @Sendable (StoredUser) -> (NewEmailCode, OutboxMessage)) throws -> CodeIssueOutcome
+    func issueCode(
+        email: String, purpose: EmailCodePurpose, now: Int64, minIntervalMs: Int64,
+        make: @escaping @Sendable (StoredUser) -> (NewEmailCode, OutboxMessage)
+    ) throws -> CodeIssueOutcome
 
     /// Presents a code for `userID`: `matches(storedHash)` decides (compare in constant
     /// time). A match deletes the code and applies `redemption`; a miss counts an attempt
     /// and deletes the code when `maxAttempts` are used; an expired code is deleted.
-    func redeemCode(userID: String, purpose: EmailCodePurpose, now: Int64, maxAttempts: Int,
-                    matches: @escaping @Sendable ([UInt8]) -> Bool, redemption: CodeRedemption) throws -> CodeCheckOutcome
+    func redeemCode(
+        userID: String, purpose: EmailCodePurpose, now: Int64, maxAttempts: Int,
+        matches: @escaping @Sendable ([UInt8]) -> Bool, redemption: CodeRedemption
+    ) throws -> CodeCheckOutcome
 }
 
 /// The delivery side of the outbox, used by the single delivery worker.
@@ -162,6 +166,8 @@ public protocol AppleIdentityRepository: Sendable {
     /// (its `userID` is replaced by the found user's id).
     /// - Throws: `RepositoryError.emailTaken` when `email` belongs to another account and is
     ///   not verified by Apple.
-    func signInWithApple(sub: String, email: String, emailVerified: Bool, newProfile: UserProfile,
-                         session: NewSession, now: Int64) throws -> AppleSignInResult
+    func signInWithApple(
+        sub: String, email: String, emailVerified: Bool, newProfile: UserProfile,
+        session: NewSession, now: Int64
+    ) throws -> AppleSignInResult
 }

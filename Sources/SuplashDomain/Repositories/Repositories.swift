@@ -77,8 +77,10 @@ public protocol UserRepository: Sendable {
     /// Reads the profile, applies `transform` and stores the result with `updatedAt = now`
     /// and `version + 1`, all in one write transaction. A throwing transform writes nothing.
     /// - Throws: `RepositoryError.notFound`, or what `transform` throws.
-    func updateProfile(userID: String, now: Int64,
-                       _ transform: @escaping @Sendable (UserProfile) throws -> UserProfile) throws -> UserProfile
+    func updateProfile(
+        userID: String, now: Int64,
+        _ transform: @escaping @Sendable (UserProfile) throws -> UserProfile
+    ) throws -> UserProfile
     /// Users ordered by id (UUIDv7, so by creation), after `afterID`, optionally only the
     /// one with `email`; at most `limit`.
     func listUsers(email: String?, afterID: String?, limit: Int) throws -> [UserProfile]
@@ -156,20 +158,25 @@ public protocol WaterEntryRepository: Sendable {
     /// entry with the same `healthKitUUID` → `.existing`.
     /// - Throws: `RepositoryError.conflict(code: "entry_exists")` (same id, other content),
     ///   `.conflict(code: "entry_deleted")` (the id was deleted), `.notFound` (no such user).
-    func createEntry(userID: String, id: String, content: WaterEntryContent, deviceID: String?,
-                     now: Int64) throws -> EntryCreateOutcome
+    func createEntry(
+        userID: String, id: String, content: WaterEntryContent, deviceID: String?,
+        now: Int64
+    ) throws -> EntryCreateOutcome
     /// The live entry, or nil (tombstones are nil too).
     func entry(userID: String, id: String) throws -> WaterEntry?
     /// Applies `transform` to the live entry's content in one write transaction; when
     /// `precondition` returns false for the current entry → `.preconditionFailed`.
     /// - Throws: `.notFound`, `.preconditionFailed`, or what `transform` throws.
-    func updateEntry(userID: String, id: String, deviceID: String?, now: Int64,
-                     precondition: @escaping @Sendable (WaterEntry) -> Bool,
-                     _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent) throws -> WaterEntry
+    func updateEntry(
+        userID: String, id: String, deviceID: String?, now: Int64,
+        precondition: @escaping @Sendable (WaterEntry) -> Bool,
+        _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent
+    ) throws -> WaterEntry
     /// Turns the live entry into a tombstone.
     /// - Throws: `.notFound`, `.preconditionFailed`.
-    func deleteEntry(userID: String, id: String, deviceID: String?, now: Int64,
-                     precondition: @escaping @Sendable (WaterEntry) -> Bool) throws
+    func deleteEntry(
+        userID: String, id: String, deviceID: String?, now: Int64,
+        precondition: @escaping @Sendable (WaterEntry) -> Bool) throws
     /// Live entries newest first (loggedAt desc, id desc), `from` ≤ loggedAt < `to`
     /// (ms, either optional), strictly after `cursor`; at most `limit`.
     func listEntries(userID: String, from: Int64?, to: Int64?, after cursor: EntryCursor?, limit: Int) throws -> [WaterEntry]

@@ -33,8 +33,10 @@ public struct SyncChange: Sendable, Equatable {
     /// The live document, nil for a tombstone.
     public var document: SyncDocument?
 
-    public init(collection: String, id: String, version: Int64, updatedAt: Int64, deleted: Bool, position: Int64,
-                document: SyncDocument?) {
+    public init(
+        collection: String, id: String, version: Int64, updatedAt: Int64, deleted: Bool, position: Int64,
+        document: SyncDocument?
+    ) {
         self.collection = collection
         self.id = id
         self.version = version
@@ -62,8 +64,10 @@ public struct SyncPage: Sendable {
     /// current streak) as the REST routes do.
     public var profile: UserProfile?
 
-    public init(changes: [SyncChange], hasMore: Bool, databaseID: String, purgeHorizon: Int64, headPosition: Int64,
-                profile: UserProfile? = nil) {
+    public init(
+        changes: [SyncChange], hasMore: Bool, databaseID: String, purgeHorizon: Int64, headPosition: Int64,
+        profile: UserProfile? = nil
+    ) {
         self.changes = changes
         self.hasMore = hasMore
         self.databaseID = databaseID
@@ -153,8 +157,10 @@ public protocol SyncRepository: Sendable {
     /// `unknown_collection`.
     /// - Parameter profilePatch: applies a profile merge patch (throws `ValidationFailure`).
     /// - Returns: one outcome per mutation and the change position after the transaction.
-    func applyMutations(userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
-                        profilePatch: @escaping @Sendable (JSONValue, UserProfile) throws -> UserProfile)
+    func applyMutations(
+        userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
+        profilePatch: @escaping @Sendable (JSONValue, UserProfile) throws -> UserProfile
+    )
         throws -> (outcomes: [SyncMutationOutcome], headPosition: Int64)
 
     /// Deletes tombstones (water entries and bills) whose delete happened before
@@ -226,8 +232,10 @@ public protocol IdempotencyRepository: Sendable {
     /// and answers `.claimed(token: now)`; otherwise answers `.running` or `.completed`.
     /// - Parameters: `now`, `leaseUntil`: ms since the epoch.
     /// - Throws: `RepositoryError.unavailable` when the store cannot be reached.
-    func claimIdempotencyKey(caller: String, key: String, fingerprint: [UInt8], now: Int64,
-                             leaseUntil: Int64) throws -> IdempotencyClaim
+    func claimIdempotencyKey(
+        caller: String, key: String, fingerprint: [UInt8], now: Int64,
+        leaseUntil: Int64
+    ) throws -> IdempotencyClaim
     /// Replaces the claim `token` with the completed `record`. When the claim is gone (its
     /// lease expired and it was purged) the record is stored anyway; when another request
     /// took over the expired claim, or completed, nothing is written.
@@ -243,8 +251,10 @@ public protocol IdempotencyRepository: Sendable {
 public protocol WaterEntryBatchRepository: Sendable {
     /// Creates `items` (id, content) for `userID` in one write transaction; HealthKit and id
     /// dedupe as for a single create, duplicates inside the batch included.
-    func createEntries(userID: String, items: [(id: String, content: WaterEntryContent)], deviceID: String?,
-                       now: Int64) throws -> [BatchItemOutcome]
+    func createEntries(
+        userID: String, items: [(id: String, content: WaterEntryContent)], deviceID: String?,
+        now: Int64
+    ) throws -> [BatchItemOutcome]
 }
 
 extension SyncRepository {

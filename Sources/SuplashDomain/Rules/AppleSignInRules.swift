@@ -10,7 +10,8 @@ public enum AppleSignInRules {
     /// - Returns: the linked user as it is after the link, and whether it is a takeover.
     /// - Throws: `RepositoryError.emailTaken` when Apple does not vouch for the email.
     public static func link(_ existing: UserProfile, appleVerifiedEmail: Bool, now: Int64) throws
-        -> (user: UserProfile, takeover: Bool) {
+        -> (user: UserProfile, takeover: Bool)
+    {
         guard appleVerifiedEmail else { throw RepositoryError.emailTaken }
         guard !existing.emailVerified else { return (existing, false) }
         var user = existing

@@ -62,17 +62,21 @@ public enum BillRules {
         if reference.consumptionMilliM3 > 0 {
             percent = (Double(d) / Double(reference.consumptionMilliM3) * 10_000).rounded() / 100
         }
-        return BillDelta(period: reference.period, consumptionMilliM3: reference.consumptionMilliM3,
-                         amountMinor: reference.amountMinor, deltaMilliM3: d, deltaPercent: percent)
+        return BillDelta(
+            period: reference.period, consumptionMilliM3: reference.consumptionMilliM3,
+            amountMinor: reference.amountMinor, deltaMilliM3: d, deltaPercent: percent)
     }
 
     /// The estimate for the month containing `today`: the mean of `latestBills` (the
     /// subscription's newest ≤ 3, any order) priced with `provider`'s tariff in effect on
     /// that month's first day. Nil without bills or without a tariff in effect.
-    public static func estimate(latestBills: [BillContent], provider: String, catalog: TariffCatalog,
-                                today: LocalDate) -> BillEstimate? {
+    public static func estimate(
+        latestBills: [BillContent], provider: String, catalog: TariffCatalog,
+        today: LocalDate
+    ) -> BillEstimate? {
         guard !latestBills.isEmpty,
-              let tariff = catalog.tariff(provider: provider, on: today.startOfMonth) else { return nil }
+            let tariff = catalog.tariff(provider: provider, on: today.startOfMonth)
+        else { return nil }
         let sum = latestBills.reduce(Int64(0)) { $0 + $1.consumptionMilliM3 }
         let n = Int64(latestBills.count)
         let mean = (2 * sum + n) / (2 * n)

@@ -9,7 +9,8 @@ public enum DocumentWrites {
     ///   `RepositoryError.conflict(existsCode)` when it holds other content.
     public static func existing<Document: Sendable, Content: Equatable>(
         _ stored: Stamped<Document>?, content: Content, storedContent: (Document) -> Content,
-        deletedCode: String, existsCode: String) throws -> Document? {
+        deletedCode: String, existsCode: String
+    ) throws -> Document? {
         guard let stored else { return nil }
         if stored.deleted { throw RepositoryError.conflict(code: deletedCode) }
         if storedContent(stored.document) == content { return stored.document }
@@ -19,8 +20,10 @@ public enum DocumentWrites {
     /// The live document a `PATCH` or `DELETE` acts on.
     /// - Throws: `RepositoryError.notFound` when there is no row or it is a tombstone,
     ///   `RepositoryError.preconditionFailed` when `precondition` (`If-Match`) refuses it.
-    public static func target<Document: Sendable>(_ stored: Stamped<Document>?,
-                                                  precondition: (Document) -> Bool) throws -> Document {
+    public static func target<Document: Sendable>(
+        _ stored: Stamped<Document>?,
+        precondition: (Document) -> Bool
+    ) throws -> Document {
         guard let stored, !stored.deleted else { throw RepositoryError.notFound }
         guard precondition(stored.document) else { throw RepositoryError.preconditionFailed }
         return stored.document
@@ -35,8 +38,10 @@ public enum DocumentWrites {
 
     /// `current` with new `content`, `updatedAt` = now (ms) and version + 1 (`PATCH` of an
     /// entry or a bill).
-    public static func revised<Document: RevisableDocument>(_ current: Document, content: Document.Content,
-                                                             now: Int64) -> Document {
+    public static func revised<Document: RevisableDocument>(
+        _ current: Document, content: Document.Content,
+        now: Int64
+    ) -> Document {
         var next = current
         next.content = content
         next.updatedAt = now
@@ -70,10 +75,15 @@ public enum DocumentWrites {
     /// `PUT …/days/{date}` (a whole replacement) against the stored day's `createdAt` (ms)
     /// and version (nil: no day row): the new day document — `createdAt` kept, `updatedAt`
     /// = now (ms), version + 1 — and whether it is new (201) or replaced (200).
-    public static func putDay(date: LocalDate, content: DayContextContent, stored: (createdAt: Int64, version: Int64)?,
-                              now: Int64) -> (day: DayContext, created: Bool) {
-        (DayContext(date: date, content: content, createdAt: stored?.createdAt ?? now, updatedAt: now,
-                    version: (stored?.version ?? 0) + 1), stored == nil)
+    public static func putDay(
+        date: LocalDate, content: DayContextContent, stored: (createdAt: Int64, version: Int64)?,
+        now: Int64
+    ) -> (day: DayContext, created: Bool) {
+        (
+            DayContext(
+                date: date, content: content, createdAt: stored?.createdAt ?? now, updatedAt: now,
+                version: (stored?.version ?? 0) + 1), stored == nil
+        )
     }
 }
 

@@ -28,8 +28,10 @@ public enum EmailCodeRules {
     /// failed attempts, presented at `now` (ms) with at most `maxAttempts` allowed.
     /// `matches` (a constant-time hash compare) is asked only for a live code with
     /// attempts left.
-    public static func verdict(expiresAt: Int64, attempts: Int, now: Int64, maxAttempts: Int,
-                               matches: () -> Bool) -> Verdict {
+    public static func verdict(
+        expiresAt: Int64, attempts: Int, now: Int64, maxAttempts: Int,
+        matches: () -> Bool
+    ) -> Verdict {
         if expiresAt <= now { return .expired }
         if attempts >= maxAttempts { return .attemptsExhausted }
         guard matches() else { return .wrong(attemptsLeft: maxAttempts - attempts - 1) }

@@ -83,8 +83,10 @@ public enum StatsRules {
     ///   - totals: per-day totals (days without entries may be absent).
     ///   - contexts: per-day context (absent = none).
     /// - Throws: `QueryError`.
-    public static func buckets(from: LocalDate, to: LocalDate, interval: StatsInterval, baseGoalMl: Int,
-                               totals: [LocalDate: DayTotal], contexts: [LocalDate: DayContextContent]) throws(QueryError) -> [StatsBucket] {
+    public static func buckets(
+        from: LocalDate, to: LocalDate, interval: StatsInterval, baseGoalMl: Int,
+        totals: [LocalDate: DayTotal], contexts: [LocalDate: DayContextContent]
+    ) throws(QueryError) -> [StatsBucket] {
         let starts = try bucketStarts(from: from, to: to, interval: interval)
         var buckets = starts.map { StatsBucket(start: $0) }
         var index = 0

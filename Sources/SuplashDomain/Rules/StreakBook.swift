@@ -79,8 +79,10 @@ public enum StreakBook {
     ///   - goalDays: the goal days *after* the write.
     ///   - now: the write's server time, ms (the `earnedAt` of new badges).
     /// - Throws: what `goalDays` throws.
-    public static func apply(_ state: Achievements, changes: [DayTotalChange], anyWatchEntry: Bool,
-                             goalDays: some GoalDayIndex, now: Int64) throws -> Step {
+    public static func apply(
+        _ state: Achievements, changes: [DayTotalChange], anyWatchEntry: Bool,
+        goalDays: some GoalDayIndex, now: Int64
+    ) throws -> Step {
         var next = state
         var becameMet: [LocalDate] = []
         var becameUnmet: [LocalDate] = []
@@ -99,7 +101,8 @@ public enum StreakBook {
             if let d = becameUnmet.first, !rescan {
                 // The run this day belonged to, as it was: if it may have been the longest,
                 // the longest must be found again.
-                let oldRun = try walk(goalDays, from: d.adding(days: -1), descending: true) + 1
+                let oldRun =
+                    try walk(goalDays, from: d.adding(days: -1), descending: true) + 1
                     + (try walk(goalDays, from: d.adding(days: 1), descending: false))
                 rescan = oldRun >= next.longestStreakDays
             }
@@ -107,7 +110,8 @@ public enum StreakBook {
                 next.longestStreakDays = try longestRun(goalDays)
             }
             for d in becameMet {
-                let run = try walk(goalDays, from: d, descending: true)
+                let run =
+                    try walk(goalDays, from: d, descending: true)
                     + (try walk(goalDays, from: d.adding(days: 1), descending: false))
                 next.longestStreakDays = max(next.longestStreakDays, run)
             }
@@ -122,8 +126,10 @@ public enum StreakBook {
     /// longest runs from `goalDays`. Earned badges are kept; `first_log` follows a non-zero
     /// total, `watch_first_log` is never newly earned here.
     /// - Throws: what `goalDays` throws.
-    public static func rebuild(_ state: Achievements, totalMl: Int64, daysGoalMet: Int, goalDays: some GoalDayIndex,
-                               now: Int64) throws -> Step {
+    public static func rebuild(
+        _ state: Achievements, totalMl: Int64, daysGoalMet: Int, goalDays: some GoalDayIndex,
+        now: Int64
+    ) throws -> Step {
         var next = state
         next.totalMl = totalMl
         next.daysGoalMet = daysGoalMet
@@ -182,9 +188,10 @@ public enum StreakBook {
 
     private static func award(_ state: Achievements, anyEntry: Bool, anyWatchEntry: Bool, now: Int64) -> Step {
         var next = state
-        let qualifying = StreakRules.qualifyingBadges(longestStreakDays: next.longestStreakDays, totalMl: next.totalMl,
-                                                      daysGoalMet: next.daysGoalMet, anyEntry: anyEntry,
-                                                      anyWatchEntry: anyWatchEntry)
+        let qualifying = StreakRules.qualifyingBadges(
+            longestStreakDays: next.longestStreakDays, totalMl: next.totalMl,
+            daysGoalMet: next.daysGoalMet, anyEntry: anyEntry,
+            anyWatchEntry: anyWatchEntry)
         let had = Set(state.badges.map(\.badge))
         next.badges = StreakRules.award(qualifying, to: state.badges, now: now)
         return Step(state: next, newlyEarned: qualifying.filter { !had.contains($0) })

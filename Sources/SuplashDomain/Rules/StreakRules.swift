@@ -44,8 +44,10 @@ public enum StreakRules {
 
     /// The badges `state` qualifies for (spec §6). `anyEntry` / `anyWatchEntry`: whether the
     /// user has (or just wrote) a live entry / one with `source: watch`.
-    public static func qualifyingBadges(longestStreakDays: Int, totalMl: Int64, daysGoalMet: Int,
-                                        anyEntry: Bool, anyWatchEntry: Bool) -> [Badge] {
+    public static func qualifyingBadges(
+        longestStreakDays: Int, totalMl: Int64, daysGoalMet: Int,
+        anyEntry: Bool, anyWatchEntry: Bool
+    ) -> [Badge] {
         var out: [Badge] = []
         if anyEntry { out.append(.firstLog) }
         if daysGoalMet > 0 { out.append(.firstGoal) }

@@ -57,8 +57,10 @@ public enum SyncPush {
     /// Before saving an `.upsert`, the adapter rejects `health_kit_uuid_exists` when another
     /// live entry of the user holds the content's `healthKitUUID`.
     /// - Parameters: `now`: server time, ms since the epoch.
-    public static func entry(_ m: SyncMutation, stored: Stamped<WaterEntry>?, userID: String, stamp: WriteStamp,
-                             now: Int64) -> PushStep<WaterEntry> {
+    public static func entry(
+        _ m: SyncMutation, stored: Stamped<WaterEntry>?, userID: String, stamp: WriteStamp,
+        now: Int64
+    ) -> PushStep<WaterEntry> {
         if let stored, !LastWriteWins.wins(stamp, over: stored.stamp) {
             return .answer(.superseded(current: stored.deleted ? nil : .waterEntry(stored.document)))
         }
@@ -66,8 +68,9 @@ public enum SyncPush {
         if let stored, isReplay(stamp, of: stored.stamp) {
             switch m.write {
             case .upsertEntry(let content) where !stored.deleted && stored.document.content == content:
-                return .unchanged(version: stored.document.version, updatedAt: stored.document.updatedAt,
-                                  document: stored.document)
+                return .unchanged(
+                    version: stored.document.version, updatedAt: stored.document.updatedAt,
+                    document: stored.document)
             case .delete where stored.deleted:
                 return .unchanged(version: stored.document.version, updatedAt: stored.document.updatedAt, document: nil)
             default: break
@@ -75,8 +78,10 @@ public enum SyncPush {
         }
         switch m.write {
         case .upsertEntry(let content):
-            return .upsert(WaterEntry(id: m.id, userID: userID, content: content, createdAt: current?.createdAt ?? now,
-                                      updatedAt: now, version: (current?.version ?? 0) + 1, deleted: false))
+            return .upsert(
+                WaterEntry(
+                    id: m.id, userID: userID, content: content, createdAt: current?.createdAt ?? now,
+                    updatedAt: now, version: (current?.version ?? 0) + 1, deleted: false))
         case .delete:
             return .tombstone(version: (current?.version ?? 0) + 1)
         case .patchProfile, .upsertBill, .putDay:
@@ -103,16 +108,19 @@ public enum SyncPush {
     /// saving an `.upsert`, the adapter rejects `bill_exists` when another live bill of the
     /// user holds the same (provider, subscriberNo, period); the losing bill is left as it was.
     /// - Parameters: `now`: server time, ms since the epoch.
-    public static func bill(_ m: SyncMutation, stored: Stamped<Bill>?, userID: String, stamp: WriteStamp,
-                            now: Int64) -> PushStep<Bill> {
+    public static func bill(
+        _ m: SyncMutation, stored: Stamped<Bill>?, userID: String, stamp: WriteStamp,
+        now: Int64
+    ) -> PushStep<Bill> {
         if let stored, !LastWriteWins.wins(stamp, over: stored.stamp) {
             return .answer(.superseded(current: stored.deleted ? nil : .bill(stored.document)))
         }
         if let stored, isReplay(stamp, of: stored.stamp) {
             switch m.write {
             case .upsertBill(let content) where !stored.deleted && stored.document.content == content:
-                return .unchanged(version: stored.document.version, updatedAt: stored.document.updatedAt,
-                                  document: stored.document)
+                return .unchanged(
+                    version: stored.document.version, updatedAt: stored.document.updatedAt,
+                    document: stored.document)
             case .delete where stored.deleted:
                 return .unchanged(version: stored.document.version, updatedAt: stored.document.updatedAt, document: nil)
             default: break
@@ -121,8 +129,10 @@ public enum SyncPush {
         let version = (stored?.document.version ?? 0) + 1
         switch m.write {
         case .upsertBill(let content):
-            return .upsert(Bill(id: m.id, userID: userID, content: content,
-                                createdAt: stored?.document.createdAt ?? now, updatedAt: now, version: version))
+            return .upsert(
+                Bill(
+                    id: m.id, userID: userID, content: content,
+                    createdAt: stored?.document.createdAt ?? now, updatedAt: now, version: version))
         case .delete:
             return .tombstone(version: version)
         default:
@@ -133,13 +143,15 @@ public enum SyncPush {
     // MARK: - days
 
     /// The local date and the new context of a `days` mutation (the id is the date;
-    /// `delete` clears the context, as a `PUT` of `{}`), or the rejection: 
+    /// `delete` clears the context, as a `PUT` of `{}`), or the rejection:
     /// `validation_failed` (pointer `/id`) for an id that is not a date, `invalid_mutation`
     /// for a write of another collection. Checked before anything is read.
     public static func dayTarget(_ m: SyncMutation) -> Result<(date: LocalDate, content: DayContextContent), SyncRejection> {
         guard let date = LocalDate(parsing: m.id) else {
-            return .failure(SyncRejection(code: "validation_failed",
-                                          errors: [FieldError("/id", .invalidFormat, "must be a date YYYY-MM-DD")]))
+            return .failure(
+                SyncRejection(
+                    code: "validation_failed",
+                    errors: [FieldError("/id", .invalidFormat, "must be a date YYYY-MM-DD")]))
         }
         switch m.write {
         case .putDay(let content): return .success((date, content))
@@ -152,17 +164,22 @@ public enum SyncPush {
     /// against the stored day (nil when the day has no context row). Never a tombstone: a
     /// day is replaced, and its goal, streaks and badges are then recomputed by the adapter.
     /// - Parameters: `now`: server time, ms since the epoch.
-    public static func day(date: LocalDate, content: DayContextContent, stored: Stamped<DayContext>?,
-                           stamp: WriteStamp, now: Int64) -> PushStep<DayContext> {
+    public static func day(
+        date: LocalDate, content: DayContextContent, stored: Stamped<DayContext>?,
+        stamp: WriteStamp, now: Int64
+    ) -> PushStep<DayContext> {
         if let stored, !LastWriteWins.wins(stamp, over: stored.stamp) {
             return .answer(.superseded(current: .day(stored.document)))
         }
         if let stored, isReplay(stamp, of: stored.stamp), stored.document.content == content {
-            return .unchanged(version: stored.document.version, updatedAt: stored.document.updatedAt,
-                              document: stored.document)
+            return .unchanged(
+                version: stored.document.version, updatedAt: stored.document.updatedAt,
+                document: stored.document)
         }
-        return .upsert(DayContext(date: date, content: content, createdAt: stored?.document.createdAt ?? now,
-                                  updatedAt: now, version: (stored?.document.version ?? 0) + 1))
+        return .upsert(
+            DayContext(
+                date: date, content: content, createdAt: stored?.document.createdAt ?? now,
+                updatedAt: now, version: (stored?.document.version ?? 0) + 1))
     }
 
     // MARK: - profile
@@ -184,8 +201,10 @@ public enum SyncPush {
     /// (identity, email, verification and `createdAt` kept, `updatedAt` = now, version + 1).
     /// - Parameters: `apply`: applies a merge patch to a profile (as `PATCH /v1/users/{uid}`).
     /// - Throws: whatever `apply` throws other than `ValidationFailure`.
-    public static func profile(patch: JSONValue, stored: Stamped<UserProfile>, stamp: WriteStamp, now: Int64,
-                               apply: (JSONValue, UserProfile) throws -> UserProfile) throws -> PushStep<UserProfile> {
+    public static func profile(
+        patch: JSONValue, stored: Stamped<UserProfile>, stamp: WriteStamp, now: Int64,
+        apply: (JSONValue, UserProfile) throws -> UserProfile
+    ) throws -> PushStep<UserProfile> {
         let current = stored.document
         if !LastWriteWins.wins(stamp, over: stored.stamp) {
             return .answer(.superseded(current: .profile(current)))
@@ -209,21 +228,29 @@ public enum SyncPush {
     /// are. For `.unchanged`, `position` is the stored document's change position and the
     /// change carries the stored version and `updatedAt`. `now`: the server time the step
     /// was decided at, ms.
-    public static func applied<Document>(_ step: PushStep<Document>, collection: String, id: String, position: Int64,
-                                         now: Int64, wrap: (Document) -> SyncDocument) -> SyncMutationOutcome {
+    public static func applied<Document>(
+        _ step: PushStep<Document>, collection: String, id: String, position: Int64,
+        now: Int64, wrap: (Document) -> SyncDocument
+    ) -> SyncMutationOutcome {
         switch step {
         case .answer(let outcome):
             return outcome
         case .upsert(let document):
             let wrapped = wrap(document)
-            return .applied(SyncChange(collection: collection, id: id, version: wrapped.version, updatedAt: now,
-                                       deleted: false, position: position, document: wrapped))
+            return .applied(
+                SyncChange(
+                    collection: collection, id: id, version: wrapped.version, updatedAt: now,
+                    deleted: false, position: position, document: wrapped))
         case .tombstone(let version):
-            return .applied(SyncChange(collection: collection, id: id, version: version, updatedAt: now,
-                                       deleted: true, position: position, document: nil))
+            return .applied(
+                SyncChange(
+                    collection: collection, id: id, version: version, updatedAt: now,
+                    deleted: true, position: position, document: nil))
         case .unchanged(let version, let updatedAt, let document):
-            return .applied(SyncChange(collection: collection, id: id, version: version, updatedAt: updatedAt,
-                                       deleted: document == nil, position: position, document: document.map(wrap)))
+            return .applied(
+                SyncChange(
+                    collection: collection, id: id, version: version, updatedAt: updatedAt,
+                    deleted: document == nil, position: position, document: document.map(wrap)))
         }
     }
 }

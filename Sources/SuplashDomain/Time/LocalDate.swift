@@ -30,7 +30,8 @@ public struct LocalDate: Sendable, Hashable, Comparable, CustomStringConvertible
     public init?(parsing text: String) {
         let b = Array(text.utf8)
         guard b.count == 10, b[4] == 0x2D, b[7] == 0x2D,
-              let y = Self.number(b[0..<4]), let m = Self.number(b[5..<7]), let d = Self.number(b[8..<10]) else {
+            let y = Self.number(b[0..<4]), let m = Self.number(b[5..<7]), let d = Self.number(b[8..<10])
+        else {
             return nil
         }
         self.init(year: y, month: m, day: d)
@@ -99,7 +100,8 @@ public struct YearMonth: Sendable, Hashable, Comparable, CustomStringConvertible
     public init?(parsing text: String) {
         let b = Array(text.utf8)
         guard b.count == 7, b[4] == 0x2D, let y = LocalDate.number(b[0..<4]), let m = LocalDate.number(b[5..<7]),
-              (1...9999).contains(y), (1...12).contains(m) else { return nil }
+            (1...9999).contains(y), (1...12).contains(m)
+        else { return nil }
         self.year = y
         self.month = m
     }

@@ -89,12 +89,20 @@ public enum RFC3339 {
     public static func format(_ millis: Int64) -> String {
         var ms = millis % 1000
         var secs = millis / 1000
-        if ms < 0 { ms += 1000; secs -= 1 }
+        if ms < 0 {
+            ms += 1000
+            secs -= 1
+        }
         var days = secs / 86_400
         var rem = secs % 86_400
-        if rem < 0 { rem += 86_400; days -= 1 }
+        if rem < 0 {
+            rem += 86_400
+            days -= 1
+        }
         let (y, m, d) = CivilDate.civilFromDays(Int(days))
-        let hh = Int(rem / 3600), mm = Int(rem % 3600 / 60), ss = Int(rem % 60)
+        let hh = Int(rem / 3600)
+        let mm = Int(rem % 3600 / 60)
+        let ss = Int(rem % 60)
         // Written in place (no intermediate arrays: this runs for every timestamp presented).
         return String(unsafeUninitializedCapacity: 24) { out in
             var i = 0
@@ -112,9 +120,20 @@ public enum RFC3339 {
                 out[i] = b
                 i += 1
             }
-            put(y, 4); put(byte: 0x2D); put(m, 2); put(byte: 0x2D); put(d, 2); put(byte: 0x54)
-            put(hh, 2); put(byte: 0x3A); put(mm, 2); put(byte: 0x3A); put(ss, 2); put(byte: 0x2E)
-            put(Int(ms), 3); put(byte: 0x5A)
+            put(y, 4)
+            put(byte: 0x2D)
+            put(m, 2)
+            put(byte: 0x2D)
+            put(d, 2)
+            put(byte: 0x54)
+            put(hh, 2)
+            put(byte: 0x3A)
+            put(mm, 2)
+            put(byte: 0x3A)
+            put(ss, 2)
+            put(byte: 0x2E)
+            put(Int(ms), 3)
+            put(byte: 0x5A)
             return i
         }
     }

@@ -20,7 +20,8 @@ public enum Credentials {
         guard !email.isEmpty, email.count <= 254 else { return nil }
         for scalar in email.unicodeScalars {
             if scalar.properties.isWhitespace || scalar.properties.generalCategory == .control
-                || scalar.properties.generalCategory == .format {
+                || scalar.properties.generalCategory == .format
+            {
                 return nil
             }
         }
@@ -60,8 +61,10 @@ public enum Credentials {
         }
         var r = FieldReader(members: members)
         r.rejectOthers(writable: ["email", "password", "displayName"], readOnly: [])
-        let email = r.formatted("email", required: true, formatMessage: "must be a valid email address",
-                                parse: normalizedEmail).value
+        let email = r.formatted(
+            "email", required: true, formatMessage: "must be a valid email address",
+            parse: normalizedEmail
+        ).value
         var password: String?
         switch r.string("password", maxLength: Int.max, required: true) {
         case .value(let raw):

@@ -76,15 +76,19 @@ public enum BillValidation {
         let consumption = readConsumption(&r, required: true).value
         let amount = r.int("amountMinor", in: 0...maxAmountMinor, required: true).value
         let currency = readCurrency(&r).value
-        let due = r.formatted("dueDate", required: true, formatMessage: "must be YYYY-MM-DD",
-                              parse: LocalDate.init(parsing:)).value
+        let due = r.formatted(
+            "dueDate", required: true, formatMessage: "must be YYYY-MM-DD",
+            parse: LocalDate.init(parsing:)
+        ).value
         let paidAt = r.formatted("paidAt", formatMessage: "must be an RFC 3339 timestamp", parse: RFC3339.parse).value
         guard r.errors.isEmpty, let provider, let subscriber, let period, let consumption, let amount, let due else {
             throw ValidationFailure(r.errors)
         }
-        return Create(id: id, content: BillContent(
-            provider: provider, subscriberNo: subscriber, period: period, consumptionMilliM3: consumption,
-            amountMinor: amount, currency: currency ?? "TRY", dueDate: due, paidAt: paidAt))
+        return Create(
+            id: id,
+            content: BillContent(
+                provider: provider, subscriberNo: subscriber, period: period, consumptionMilliM3: consumption,
+                amountMinor: amount, currency: currency ?? "TRY", dueDate: due, paidAt: paidAt))
     }
 
     /// Applies a JSON merge patch (RFC 7396): `null` resets `currency` to `TRY` and
@@ -143,9 +147,10 @@ public enum BillValidation {
     }
 
     private static func readProvider(_ r: inout FieldReader, required: Bool) -> FieldReader.Value<String> {
-        r.formatted("provider", required: required,
-                    formatMessage: "must be an upper-case code of 2 to 16 characters (A-Z, 0-9, _ or -)",
-                    parse: { isProviderCode($0) ? $0 : nil })
+        r.formatted(
+            "provider", required: required,
+            formatMessage: "must be an upper-case code of 2 to 16 characters (A-Z, 0-9, _ or -)",
+            parse: { isProviderCode($0) ? $0 : nil })
     }
 
     private static func readSubscriber(_ r: inout FieldReader, required: Bool) -> FieldReader.Value<String> {
@@ -167,7 +172,8 @@ public enum BillValidation {
     }
 
     private static func readCurrency(_ r: inout FieldReader) -> FieldReader.Value<String> {
-        r.formatted("currency", formatMessage: "must be an ISO 4217 currency code such as TRY",
-                    parse: { isCurrencyCode($0) ? $0 : nil })
+        r.formatted(
+            "currency", formatMessage: "must be an ISO 4217 currency code such as TRY",
+            parse: { isCurrencyCode($0) ? $0 : nil })
     }
 }

@@ -35,15 +35,20 @@ public enum EntryValidation {
         let hk = r.formatted("healthKitUUID", formatMessage: "must be a UUID", parse: UUIDText.normalized).value
         let note = r.string("note", maxLength: 280).value
         guard r.errors.isEmpty, let amount, let loggedAt else { throw ValidationFailure(r.errors) }
-        return Create(id: id, content: WaterEntryContent(amountMl: Int(amount), loggedAt: loggedAt,
-                                                         source: source ?? .api, healthKitUUID: hk, note: note))
+        return Create(
+            id: id,
+            content: WaterEntryContent(
+                amountMl: Int(amount), loggedAt: loggedAt,
+                source: source ?? .api, healthKitUUID: hk, note: note))
     }
 
     /// Applies a merge patch to an entry's content. `null` resets optional fields
     /// (`source` → `api`, `healthKitUUID`/`note` → none); required fields cannot be null.
     /// - Throws: `ValidationFailure` listing every bad field.
-    public static func applyMergePatch(_ patch: JSONValue, to content: WaterEntryContent,
-                                       now: Int64) throws(ValidationFailure) -> WaterEntryContent {
+    public static func applyMergePatch(
+        _ patch: JSONValue, to content: WaterEntryContent,
+        now: Int64
+    ) throws(ValidationFailure) -> WaterEntryContent {
         guard case .object(let members) = patch else {
             throw ValidationFailure([FieldError("", .invalidType, "the body must be a JSON object")])
         }
@@ -80,8 +85,9 @@ public enum EntryValidation {
     }
 
     private static func readLoggedAt(_ r: inout FieldReader, required: Bool, now: Int64) -> FieldReader.Value<Int64> {
-        let v = r.formatted("loggedAt", required: required, formatMessage: "must be an RFC 3339 timestamp",
-                            parse: RFC3339.parse)
+        let v = r.formatted(
+            "loggedAt", required: required, formatMessage: "must be an RFC 3339 timestamp",
+            parse: RFC3339.parse)
         if case .value(let t) = v {
             if t < earliestLoggedAt {
                 r.fail("loggedAt", .outOfRange, "must not be before 2000-01-01")

@@ -69,7 +69,10 @@ public struct FieldReader {
         }
         switch v {
         case .null:
-            if required { fail(name, .required, "required") ; return .invalid }
+            if required {
+                fail(name, .required, "required")
+                return .invalid
+            }
             return .null
         case .number(let n):
             guard n.isIntegral else {
@@ -88,15 +91,20 @@ public struct FieldReader {
     }
 
     /// A finite number in `range`, with at most `maxDecimals` decimal places when given.
-    public mutating func number(_ name: String, in range: ClosedRange<Double>, maxDecimals: Int? = nil,
-                                required: Bool = false) -> Value<Double> {
+    public mutating func number(
+        _ name: String, in range: ClosedRange<Double>, maxDecimals: Int? = nil,
+        required: Bool = false
+    ) -> Value<Double> {
         guard let v = raw(name) else {
             if required { fail(name, .required, "required") }
             return .absent
         }
         switch v {
         case .null:
-            if required { fail(name, .required, "required"); return .invalid }
+            if required {
+                fail(name, .required, "required")
+                return .invalid
+            }
             return .null
         case .number(let n):
             guard let d = n.doubleValue, range.contains(d) else {
@@ -122,7 +130,10 @@ public struct FieldReader {
         }
         switch v {
         case .null:
-            if required { fail(name, .required, "required"); return .invalid }
+            if required {
+                fail(name, .required, "required")
+                return .invalid
+            }
             return .null
         case .string(let s):
             let count = s.count
@@ -143,15 +154,20 @@ public struct FieldReader {
 
     /// A string that `parse` turns into `T`; nil from `parse` is `invalid_format`
     /// with `formatMessage`.
-    public mutating func formatted<T>(_ name: String, required: Bool = false, formatMessage: String,
-                                      parse: (String) -> T?) -> Value<T> {
+    public mutating func formatted<T>(
+        _ name: String, required: Bool = false, formatMessage: String,
+        parse: (String) -> T?
+    ) -> Value<T> {
         guard let v = raw(name) else {
             if required { fail(name, .required, "required") }
             return .absent
         }
         switch v {
         case .null:
-            if required { fail(name, .required, "required"); return .invalid }
+            if required {
+                fail(name, .required, "required")
+                return .invalid
+            }
             return .null
         case .string(let s):
             guard let t = parse(s) else {

@@ -19,8 +19,10 @@ public enum ProfileValidation {
     /// - Parameter isKnownTimeZone: true for ids in the IANA tz database (the caller
     ///   checks the system database; the domain does no I/O).
     /// - Throws: `ValidationFailure` (422 `validation_failed`).
-    public static func applyMergePatch(_ patch: JSONValue, to profile: UserProfile,
-                                       isKnownTimeZone: (String) -> Bool) throws(ValidationFailure) -> UserProfile {
+    public static func applyMergePatch(
+        _ patch: JSONValue, to profile: UserProfile,
+        isKnownTimeZone: (String) -> Bool
+    ) throws(ValidationFailure) -> UserProfile {
         guard case .object(let members) = patch else {
             throw ValidationFailure([FieldError("", .invalidType, "the body must be a JSON object")])
         }
@@ -52,8 +54,10 @@ public enum ProfileValidation {
         case .null: p.sleepTime = UserProfile.defaultSleepTime
         default: break
         }
-        switch r.formatted("timezone", formatMessage: "must be an IANA time-zone id",
-                           parse: { isKnownTimeZone($0) ? $0 : nil }) {
+        switch r.formatted(
+            "timezone", formatMessage: "must be an IANA time-zone id",
+            parse: { isKnownTimeZone($0) ? $0 : nil })
+        {
         case .value(let s): p.timezone = s
         case .null: p.timezone = UserProfile.defaultTimezone
         default: break
@@ -108,7 +112,8 @@ public enum ProfileValidation {
         guard b.count == 5, b[2] == 0x3A else { return nil }
         let d = [b[0], b[1], b[3], b[4]].map { Int($0) - 0x30 }
         guard d.allSatisfy({ (0...9).contains($0) }) else { return nil }
-        let h = d[0] * 10 + d[1], m = d[2] * 10 + d[3]
+        let h = d[0] * 10 + d[1]
+        let m = d[2] * 10 + d[3]
         return h < 24 && m < 60 ? s : nil
     }
 
