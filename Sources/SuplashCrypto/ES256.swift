@@ -24,12 +24,6 @@ public enum ES256Error: Error, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A NUL-terminated C string with static lifetime (for OSSL_PARAM names and values).
-func staticCString(_ s: StaticString) -> UnsafePointer<CChar>? {
-    guard s.hasPointerRepresentation else { return nil }
-    return UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self)
-}
-
 /// Byte length of a P-256 coordinate and of each half of a JOSE ECDSA signature.
 private let coordinateLength = 32
 
@@ -200,23 +194,7 @@ public struct ES256PublicKey: Sendable, Hashable {
             return nil
         }
         defer { OSSL_PARAM_free(params) }
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
-            ERR_clear_error()
-            return nil
-        }
-        defer { EVP_PKEY_CTX_free(context) }
-        var key: OpaquePointer?
-        // EVP_PKEY_PUBLIC_KEY (a compound macro Swift cannot import) spelled out.
-        let selection =
-            OSSL_KEYMGMT_SELECT_PUBLIC_KEY | OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS
-            | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS
-        guard EVP_PKEY_fromdata_init(context) == 1,
-            EVP_PKEY_fromdata(context, &key, Int32(selection), params) == 1
-        else {
-            ERR_clear_error()
-            return nil
-        }
-        return key
+        return publicKeyFromParameters(algorithm: "EC", params)
     }
 }
 

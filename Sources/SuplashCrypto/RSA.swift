@@ -68,12 +68,6 @@ public struct RSAPublicKey: Sendable, Hashable {
         return result == 1
     }
 
-    /// A NUL-terminated C string with static lifetime (nil for a literal stored as a scalar).
-    private static func cString(_ s: StaticString) -> UnsafePointer<CChar>? {
-        guard s.hasPointerRepresentation else { return nil }
-        return UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self)
-    }
-
     /// A new `EVP_PKEY` (caller frees) from `n` and `e`, or nil.
     private func makeKey() -> OpaquePointer? {
         guard let builder = OSSL_PARAM_BLD_new() else { return nil }
@@ -86,7 +80,7 @@ public struct RSAPublicKey: Sendable, Hashable {
         }
         // The builder keeps the parameter-name pointers until `to_param`, so they must be
         // static C strings (a Swift String argument is a temporary).
-        guard let n, let e, let nName = Self.cString("n"), let eName = Self.cString("e"),
+        guard let n, let e, let nName = staticCString("n"), let eName = staticCString("e"),
             OSSL_PARAM_BLD_push_BN(builder, nName, n) == 1,
             OSSL_PARAM_BLD_push_BN(builder, eName, e) == 1,
             let params = OSSL_PARAM_BLD_to_param(builder)
@@ -95,23 +89,7 @@ public struct RSAPublicKey: Sendable, Hashable {
             return nil
         }
         defer { OSSL_PARAM_free(params) }
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else {
-            ERR_clear_error()
-            return nil
-        }
-        defer { EVP_PKEY_CTX_free(context) }
-        var key: OpaquePointer?
-        // EVP_PKEY_PUBLIC_KEY (a compound macro Swift cannot import) spelled out.
-        let selection =
-            OSSL_KEYMGMT_SELECT_PUBLIC_KEY | OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS
-            | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS
-        guard EVP_PKEY_fromdata_init(context) == 1,
-            EVP_PKEY_fromdata(context, &key, Int32(selection), params) == 1
-        else {
-            ERR_clear_error()
-            return nil
-        }
-        return key
+        return publicKeyFromParameters(algorithm: "RSA", params)
     }
 }
 
