@@ -6,8 +6,8 @@ import SuplashStorage
 /// position file"): refuses to serve a database that is behind the last change position
 /// acknowledged to clients, then has every later group commit record its position.
 enum WALPositionCheck {
-    /// - Throws: `Settings.LoadError` with `AcknowledgedPositionBehind`'s explanation
-    ///   (what happened, what to do) when the database lost acknowledged commits;
+    /// - Throws: `StartupRefusal` (exit 65, damaged data) with `AcknowledgedPositionBehind`'s
+    ///   explanation (what happened, what to do) when the database lost acknowledged commits;
     ///   `StorageError` when the side file cannot be written.
     static func run(_ backend: StorageBackend, logger: Logger) throws {
         guard case .sqlite(let database) = backend else { return }
@@ -21,7 +21,7 @@ enum WALPositionCheck {
             logger.error(
                 "wal_position_behind", .count("databasePosition", Int(behind.databasePosition)),
                 .count("acknowledgedPosition", Int(behind.acknowledgedPosition)))
-            throw Settings.LoadError(description: behind.description)
+            throw StartupRefusal(description: behind.description, exitCode: ExitCode.dataError)
         }
         switch outcome {
         case .created: logger.info("wal_position_file_created")

@@ -120,6 +120,20 @@ final class AppleSignInTests: XCTestCase {
         XCTAssertEqual(code(try http.verify(token: "a.b.c", nonce: nil, now: now))?.hasPrefix("unavailable"), true)
     }
 
+    func testTokensThatCannotBeAcceptedAreRefusedWithoutFetchingKeys() {
+        // Nothing listens on the discard port: a fetch would answer 503 unavailable.
+        let unconfigured = AppleSignIn(keySet: AppleKeySet(source: "http://127.0.0.1:9/keys"), audiences: [])
+        XCTAssertEqual(
+            code(try unconfigured.verify(token: "a.b.c", nonce: nil, now: now)),
+            "invalid_identity_token:The Apple identity token is not acceptable: audience.")
+        let configured = verifier(jwks: "http://127.0.0.1:9/keys")
+        for garbage in ["garbage", "a.b", "a..c", "a.b.c.d"] {
+            XCTAssertEqual(
+                code(try configured.verify(token: garbage, nonce: nil, now: now)),
+                "invalid_identity_token:The Apple identity token is not acceptable: malformed.", garbage)
+        }
+    }
+
     func testKeySetRefreshesOnUnknownKidAtMostOncePerInterval() throws {
         let (apple, _) = try keys()
         let rotated = try TestRSAKey(kid: "apple-2")

@@ -147,6 +147,12 @@ public struct AppleSignIn: Sendable {
     /// - Throws: 401 `invalid_identity_token` (the detail names the failed check), 503 when
     ///   Apple's keys cannot be loaded.
     public func verify(token: String, nonce: String?, now: Int64) throws(APIError) -> AppleIdentity {
+        // Refused before Apple's keys are fetched: with no audience configured no token can be
+        // accepted, and a token that is not three dot-separated parts is malformed (so an
+        // unconfigured server never reaches out to Apple, and such requests answer 401, not 503).
+        guard !audiences.isEmpty else { throw Self.invalid("audience") }
+        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else { throw Self.invalid("malformed") }
         let keys: [String: RSAPublicKey]
         do {
             keys = try keySet.keys(for: JWT.unverifiedKeyID(token))

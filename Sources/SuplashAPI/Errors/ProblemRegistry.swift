@@ -155,7 +155,7 @@ public enum ProblemRegistry {
         table(
             "Per-mutation codes of `POST /v1/sync` (a rejected mutation's `error` inside the 200 answer; the other mutations are unaffected)",
             all.filter { $0.scope == .syncMutation || $0.scope == .responseAndSyncMutation })
-        table("Command-line errors (never sent over HTTP; the command exits 1)", all.filter { $0.scope == .commandLine })
+        table("Command-line errors (never sent over HTTP; the command exits 64, a usage error)", all.filter { $0.scope == .commandLine })
         out += "The `suplash` CLI's exit codes are in [client.md](client.md#cli-reference).\n"
         return out
     }
