@@ -203,18 +203,7 @@ final class StartupChecksTests: XCTestCase {
     }
 
     func shell(_ tool: String, _ arguments: [String]) throws -> (Int32, String, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        try TestServer.run(tool, arguments)
     }
 
     /// kill -9 soon after the very first start leaves an empty main file and a WAL holding

@@ -37,8 +37,15 @@ final class TestServer: @unchecked Sendable {
     /// Runs a CLI command to completion; returns (exit status, stdout, stderr).
     @discardableResult
     static func runCLI(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
+        try run(executable, arguments, environment: environment)
+    }
+
+    /// Runs `tool` with `arguments` to completion in the package root (environment: this
+    /// process's, overridden by `environment`); returns (exit status, stdout, stderr).
+    @discardableResult
+    static func run(_ tool: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
+        p.executableURL = URL(fileURLWithPath: tool)
         p.arguments = arguments
         p.currentDirectoryURL = URL(fileURLWithPath: packageRoot)
         p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
