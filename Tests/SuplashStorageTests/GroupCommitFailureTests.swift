@@ -7,22 +7,7 @@ private struct Refused: Error, Equatable { let id: String }
 
 /// A group transaction whose `COMMIT` fails (a full disk): no job's answer may rest on rows a
 /// batch-mate wrote and that were rolled back with the group.
-final class GroupCommitFailureTests: XCTestCase {
-    private var directory: TemporaryDirectory!
-    private var db: SQLiteDatabase!
-
-    override func setUpWithError() throws {
-        directory = try TemporaryDirectory()
-        db = try SQLiteDatabase(path: directory.file("app.sqlite"))
-        try db.write { try $0.connection.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)") }
-    }
-
-    override func tearDown() {
-        db?.close()
-        db = nil
-        directory = nil
-    }
-
+final class GroupCommitFailureTests: SingleTableDatabaseTestCase {
     private static let full = StorageError(code: 13, message: "injected: database or disk is full")  // SQLITE_FULL
 
     /// Queues `jobs` behind a held writer so they form one batch, fails `commitFailures`

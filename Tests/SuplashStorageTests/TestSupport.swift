@@ -66,3 +66,22 @@ final class Collector<T>: @unchecked Sendable {
         return items
     }
 }
+
+/// A fresh database in a temporary directory with one table, `t (n INTEGER PRIMARY KEY)`,
+/// per test; closed and removed after it.
+class SingleTableDatabaseTestCase: XCTestCase {
+    var directory: TemporaryDirectory!
+    var db: SQLiteDatabase!
+
+    override func setUpWithError() throws {
+        directory = try TemporaryDirectory()
+        db = try SQLiteDatabase(path: directory.file("app.sqlite"))
+        try db.write { try $0.connection.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)") }
+    }
+
+    override func tearDown() {
+        db?.close()
+        db = nil
+        directory = nil
+    }
+}

@@ -3,22 +3,7 @@ import XCTest
 
 @testable import SuplashStorage
 
-final class WriteProbeTests: XCTestCase {
-    private var directory: TemporaryDirectory!
-    private var db: SQLiteDatabase!
-
-    override func setUpWithError() throws {
-        directory = try TemporaryDirectory()
-        db = try SQLiteDatabase(path: directory.file("app.sqlite"))
-        try db.write { try $0.connection.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)") }
-    }
-
-    override func tearDown() {
-        db?.close()
-        db = nil
-        directory = nil
-    }
-
+final class WriteProbeTests: SingleTableDatabaseTestCase {
     func testTheProbeWritesNothingAndLeavesAnEmptyOwnerOnlyFile() throws {
         let walBefore = fileSize(db.path + "-wal")
         let commitsBefore = db.writerStatistics.commits
