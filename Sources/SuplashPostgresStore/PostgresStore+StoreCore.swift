@@ -7,12 +7,30 @@ import SuplashStoreCore
 /// transactions (READ COMMITTED, re-run on unique violations, serialization failures and
 /// deadlocks) and on `read`'s pooled connections.
 extension PostgresStore: SQLStore {
-    public func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) throws -> T {
-        try write(body)
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresStoreTransaction) throws -> T) throws -> T {
+        try write { tx in try body(PostgresStoreTransaction(tx, store: self)) }
+    }
+
+    public func transactionReportingPositions<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresStoreTransaction) throws -> T
+    ) throws -> (value: T, positions: CommittedPositions) {
+        let (value, tx) = try write { tx -> (T, PostgresTransaction) in
+            (try body(PostgresStoreTransaction(tx, store: self)), tx)
+        }
+        let first = tx.finalPosition(-1)
+        return (value, CommittedPositions(stampBase: first < 0 ? nil : first - 1, highest: tx.positions.max()))
     }
 
     public func reading<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try read(body)
+    }
+
+    public func snapshot<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try snapshotRead(body)
+    }
+
+    public func snapshotPipeline(_ statements: [SQLStatement]) throws -> [[PostgresRow]] {
+        try snapshotPipeline(statements.map { PostgresStatement($0.sql.postgres, $0.args) })
     }
 }
 
@@ -25,10 +43,31 @@ extension PostgresConnection: SQLExecutor {
     public func execute(_ sql: String, _ args: [SQLValue]) throws -> Int {
         try update(sql, args)
     }
+
+    /// One libpq pipeline (one round trip, with whatever is queued in front).
+    public func pipeline(_ statements: [SQLStatement]) throws -> [[PostgresRow]] {
+        try pipeline(statements.map { PostgresStatement($0.sql.postgres, $0.args) })
+    }
 }
 
-/// A PostgreSQL transaction is the transaction of a use case.
-extension PostgresTransaction: StoreTransaction {
+/// A PostgreSQL transaction of the store as the transaction of a use case: positions are taken
+/// at the commit (`PostgresTransaction.changePosition(for:)`), long polls are woken on every
+/// instance (`NOTIFY suplash_changes`) and in this process after the commit.
+///
+/// Valid only during the body. Do not keep it.
+public final class PostgresStoreTransaction: StoreTransaction {
+    /// The driver's transaction.
+    public let transaction: PostgresTransaction
+    private let store: PostgresStore
+
+    init(_ transaction: PostgresTransaction, store: PostgresStore) {
+        self.transaction = transaction
+        self.store = store
+    }
+
+    /// The transaction's connection.
+    public var connection: PostgresConnection { transaction.connection }
+
     /// `NOTIFY suplash_revocations` with the commit (`PostgresRevocationEvent`): delivered if
     /// and only if the transaction commits.
     public func announce(_ revocation: StoreRevocation) {
@@ -37,8 +76,66 @@ extension PostgresTransaction: StoreTransaction {
             case .session(let id): .session(id: id)
             case .adminKeys: .adminKeys
             }
-        notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
+        transaction.notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
     }
+
+    /// Queued on the connection; sent with the next round trip.
+    public func enqueue(_ sql: SQLText, _ args: [SQLValue]) throws {
+        connection.enqueue(sql.postgres, args)
+    }
+
+    /// `PostgresStore.changePosition`: provisional until the commit stamps the row.
+    public func changePosition(of row: ChangeRow, userID: String) throws -> Int64 {
+        try store.changePosition(transaction, userID: userID, row: row.postgres)
+    }
+
+    /// `PostgresStore.positionedWrite`: the statement runs inside the commit's statement.
+    public func positionedWrite(of row: ChangeRow, userID: String, _ sql: SQLText, _ args: [SQLValue]) throws {
+        try store.positionedWrite(
+            transaction, userID: userID, row: row.postgres,
+            Self.replacingParameter(args.count + 1, in: sql.postgres, with: PostgresTransaction.positionToken), args)
+    }
+
+    /// `PostgresTransaction.defersWrites`.
+    public var defersPositionedWrites: Bool {
+        get { transaction.defersWrites }
+        set { transaction.defersWrites = newValue }
+    }
+
+    /// `PostgresTransaction.afterCommit`.
+    public func afterCommit(_ body: @escaping @Sendable () -> Void) {
+        transaction.afterCommit(body)
+    }
+
+    /// `sql` with every reference to parameter `$n` replaced by `replacement` (our statements
+    /// have no `$` in literals or identifiers).
+    static func replacingParameter(_ n: Int, in sql: String, with replacement: String) -> String {
+        var out = ""
+        var index = sql.startIndex
+        while index < sql.endIndex {
+            let c = sql[index]
+            index = sql.index(after: index)
+            guard c == "$" else {
+                out.append(c)
+                continue
+            }
+            var end = index
+            while end < sql.endIndex, sql[end].isASCII, sql[end].isNumber { end = sql.index(after: end) }
+            if end > index, Int(sql[index..<end]) == n {
+                out += replacement
+            } else {
+                out.append(c)
+                out += sql[index..<end]
+            }
+            index = end
+        }
+        return out
+    }
+}
+
+extension ChangeRow {
+    /// The driver's form of this row.
+    var postgres: PostgresChangeRow { PostgresChangeRow(table: table, keyColumns: keyColumns, key: key) }
 }
 
 extension PostgresStore: AdminKeyRepository {}

@@ -113,6 +113,17 @@ public enum SQLDialect: String, Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// The row-lock clause a per-user lock takes (`FOR NO KEY UPDATE` on PostgreSQL: excludes
+    /// other writers of the row but not inserts that reference it, which take `FOR KEY SHARE`;
+    /// docs §13.3.2 "Row-Level Locks"), `""` on SQLite, whose single writer already excludes
+    /// every other writer.
+    public var forNoKeyUpdate: String {
+        switch self {
+        case .sqlite: ""
+        case .postgres: "FOR NO KEY UPDATE"
+        }
+    }
+
     // MARK: - Column types and table options
 
     /// The column type for raw bytes: `BLOB` on SQLite, `BYTEA` on PostgreSQL.

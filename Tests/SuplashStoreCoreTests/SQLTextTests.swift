@@ -56,4 +56,8 @@ private final class Recorder: SQLExecutor {
         sent.append((sql, args))
         return rows.count
     }
+
+    func pipeline(_ statements: [SQLStatement]) throws -> [[Row]] {
+        try statements.map { try query($0.sql.text(for: dialect), $0.args) }
+    }
 }
