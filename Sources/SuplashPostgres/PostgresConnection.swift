@@ -45,7 +45,7 @@ public struct PostgresStatement: Sendable {
 
     /// A statement sent unnamed (not prepared): for SQL whose text varies so much that
     /// caching each variant would only grow the server's memory.
-    init(unnamed sql: String, _ args: [SQLValue]) {
+    public init(unnamed sql: String, _ args: [SQLValue]) {
         self.sql = sql
         self.args = args
         prepare = false

@@ -291,12 +291,12 @@ extension PostgresStore {
     ) throws {
         guard StreakBook.changed(from: before, to: after) else { return }
         let badges = StoreRows.badgesText(after.badges)
-        try tx.positionedWrite(
+        try PostgresChangeSequence.of(tx).positionedWrite(
             of: ChangeRows.achievements(userID),
             """
             INSERT INTO achievements (user_id, latest_run_end, latest_run_length, longest_streak, total_ml, days_goal_met,
                 badges, updated_at, version, change_position)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $position)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
             ON CONFLICT (user_id) DO UPDATE SET
                 latest_run_end = excluded.latest_run_end, latest_run_length = excluded.latest_run_length,
                 longest_streak = excluded.longest_streak, total_ml = excluded.total_ml,

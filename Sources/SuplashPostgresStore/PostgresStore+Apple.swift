@@ -60,7 +60,7 @@ extension PostgresStore: AppleIdentityRepository {
             }
             // 3. A new user without a password.
             let p = AppleSignInRules.newUser(newProfile, email: email, emailVerified: emailVerified)
-            let position = try tx.changePosition(for: ChangeRows.user(p.id))
+            let position = try PostgresChangeSequence.of(tx).changePosition(for: ChangeRows.user(p.id))
             try c.update(
                 """
                 INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,

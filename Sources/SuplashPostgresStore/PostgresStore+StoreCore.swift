@@ -14,11 +14,10 @@ extension PostgresStore: SQLStore {
     public func transactionReportingPositions<T: Sendable>(
         _ body: @escaping @Sendable (PostgresStoreTransaction) throws -> T
     ) throws -> (value: T, positions: CommittedPositions) {
-        let (value, tx) = try write { tx -> (T, PostgresTransaction) in
-            (try body(PostgresStoreTransaction(tx, store: self)), tx)
+        let (value, sequence) = try write { tx -> (T, PostgresChangeSequence) in
+            (try body(PostgresStoreTransaction(tx, store: self)), PostgresChangeSequence.of(tx))
         }
-        let first = tx.finalPosition(-1)
-        return (value, CommittedPositions(stampBase: first < 0 ? nil : first - 1, highest: tx.positions.max()))
+        return (value, sequence.committedPositions)
     }
 
     public func reading<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
@@ -86,56 +85,24 @@ public final class PostgresStoreTransaction: StoreTransaction {
 
     /// `PostgresStore.changePosition`: provisional until the commit stamps the row.
     public func changePosition(of row: ChangeRow, userID: String) throws -> Int64 {
-        try store.changePosition(transaction, userID: userID, row: row.postgres)
+        try store.changePosition(transaction, userID: userID, row: row)
     }
 
     /// `PostgresStore.positionedWrite`: the statement runs inside the commit's statement.
     public func positionedWrite(of row: ChangeRow, userID: String, _ sql: SQLText, _ args: [SQLValue]) throws {
-        try store.positionedWrite(
-            transaction, userID: userID, row: row.postgres,
-            Self.replacingParameter(args.count + 1, in: sql.postgres, with: PostgresTransaction.positionToken), args)
+        try store.positionedWrite(transaction, userID: userID, row: row, sql.postgres, args)
     }
 
-    /// `PostgresTransaction.defersWrites`.
+    /// `PostgresChangeSequence.defersWrites`.
     public var defersPositionedWrites: Bool {
-        get { transaction.defersWrites }
-        set { transaction.defersWrites = newValue }
+        get { PostgresChangeSequence.of(transaction).defersWrites }
+        set { PostgresChangeSequence.of(transaction).defersWrites = newValue }
     }
 
     /// `PostgresTransaction.afterCommit`.
     public func afterCommit(_ body: @escaping @Sendable () -> Void) {
         transaction.afterCommit(body)
     }
-
-    /// `sql` with every reference to parameter `$n` replaced by `replacement` (our statements
-    /// have no `$` in literals or identifiers).
-    static func replacingParameter(_ n: Int, in sql: String, with replacement: String) -> String {
-        var out = ""
-        var index = sql.startIndex
-        while index < sql.endIndex {
-            let c = sql[index]
-            index = sql.index(after: index)
-            guard c == "$" else {
-                out.append(c)
-                continue
-            }
-            var end = index
-            while end < sql.endIndex, sql[end].isASCII, sql[end].isNumber { end = sql.index(after: end) }
-            if end > index, Int(sql[index..<end]) == n {
-                out += replacement
-            } else {
-                out.append(c)
-                out += sql[index..<end]
-            }
-            index = end
-        }
-        return out
-    }
-}
-
-extension ChangeRow {
-    /// The driver's form of this row.
-    var postgres: PostgresChangeRow { PostgresChangeRow(table: table, keyColumns: keyColumns, key: key) }
 }
 
 extension PostgresStore: AdminKeyRepository {}

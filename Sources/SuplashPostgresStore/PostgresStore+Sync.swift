@@ -2,6 +2,7 @@ import SuplashDomain
 import SuplashJSON
 import SuplashPostgres
 import SuplashSQL
+import SuplashStoreCore
 import SuplashStoreRows
 
 /// The sync feed and push on PostgreSQL — the storage side of `SQLiteStore+Sync.swift`'s
@@ -90,7 +91,7 @@ extension PostgresStore: SyncRepository {
     )
         throws -> (outcomes: [SyncMutationOutcome], headPosition: Int64)
     {
-        let (outcomes, readHead, tx) = try write { tx -> ([SyncMutationOutcome], Int64, PostgresTransaction) in
+        let (outcomes, readHead, sequence) = try write { tx -> ([SyncMutationOutcome], Int64, PostgresChangeSequence) in
             let c = tx.connection
             // The user's row lock first: every other writer of this user's documents (REST
             // writes, other pushes, email verification, Apple takeover) takes it too, so the
@@ -99,7 +100,7 @@ extension PostgresStore: SyncRepository {
             // The positions are taken at the commit like every write's (docs/postgresql.md, "Change
             // sequence"); the answers carry provisional ones until then. Later mutations
             // re-read what earlier ones wrote (achievements), so writes are not deferred.
-            tx.defersWrites = false
+            PostgresChangeSequence.of(tx).defersWrites = false
             if (try c.query("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE", [.text(userID)])).isEmpty {
                 throw RepositoryError.notFound
             }
@@ -124,15 +125,15 @@ extension PostgresStore: SyncRepository {
                 }
             }
             let head = try c.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1") ?? 0
-            return (outcomes, head, tx)
+            return (outcomes, head, PostgresChangeSequence.of(tx))
         }
         // Committed: the provisional positions in the answers become the numbers taken.
         let final = outcomes.map { outcome -> SyncMutationOutcome in
-            guard case .applied(var change) = outcome, PostgresTransaction.isProvisional(change.position) else { return outcome }
-            change.position = tx.finalPosition(change.position)
+            guard case .applied(var change) = outcome, CommittedPositions.isProvisional(change.position) else { return outcome }
+            change.position = sequence.committedPositions.final(change.position)
             return .applied(change)
         }
-        return (final, max(readHead, tx.positions.max() ?? readHead))
+        return (final, max(readHead, sequence.positions.max() ?? readHead))
     }
 
     private func applyEntryMutation(

@@ -2,13 +2,14 @@ import Foundation
 import SuplashDomain
 import SuplashPostgres
 import SuplashSQL
+import SuplashStoreCore
 import SuplashStoreRows
 
 /// The PostgreSQL adapter of the repository protocols of `SuplashDomain`, for any number of
 /// server instances on one database (docs/postgresql.md).
 ///
 /// Semantics follow `SQLiteStore`: every write that changes a synced document takes a
-/// change position (`PostgresTransaction.changePosition(for:)`, commit order = position
+/// change position (`PostgresChangeSequence`, commit order = position
 /// order, taken at the commit), stamps the last-write-wins columns, and notifies long polls
 /// after the commit.
 /// Writes run at READ COMMITTED; read-modify-write paths lock the row they read
@@ -26,6 +27,8 @@ public final class PostgresStore: Sendable {
     /// `suplash_changes` payloads, so that its own `PostgresClusterListener` skips the
     /// changes `changeNotifier` already reported in-process. Not secret, not user data.
     public let instanceID = UUID().uuidString.lowercased()
+    /// Counters of committed write transactions (change-sequence lock round trips).
+    public let statistics = PostgresWriteStatistics()
 
     /// Creates the store on a migrated database.
     /// - Parameter health: where classified failures are counted (one per server; a fresh
@@ -72,7 +75,12 @@ public final class PostgresStore: Sendable {
     /// failures and deadlocks), mapping storage failures to `RepositoryError`.
     func write<T>(_ body: (PostgresTransaction) throws -> T) throws -> T {
         do {
-            return try database.transaction(isolation: .readCommitted, retryOnUniqueViolation: true, body)
+            let (value, sequence) = try database.transaction(isolation: .readCommitted, retryOnUniqueViolation: true) {
+                tx -> (T, PostgresChangeSequence?) in
+                (try body(tx), PostgresChangeSequence.attached(to: tx))
+            }
+            statistics.record(sequence)
+            return value
         } catch let error as PostgresError {
             throw map(error)
         }
@@ -114,26 +122,25 @@ public final class PostgresStore: Sendable {
     /// long-poll wake-up of `userID` after the commit: in this process through
     /// `changeNotifier`, on every other instance through `NOTIFY suplash_changes,
     /// '<instanceID> <userID>'` (sent with the commit, once per transaction and user).
-    /// Every synced write path uses this. Unless the transaction already holds the change
-    /// sequence (the sync push), the position is deferred: the caller writes
-    /// the provisional position returned and the commit stamps the row
-    /// (`PostgresTransaction.changePosition(for:)`, docs/postgresql.md, "Change sequence").
-    func changePosition(_ tx: PostgresTransaction, userID: String, row: PostgresChangeRow) throws -> Int64 {
-        let position = try tx.changePosition(for: row)
-        tx.notify(channel: PostgresClusterChannel.changes, payload: instanceID + " " + userID)
-        let notifier = changeNotifier
-        tx.afterCommit { notifier.notify(userID: userID) }
+    /// Unless the transaction already holds the change sequence, the position is
+    /// provisional and the commit stamps the row (`PostgresChangeSequence`).
+    func changePosition(_ tx: PostgresTransaction, userID: String, row: ChangeRow) throws -> Int64 {
+        let position = try PostgresChangeSequence.of(tx).changePosition(for: row)
+        wake(tx, userID: userID)
         return position
     }
 
-    /// `PostgresTransaction.positionedWrite` of `row` of `userID` (the statement runs at the
-    /// commit, with its position; `$position` in `sql` stands for it), and the long-poll
-    /// wake-up as for `changePosition`. For writes nothing later in the transaction reads.
-    func positionedWrite(
-        _ tx: PostgresTransaction, userID: String, row: PostgresChangeRow, _ sql: String,
-        _ args: [SQLValue]
-    ) throws {
-        try tx.positionedWrite(of: row, sql, args)
+    /// `PostgresChangeSequence.positionedWrite` of `row` of `userID` (`$(n+1)` in `sql` stands
+    /// for the position), and the long-poll wake-up as for `changePosition`.
+    func positionedWrite(_ tx: PostgresTransaction, userID: String, row: ChangeRow, _ sql: String, _ args: [SQLValue]) throws {
+        // Statements not yet written once still say `$position`.
+        let text = sql.replacingOccurrences(of: "$position", with: "$\(args.count + 1)")
+        try PostgresChangeSequence.of(tx).positionedWrite(of: row, text, args)
+        wake(tx, userID: userID)
+    }
+
+    /// Wakes `userID`'s long polls after `tx` commits, on every instance.
+    private func wake(_ tx: PostgresTransaction, userID: String) {
         tx.notify(channel: PostgresClusterChannel.changes, payload: instanceID + " " + userID)
         let notifier = changeNotifier
         tx.afterCommit { notifier.notify(userID: userID) }
@@ -161,25 +168,5 @@ public final class PostgresStore: Sendable {
     }
 }
 
-/// The rows that carry change positions, for `PostgresTransaction.changePosition(for:)`.
-enum ChangeRows {
-    static func entry(_ userID: String, _ id: String) -> PostgresChangeRow {
-        PostgresChangeRow(table: "water_entries", keyColumns: ["user_id", "id"], key: [.text(userID), .text(id)])
-    }
-
-    static func bill(_ userID: String, _ id: String) -> PostgresChangeRow {
-        PostgresChangeRow(table: "bills", keyColumns: ["user_id", "id"], key: [.text(userID), .text(id)])
-    }
-
-    static func day(_ userID: String, _ date: LocalDate) -> PostgresChangeRow {
-        PostgresChangeRow(table: "days", keyColumns: ["user_id", "local_date"], key: [.text(userID), .text(date.description)])
-    }
-
-    static func user(_ userID: String) -> PostgresChangeRow {
-        PostgresChangeRow(table: "users", keyColumns: ["id"], key: [.text(userID)])
-    }
-
-    static func achievements(_ userID: String) -> PostgresChangeRow {
-        PostgresChangeRow(table: "achievements", keyColumns: ["user_id"], key: [.text(userID)])
-    }
-}
+/// The rows that carry change positions (`ChangeRow`).
+typealias ChangeRows = ChangeRow

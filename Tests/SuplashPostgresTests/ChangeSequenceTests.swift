@@ -1,7 +1,9 @@
 import Foundation
 import SuplashPostgres
+import SuplashPostgresStore
 import SuplashSQL
 import SuplashStorage
+import SuplashStoreCore
 import XCTest
 
 /// The change sequence under concurrent writers on several "instances" (separate pools):
@@ -49,7 +51,7 @@ final class ChangeSequenceTests: XCTestCase {
                 let abort = n % 7 == 3
                 do {
                     try db.transaction { tx in
-                        let position = try tx.takeChangePosition()
+                        let position = try PostgresChangeSequence.of(tx).takeChangePosition()
                         // Work after taking the position widens the window a wrong
                         // technique would need to commit out of order.
                         try tx.connection.query("SELECT pg_sleep($1::float8)", [.real(Double((writer * 7 + n) % 4) / 1000)])
@@ -97,6 +99,7 @@ final class ChangeSequenceTests: XCTestCase {
         let transactionsPerWriter = 25
         let databases = try (0..<instances).map { _ in try PostgresDatabase(url: url, poolSize: writersPerInstance) }
         defer { databases.forEach { $0.close() } }
+        let statistics = databases.map { _ in PostgresWriteStatistics() }
 
         let done = Locked(false)
         let violations = Locked([String]())
@@ -146,13 +149,12 @@ final class ChangeSequenceTests: XCTestCase {
                 let abort = n % 7 == 3
                 let rows = 1 + (writer + n) % 3
                 do {
-                    try db.transaction { tx in
+                    let sequence = try db.transaction { tx in
+                        let sequence = PostgresChangeSequence.of(tx)
                         for r in 0..<rows {
                             let id = "w\(writer)-\(n)-\(r)"
-                            let position = try tx.changePosition(
-                                for: PostgresChangeRow(
-                                    table: "deferred_probe", keyColumns: ["id"],
-                                    key: [.text(id)]))
+                            let position = try sequence.changePosition(
+                                for: ChangeRow(table: "deferred_probe", keyColumns: ["id"], key: [.text(id)]))
                             XCTAssertEqual(position, -Int64(r + 1), "provisional: the (r+1)-th of the commit")
                             try tx.connection.update(
                                 "INSERT INTO deferred_probe (id, change_position, writer) VALUES ($1, $2, $3)",
@@ -161,7 +163,9 @@ final class ChangeSequenceTests: XCTestCase {
                             try tx.connection.query("SELECT pg_sleep($1::float8)", [.real(Double((writer * 7 + n) % 3) / 1000)])
                         }
                         if abort { throw CancellationError() }
+                        return sequence
                     }
+                    statistics[writer % instances].record(sequence)
                     committed.withLock { $0 += rows }
                 } catch is CancellationError {
                     // Rolled back on purpose: its positions are handed out again.
@@ -183,8 +187,8 @@ final class ChangeSequenceTests: XCTestCase {
         XCTAssertEqual(try setup.read { try $0.query("SELECT position FROM change_sequence").first?[0] }, .integer(Int64(count)))
         // Each committed deferred transaction held the sequence for exactly one round trip
         // (the stamp statement and COMMIT, pipelined).
-        for db in databases {
-            XCTAssertEqual(db.statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1)
+        for counters in statistics {
+            XCTAssertEqual(counters.snapshot.maxRoundTripsHoldingChangeSequence, 1)
         }
     }
 
@@ -196,7 +200,7 @@ final class ChangeSequenceTests: XCTestCase {
         let db = try PostgresTestSupport.migratedDatabase()
         defer { db.close() }
         try db.read { try $0.execute("CREATE TABLE write_probe (id TEXT PRIMARY KEY, change_position BIGINT NOT NULL, note TEXT NOT NULL)") }
-        func row(_ id: String) -> PostgresChangeRow { PostgresChangeRow(table: "write_probe", keyColumns: ["id"], key: [.text(id)]) }
+        func row(_ id: String) -> ChangeRow { ChangeRow(table: "write_probe", keyColumns: ["id"], key: [.text(id)]) }
         func probe() throws -> [String: SQLValue] {
             var out: [String: SQLValue] = [:]
             for r in try db.read({ try $0.query("SELECT id, change_position, note FROM write_probe") }) {
@@ -205,53 +209,63 @@ final class ChangeSequenceTests: XCTestCase {
             }
             return out
         }
+        let statistics = PostgresWriteStatistics()
 
-        let positions = try db.transaction { tx -> [Int64] in
-            try tx.positionedWrite(
-                of: row("a"), "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $position, $2)",
+        let first = try db.transaction { tx -> PostgresChangeSequence in
+            let sequence = PostgresChangeSequence.of(tx)
+            try sequence.positionedWrite(
+                of: row("a"), "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $3, $2)",
                 [.text("a"), .text("first")])
-            try tx.positionedWrite(
-                of: row("b"), "INSERT INTO write_probe (note, id, change_position) VALUES ($1, $2, $position)",
+            try sequence.positionedWrite(
+                of: row("b"), "INSERT INTO write_probe (note, id, change_position) VALUES ($1, $2, $3)",
                 [.text("b-note"), .text("b")])
             // "a" again: its first write is queued with the placeholder, the second too, and "a" is stamped.
-            try tx.positionedWrite(
-                of: row("a"), "UPDATE write_probe SET note = $1, change_position = $position WHERE id = $2",
+            try sequence.positionedWrite(
+                of: row("a"), "UPDATE write_probe SET note = $1, change_position = $3 WHERE id = $2",
                 [.text("second"), .text("a")])
-            XCTAssertEqual(tx.positions, [], "nothing taken before the commit")
-            return tx.positions
+            XCTAssertEqual(sequence.positions, [], "nothing taken before the commit")
+            return sequence
         }
-        XCTAssertEqual(positions, [])
+        statistics.record(first)
         // Registrations: a (consumed by the re-registration), b = 2, a = 3.
+        XCTAssertEqual(first.positions, [1, 2, 3])
+        XCTAssertEqual(first.committedPositions, CommittedPositions(stampBase: 0, highest: 3))
         XCTAssertEqual(try probe(), ["a": .integer(3), "a.note": .text("second"), "b": .integer(2), "b.note": .text("b-note")])
         XCTAssertEqual(try db.read { try $0.query("SELECT position FROM change_sequence").first?[0] }, .integer(3))
 
         // With the sequence locked first, the write takes its position at once.
-        try db.transaction { tx in
-            try tx.lockChangeSequence()
-            try tx.positionedWrite(
-                of: row("c"), "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $position, $2)",
+        let locked = try db.transaction { tx -> PostgresChangeSequence in
+            let sequence = PostgresChangeSequence.of(tx)
+            try sequence.lockChangeSequence()
+            try sequence.positionedWrite(
+                of: row("c"), "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $3, $2)",
                 [.text("c"), .text("locked")])
-            XCTAssertEqual(tx.positions, [4])
+            XCTAssertEqual(sequence.positions, [4])
+            return sequence
         }
+        statistics.record(locked)
         XCTAssertEqual(try probe()["c"], .integer(4))
 
-        XCTAssertEqual(db.statistics.snapshot.positionedCommits, 2)
-        XCTAssertGreaterThan(db.statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1, "the locked path holds it longer")
+        XCTAssertEqual(statistics.snapshot.positionedCommits, 2)
+        XCTAssertGreaterThan(statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1, "the locked path holds it longer")
 
         // A batch: more rows than the prepared shapes cover (the statement goes unnamed).
-        db.statistics.reset()
-        try db.transaction { tx in
+        statistics.reset()
+        let batchSequence = try db.transaction { tx -> PostgresChangeSequence in
+            let sequence = PostgresChangeSequence.of(tx)
             for n in 0..<9 {
                 let id = "batch\(n)"
-                let position = try tx.changePosition(for: row(id))
+                let position = try sequence.changePosition(for: row(id))
                 try tx.connection.update(
                     "INSERT INTO write_probe (id, change_position, note) VALUES ($1, $2, $3)",
                     [.text(id), .integer(position), .text("batch")])
             }
+            return sequence
         }
+        statistics.record(batchSequence)
         let batch = try db.read { try $0.query("SELECT change_position FROM write_probe WHERE note = 'batch' ORDER BY id") }
         XCTAssertEqual(batch.map { $0[0] }, (5...13).map { .integer(Int64($0)) })
-        XCTAssertEqual(db.statistics.snapshot.positionedCommits, 1)
-        XCTAssertEqual(db.statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1)
+        XCTAssertEqual(statistics.snapshot.positionedCommits, 1)
+        XCTAssertEqual(statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1)
     }
 }

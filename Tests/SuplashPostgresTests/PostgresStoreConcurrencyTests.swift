@@ -198,7 +198,7 @@ final class PostgresFeedConcurrencyTests: XCTestCase {
         XCTAssertEqual(failures.current, [])
         // REST writes and pushes alike held the change sequence for one round trip each.
         for store in stores.prefix(2) {
-            XCTAssertEqual(store.database.statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1)
+            XCTAssertEqual(store.statistics.snapshot.maxRoundTripsHoldingChangeSequence, 1)
         }
         // Every row's final version was delivered to the resuming reader.
         let final = try stores[0].changes(userID: user, after: 0, limit: 10_000, includeTombstones: true).changes
@@ -310,7 +310,7 @@ final class PostgresDeferredPositionTests: XCTestCase {
 
         // The global critical section: one round trip (stamp + COMMIT) per write transaction.
         for store in stores.prefix(2) {
-            let stats = store.database.statistics.snapshot
+            let stats = store.statistics.snapshot
             XCTAssertGreaterThan(stats.positionedCommits, 0)
             XCTAssertEqual(stats.maxRoundTripsHoldingChangeSequence, 1)
         }
