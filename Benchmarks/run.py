@@ -594,7 +594,14 @@ def main():
     ap.add_argument("--postgres", action="store_true",
                     help="also run create/list/get/health/sync on PostgreSQL: 1 instance and 2 behind nginx")
     ap.add_argument("--no-pocketbase", action="store_true", help="leave PocketBase out (e.g. with --postgres)")
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
+                    help="compare server binaries instead (repeat; e.g. before=/tmp/a after=.build/release/suplash-server):"
+                         " each workload runs on each binary, alternating run by run, on SQLite and with --postgres"
+                         " on PostgreSQL too (one instance, a fresh database each); PocketBase and nginx are left out")
     args = ap.parse_args()
+    if args.compare:
+        args.no_pocketbase = True
+        args.skip_build = True
     if args.quick:
         args.runs, args.duration, args.connections = 1, 5, "32"
     conns = [int(c) for c in args.connections.split(",")]
@@ -636,6 +643,25 @@ def main():
         shutil.rmtree(lua_dir, ignore_errors=True)
 
 
+def compared_servers(pairs, workload, cluster):
+    """`--compare`: one server per NAME=PATH on SQLite, and on PostgreSQL when a cluster runs."""
+    servers = []
+    for pair in pairs:
+        label, _, path = pair.partition("=")
+        if not path or not os.path.exists(path):
+            raise SystemExit(f"--compare {pair!r}: expected NAME=PATH to an existing binary")
+        ours = Ours(path)
+        ours.name = f"suplash {label}"
+        servers.append(ours)
+    if cluster and workload in POSTGRES_WORKLOADS:
+        for pair in pairs:
+            label, _, path = pair.partition("=")
+            pg = OursPostgres(path, cluster)
+            pg.name = f"suplash-pg {label}"
+            servers.append(pg)
+    return servers
+
+
 def run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster):
     for workload in args.workloads.split(","):
         if workload == "longpoll":
@@ -651,11 +677,14 @@ def run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster):
             print(f"min {min(times):.0f} ms, median {statistics.median(times):.0f} ms, max {max(times):.0f} ms "
                   f"(5 starts)\n")
             continue
-        servers = [Ours(ours_bin)] + ([] if args.no_pocketbase else [PocketBase(pb_bin)])
-        if workload == "health" and have_nginx:
-            servers.append(Nginx())
-        if cluster and workload in POSTGRES_WORKLOADS:
-            servers += [OursPostgres(ours_bin, cluster), OursPostgresPair(ours_bin, cluster)]
+        if args.compare:
+            servers = compared_servers(args.compare, workload, cluster)
+        else:
+            servers = [Ours(ours_bin)] + ([] if args.no_pocketbase else [PocketBase(pb_bin)])
+            if workload == "health" and have_nginx:
+                servers.append(Nginx())
+            if cluster and workload in POSTGRES_WORKLOADS:
+                servers += [OursPostgres(ours_bin, cluster), OursPostgresPair(ours_bin, cluster)]
         for s in servers:
             s.start()
             s.setup(args.entries if workload in ("list", "get", "sync") else 1)
