@@ -4,7 +4,7 @@ import SuplashStoreRows
 
 /// Emailed codes (spec §3, email verification and password reset): a code and the message
 /// that carries it are committed together (the message goes into the outbox,
-/// `OutboxStatements.insert`). The code row is read with `FOR UPDATE` on PostgreSQL, so two
+/// `OutboxSQL.queue`). The code row is read with `FOR UPDATE` on PostgreSQL, so two
 /// instances issuing or redeeming one user's code run one after the other, as SQLite's single
 /// writer runs them.
 extension EmailCodeRepository where Self: SQLStore, Transaction: UserCutoffAnnouncing {
@@ -133,7 +133,7 @@ enum EmailCodeSQL {
         try tx.execute(
             previous == nil ? insert : replace,
             key + [.blob(code.codeHash), .integer(code.createdAt), .integer(code.expiresAt)])
-        try OutboxStatements.insert(tx.connection, message)
+        try OutboxSQL.queue(tx, message)
         return .issued
     }
 }

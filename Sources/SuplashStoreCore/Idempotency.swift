@@ -27,21 +27,15 @@ extension IdempotencyRepository where Self: AutocommitStore {
     }
 
     /// The claim is `INSERT … ON CONFLICT (caller, idempotency_key) DO UPDATE … WHERE
-    /// expires_at <= now`, then, when it took nothing, a read of the row that holds the key.
-    ///
-    /// Why two PostgreSQL instances cannot both proceed (each statement in autocommit at READ
-    /// COMMITTED, no transaction held open while the request runs): the primary key admits
-    /// one row per (caller, key). When a concurrent claimer has inserted the row but not
-    /// committed, the second `INSERT` waits for it (speculative insertion waits on the
-    /// conflicting transaction); then it locks the committed row and evaluates the `WHERE` on
-    /// that latest version, whose lease has not expired, so nothing is returned — the
-    /// documented guarantee of `ON CONFLICT DO UPDATE` is exactly one of insert or update,
-    /// even at READ COMMITTED. Only an expired row (an old record, or a crashed instance's
-    /// claim whose lease ended) is taken over, and that takeover is itself row-locked, so two
-    /// takeovers serialise and the second sees the first's fresh lease. The loser then reads
-    /// the row (a new statement, a new snapshot: it sees the winner's commit). If that row
-    /// vanished in between (the winner abandoned, or the purge ran), the claim is tried again.
-    /// On SQLite both statements run in one job of the single writer, so the row is there.
+    /// expires_at <= now RETURNING`, then, when it took nothing, a read of the row holding the key.
+    /// Two PostgreSQL instances cannot both proceed (each statement in autocommit at READ
+    /// COMMITTED): a second `INSERT` waits for an uncommitted conflicting one, then locks the
+    /// committed row and evaluates the `WHERE` on that latest version — exactly one of insert
+    /// or update, even at READ COMMITTED — so only an expired row (an old record, a crashed
+    /// instance's claim) is taken over, and two takeovers serialise on the row lock. The loser
+    /// reads the row in a new statement (it sees the winner's commit); if the row vanished
+    /// meanwhile (abandoned, purged) the claim is tried again. On SQLite both statements run in
+    /// one job of the single writer.
     public func claimIdempotencyKey(
         caller: String, key: String, fingerprint: [UInt8], now: Int64, leaseUntil: Int64
     ) throws -> IdempotencyClaim {

@@ -10,7 +10,7 @@ extension OutboxRepository where Self: SQLStore {
     /// (`OutboxClaim.claim`); `markDelivered` / `markAttemptFailed` end the lease.
     public func claimDueMessages(now: Int64, limit: Int, leaseMs: Int64) throws -> [OutboxMessage] {
         try transaction { tx in
-            try OutboxStatements.mailClaim.claim(tx, now: now, limit: limit, leaseMs: leaseMs).map(OutboxSQL.message)
+            try OutboxSQL.claim.claim(tx, now: now, limit: limit, leaseMs: leaseMs).map(OutboxSQL.message)
         }
     }
 
@@ -81,30 +81,19 @@ public struct OutboxClaim: Sendable {
     }
 }
 
-/// Outbox statements other use cases run inside their own transactions (emailed codes, sign-up).
-public enum OutboxStatements {
-    /// The mail outbox's claim.
-    public static let mailClaim = OutboxClaim(
-        table: "outbox", returning: ["id", "recipient", "subject", "body", "created_at", "attempts"])
-
-    /// Queues `message` (due at once) on `connection`, the connection of an open write
-    /// transaction: it is sent only if that transaction commits.
-    /// - Throws: the engine's error (a duplicate id violates the primary key).
-    public static func insert(_ connection: some SQLExecutor, _ message: OutboxMessage) throws {
-        try connection.execute(
-            OutboxSQL.insert,
-            [
-                .text(message.id), .text(message.recipient), .text(message.subject), .text(message.text),
-                .integer(message.createdAt), .integer(message.createdAt),
-            ])
-    }
-}
-
 enum OutboxSQL {
+    static let claim = OutboxClaim(table: "outbox", returning: ["id", "recipient", "subject", "body", "created_at", "attempts"])
     static let insert = SQLText(
         """
         INSERT INTO outbox (id, recipient, subject, body, created_at, attempts, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)
         """)
+
+    /// Queues `message` (due at once) in the caller's transaction: sent only if it commits.
+    static func queue(_ tx: some StoreTransaction, _ m: OutboxMessage) throws {
+        try tx.execute(
+            insert, [.text(m.id), .text(m.recipient), .text(m.subject), .text(m.text), .integer(m.createdAt), .integer(m.createdAt)])
+    }
+
     static let due = SQLText(
         """
         SELECT id, recipient, subject, body, created_at, attempts FROM outbox
