@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "SuplashStoreRows", dependencies: ["SuplashDomain", "SuplashSQL"]),
 
         // MARK: Use cases written once over a transaction protocol (no C engine); both adapters conform
-        .target(name: "SuplashStoreCore", dependencies: ["SuplashDomain", "SuplashSQL", "SuplashStoreRows"]),
+        .target(name: "SuplashStoreCore", dependencies: ["SuplashDomain", "SuplashSQL", "SuplashStoreRows", "SuplashJSON"]),
 
         // MARK: Repository adapters for SQLite
         .target(

@@ -1,31 +1,15 @@
 import Foundation
 import SuplashDomain
 import SuplashPostgres
-import SuplashStoreRows
+import SuplashStoreCore
 
-extension PostgresStore: OperationsRepository {
-    /// Admin-only counts, read in one snapshot; `databaseBytes` is `pg_database_size` of the
-    /// current database.
-    public func adminStats(dayStart: Int64, thirtyDaysAgo: Int64) throws -> AdminStats {
-        try snapshotRead { c in
-            let users = try c.scalarInt64("SELECT count(*) FROM users") ?? 0
-            let today =
-                try c.scalarInt64(
-                    "SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= $1",
-                    [.integer(dayStart)]) ?? 0
-            let month =
-                try c.scalarInt64(
-                    "SELECT count(DISTINCT user_id) FROM water_entries WHERE updated_at >= $1",
-                    [.integer(thirtyDaysAgo)]) ?? 0
-            let entries =
-                try c.scalarInt64(
-                    "SELECT count(*) FROM water_entries WHERE created_at >= $1 AND deleted = 0",
-                    [.integer(dayStart)]) ?? 0
-            let bytes = try c.scalarInt64("SELECT pg_database_size(current_database())") ?? 0
-            return AdminStats(
-                users: Int(users), activeUsersToday: Int(today), activeUsers30d: Int(month),
-                entriesToday: Int(entries), databaseBytes: bytes)
-        }
+/// What PostgreSQL does its own way for `OperationsRepository` (the admin figures are written
+/// once in `SuplashStoreCore`): the database size and the online backup.
+extension PostgresStore: DatabaseSizing {
+    /// `pg_database_size` of the current database (one round trip).
+    /// - Throws: `RepositoryError` (the storage failure mapped).
+    public func databaseBytes() throws -> Int64 {
+        try read { c in try c.scalarInt64("SELECT pg_database_size(current_database())") ?? 0 }
     }
 
     /// A consistent online snapshot with `pg_dump --format=custom` (one REPEATABLE READ

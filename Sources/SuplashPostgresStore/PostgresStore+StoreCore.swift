@@ -107,3 +107,22 @@ public final class PostgresStoreTransaction: StoreTransaction {
 
 extension PostgresStore: AdminKeyRepository {}
 extension PostgresStore: SessionRepository {}
+extension PostgresStore: EmailCodeRepository {}
+extension PostgresStore: OutboxRepository {}
+extension PostgresStore: IdempotencyRepository {}
+extension PostgresStore: OperationsRepository {}
+
+/// Writes without a transaction of their own run in autocommit on a pooled connection (`read`).
+extension PostgresStore: AutocommitStore {
+    public func autocommit<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) throws -> T {
+        try read(body)
+    }
+}
+
+/// `NOTIFY suplash_revocations` (`PostgresRevocationEvent.userCutoff`) with the commit.
+extension PostgresStoreTransaction: UserCutoffAnnouncing {
+    public func announceCutoff(userID: String, issuedBeforeSeconds: Int64) {
+        let event = PostgresRevocationEvent.userCutoff(userID: userID, issuedBeforeSeconds: issuedBeforeSeconds)
+        transaction.notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
+    }
+}

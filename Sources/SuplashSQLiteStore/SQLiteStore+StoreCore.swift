@@ -115,3 +115,19 @@ public final class SQLiteStoreTransaction: StoreTransaction {
 
 extension SQLiteStore: AdminKeyRepository {}
 extension SQLiteStore: SessionRepository {}
+extension SQLiteStore: EmailCodeRepository {}
+extension SQLiteStore: OutboxRepository {}
+extension SQLiteStore: IdempotencyRepository {}
+extension SQLiteStore: OperationsRepository {}
+
+/// Writes without a transaction of their own run as one job of the single writer.
+extension SQLiteStore: AutocommitStore {
+    public func autocommit<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
+        try write { context in try body(context.connection) }
+    }
+}
+
+/// A no-op: one process, whose routes update its revocation view themselves.
+extension SQLiteStoreTransaction: UserCutoffAnnouncing {
+    public func announceCutoff(userID: String, issuedBeforeSeconds: Int64) {}
+}

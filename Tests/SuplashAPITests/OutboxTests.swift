@@ -174,6 +174,27 @@ final class OutboxTests: XCTestCase {
         XCTAssertEqual(due.first?.subject, "Your Suplash password reset code", "the profile locale is en-US")
     }
 
+    /// The claim is written once for both engines: on SQLite too a claimed message is leased,
+    /// so it is not handed out again before the lease ends (a worker that died mid-send).
+    func testClaimLeasesMessagesOldestFirstUntilTheLeaseEnds() throws {
+        let (store, db, user) = try makeStore()
+        defer { db.close() }
+        for (id, at) in [("m-2", t0 + 2), ("m-1", t0 + 1), ("m-3", t0 + 3)] {
+            let code = NewEmailCode(
+                userID: user.id, purpose: id == "m-1" ? .verifyEmail : .resetPassword, codeHash: [1],
+                createdAt: at, expiresAt: at + 600_000)
+            let message = OutboxMessage(id: id, recipient: user.email, subject: "Code", text: "123456", createdAt: at)
+            _ = try store.issueCode(code, message: message, minIntervalMs: 0)
+        }
+        let now = t0 + 10
+        XCTAssertEqual(try store.claimDueMessages(now: now, limit: 2, leaseMs: 60_000).map(\.id), ["m-1", "m-2"])
+        XCTAssertEqual(try store.claimDueMessages(now: now, limit: 10, leaseMs: 60_000).map(\.id), ["m-3"])
+        XCTAssertEqual(try store.claimDueMessages(now: now + 59_999, limit: 10, leaseMs: 60_000).count, 0, "leased")
+        XCTAssertEqual(try store.nextAttemptTime(), now + 60_000)
+        try store.markDelivered(id: "m-1", now: now + 1)
+        XCTAssertEqual(try store.claimDueMessages(now: now + 60_000, limit: 10, leaseMs: 60_000).map(\.id), ["m-2", "m-3"])
+    }
+
     func testBackoffDoublesWithJitterUpToTheCap() {
         let policy = OutboxRetryPolicy()
         XCTAssertEqual(policy.delay(afterAttempt: 1, random: { _ in 0 }), 1_000)
