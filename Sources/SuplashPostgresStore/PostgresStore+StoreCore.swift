@@ -140,3 +140,4 @@ extension ChangeRow {
 
 extension PostgresStore: AdminKeyRepository {}
 extension PostgresStore: SessionRepository {}
+extension PostgresStore: BillRepository {}
