@@ -141,3 +141,29 @@ extension ChangeRow {
 extension PostgresStore: AdminKeyRepository {}
 extension PostgresStore: SessionRepository {}
 extension PostgresStore: BillRepository {}
+extension PostgresStore: UserRepository {}
+extension PostgresStore: AppleIdentityRepository {}
+extension PostgresStore: AccountDataRepository {}
+
+/// A profile change recomputes the daily totals and goals with `PostgresStore.profileChanged`.
+extension PostgresStore: ProfileChangeRecomputing {
+    public static func recomputeAfterProfileChange(
+        _ tx: PostgresStoreTransaction, previous: UserProfile, current: UserProfile, now: Int64
+    ) throws {
+        try profileChanged(tx.transaction, previous: previous, current: current, now: now)
+    }
+}
+
+/// `NOTIFY suplash_revocations` with the commit (`PostgresRevocationEvent.account`, `.userCutoff`).
+extension PostgresStoreTransaction: AccountRevocations {
+    public func announceAccountErased(userID: String) {
+        transaction.notify(
+            channel: PostgresClusterChannel.revocations, payload: PostgresRevocationEvent.account(userID: userID).payload)
+    }
+
+    public func announceUserCutoff(userID: String, issuedBeforeSeconds: Int64) {
+        transaction.notify(
+            channel: PostgresClusterChannel.revocations,
+            payload: PostgresRevocationEvent.userCutoff(userID: userID, issuedBeforeSeconds: issuedBeforeSeconds).payload)
+    }
+}

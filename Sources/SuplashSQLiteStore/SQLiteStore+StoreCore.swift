@@ -116,3 +116,21 @@ public final class SQLiteStoreTransaction: StoreTransaction {
 extension SQLiteStore: AdminKeyRepository {}
 extension SQLiteStore: SessionRepository {}
 extension SQLiteStore: BillRepository {}
+extension SQLiteStore: UserRepository {}
+extension SQLiteStore: AppleIdentityRepository {}
+extension SQLiteStore: AccountDataRepository {}
+
+/// A profile change recomputes the daily totals and goals with `SQLiteStore.profileChanged`.
+extension SQLiteStore: ProfileChangeRecomputing {
+    public static func recomputeAfterProfileChange(
+        _ tx: SQLiteStoreTransaction, previous: UserProfile, current: UserProfile, now: Int64
+    ) throws {
+        try profileChanged(tx.connection, previous: previous, current: current, now: now)
+    }
+}
+
+/// No-ops: one process, whose routes update its revocation view themselves.
+extension SQLiteStoreTransaction: AccountRevocations {
+    public func announceAccountErased(userID: String) {}
+    public func announceUserCutoff(userID: String, issuedBeforeSeconds: Int64) {}
+}
