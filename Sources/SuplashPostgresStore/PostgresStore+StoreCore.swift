@@ -154,16 +154,17 @@ extension PostgresStore: ProfileChangeRecomputing {
     }
 }
 
-/// `NOTIFY suplash_revocations` with the commit (`PostgresRevocationEvent.account`, `.userCutoff`).
-extension PostgresStoreTransaction: AccountRevocations {
-    public func announceAccountErased(userID: String) {
-        transaction.notify(
-            channel: PostgresClusterChannel.revocations, payload: PostgresRevocationEvent.account(userID: userID).payload)
+/// `NOTIFY suplash_revocations` (`PostgresRevocationEvent.userCutoff`) with the commit.
+extension PostgresStoreTransaction: UserCutoffAnnouncing {
+    public func announceCutoff(userID: String, issuedBeforeSeconds: Int64) {
+        let event = PostgresRevocationEvent.userCutoff(userID: userID, issuedBeforeSeconds: issuedBeforeSeconds)
+        transaction.notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
     }
+}
 
-    public func announceUserCutoff(userID: String, issuedBeforeSeconds: Int64) {
-        transaction.notify(
-            channel: PostgresClusterChannel.revocations,
-            payload: PostgresRevocationEvent.userCutoff(userID: userID, issuedBeforeSeconds: issuedBeforeSeconds).payload)
+/// `NOTIFY suplash_revocations` (`PostgresRevocationEvent.account`) with the commit.
+extension PostgresStoreTransaction: AccountErasureAnnouncing {
+    public func announceAccountErased(userID: String) {
+        transaction.notify(channel: PostgresClusterChannel.revocations, payload: PostgresRevocationEvent.account(userID: userID).payload)
     }
 }

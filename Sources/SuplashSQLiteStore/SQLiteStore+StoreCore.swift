@@ -129,8 +129,12 @@ extension SQLiteStore: ProfileChangeRecomputing {
     }
 }
 
-/// No-ops: one process, whose routes update its revocation view themselves.
-extension SQLiteStoreTransaction: AccountRevocations {
+/// A no-op: one process, whose routes update its revocation view themselves.
+extension SQLiteStoreTransaction: UserCutoffAnnouncing {
+    public func announceCutoff(userID: String, issuedBeforeSeconds: Int64) {}
+}
+
+/// A no-op: one process, whose routes update its revocation view themselves.
+extension SQLiteStoreTransaction: AccountErasureAnnouncing {
     public func announceAccountErased(userID: String) {}
-    public func announceUserCutoff(userID: String, issuedBeforeSeconds: Int64) {}
 }

@@ -6,8 +6,8 @@ import SuplashStoreRows
 /// snapshot, so the parts agree; the erasure deletes every row of the user in one transaction
 /// (the user's row read `FOR UPDATE` on PostgreSQL), keeps the erased id for a day so every
 /// instance's revocation view refuses its tokens (`accountsErased`), and announces it
-/// (`AccountRevocations.announceAccountErased`).
-extension AccountDataRepository where Self: SQLStore, Transaction: AccountRevocations {
+/// (`AccountErasureAnnouncing`).
+extension AccountDataRepository where Self: SQLStore, Transaction: AccountErasureAnnouncing {
     public func exportAccount(userID: String) throws -> AccountExport? {
         try snapshot { c in
             let u: [SQLValue] = [.text(userID)]
@@ -37,6 +37,15 @@ extension AccountDataRepository where Self: SQLStore, Transaction: AccountRevoca
     public func accountsErased(since: Int64) throws -> [String] {
         try reading { c in try c.query(AccountSQL.erasedSince, [.integer(since)]).compactMap { $0["user_id"].text } }
     }
+}
+
+/// A transaction that can tell every server instance, with its commit, that an account was
+/// erased, so that every token of it is refused: on PostgreSQL `NOTIFY suplash_revocations`
+/// (`account <userID>`), a no-op on SQLite (one process, whose route updates its revocation
+/// view itself).
+public protocol AccountErasureAnnouncing: StoreTransaction {
+    /// Announces the erasure of `userID` after the commit (nothing is sent on a rollback).
+    func announceAccountErased(userID: String)
 }
 
 enum AccountSQL {

@@ -2,15 +2,16 @@ import SuplashDomain
 import SuplashSQL
 import SuplashStoreRows
 
-/// The account-wide revocations a committed write makes, beyond `StoreRevocation`: every
-/// server instance must learn them (on PostgreSQL a `NOTIFY suplash_revocations` sent with the
-/// commit, delivered if and only if it commits); a no-op on SQLite, whose routes update the
-/// process's revocation view themselves.
-public protocol AccountRevocations: StoreTransaction {
-    /// Every token of `userID` is refused from now on (the account was erased).
-    func announceAccountErased(userID: String)
-    /// Access tokens of `userID` issued before `issuedBeforeSeconds` (Unix seconds) are refused.
-    func announceUserCutoff(userID: String, issuedBeforeSeconds: Int64)
+/// A transaction that can tell every server instance, with its commit, that a user's access
+/// tokens issued before a time are revoked (a password reset's per-user cut-off): on
+/// PostgreSQL `NOTIFY suplash_revocations` (`cutoff <userID> <seconds>`), a no-op on SQLite
+/// (one process, whose route updates its revocation view itself).
+public protocol UserCutoffAnnouncing: StoreTransaction {
+    /// Announces the cut-off after the commit (nothing is sent on a rollback).
+    /// - Parameters:
+    ///   - userID: the user whose tokens are revoked.
+    ///   - issuedBeforeSeconds: tokens issued before this time (Unix seconds) are refused.
+    func announceCutoff(userID: String, issuedBeforeSeconds: Int64)
 }
 
 /// Sign in with Apple (spec: auth, "Sign in with Apple"): a known `sub` signs in to its user; an
@@ -20,7 +21,7 @@ public protocol AccountRevocations: StoreTransaction {
 /// Two first sign-ins of one `sub` (or one email) on two PostgreSQL instances at once: the
 /// second insert hits a unique index, the transaction is re-run and finds the first one's
 /// identity.
-extension AppleIdentityRepository where Self: SQLStore, Transaction: AccountRevocations {
+extension AppleIdentityRepository where Self: SQLStore, Transaction: UserCutoffAnnouncing {
     public func signInWithApple(
         sub: String, email: String, emailVerified: Bool, newProfile: UserProfile,
         session: NewSession, now: Int64
@@ -43,7 +44,7 @@ extension AppleIdentityRepository where Self: SQLStore, Transaction: AccountRevo
                     // Account pre-hijacking: the verified owner takes it over without that password.
                     revoked = try tx.query(AppleSQL.revokeSessions, [.integer(now), .text(user.id)]).compactMap { $0["id"].text }
                     for id in revoked { tx.announce(.session(id: id)) }
-                    if !revoked.isEmpty { tx.announceUserCutoff(userID: user.id, issuedBeforeSeconds: now / 1000) }
+                    if !revoked.isEmpty { tx.announceCutoff(userID: user.id, issuedBeforeSeconds: now / 1000) }
                     // Stamped past the stored stamp, as a REST write (`LastWriteWins.restStampAt`).
                     let lwwAt = LastWriteWins.restStampAt(now: now, storedAt: row["lww_at"].int64 ?? 0)
                     let position = try tx.changePosition(of: .user(user.id), userID: user.id)
