@@ -74,6 +74,8 @@ public final class PostgresStoreTransaction: StoreTransaction {
             switch revocation {
             case .session(let id): .session(id: id)
             case .adminKeys: .adminKeys
+            case .userCutoff(let userID, let seconds): .userCutoff(userID: userID, issuedBeforeSeconds: seconds)
+            case .accountErased(let userID): .account(userID: userID)
             }
         transaction.notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
     }
@@ -119,10 +121,16 @@ extension PostgresStore: AutocommitStore {
     }
 }
 
-/// `NOTIFY suplash_revocations` (`PostgresRevocationEvent.userCutoff`) with the commit.
-extension PostgresStoreTransaction: UserCutoffAnnouncing {
-    public func announceCutoff(userID: String, issuedBeforeSeconds: Int64) {
-        let event = PostgresRevocationEvent.userCutoff(userID: userID, issuedBeforeSeconds: issuedBeforeSeconds)
-        transaction.notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
+extension PostgresStore: BillRepository {}
+extension PostgresStore: UserRepository {}
+extension PostgresStore: AppleIdentityRepository {}
+extension PostgresStore: AccountDataRepository {}
+
+/// A profile change recomputes the daily totals and goals with `PostgresStore.profileChanged`.
+extension PostgresStore: ProfileChangeRecomputing {
+    public static func recomputeAfterProfileChange(
+        _ tx: PostgresStoreTransaction, previous: UserProfile, current: UserProfile, now: Int64
+    ) throws {
+        try profileChanged(tx.transaction, previous: previous, current: current, now: now)
     }
 }

@@ -127,7 +127,16 @@ extension SQLiteStore: AutocommitStore {
     }
 }
 
-/// A no-op: one process, whose routes update its revocation view themselves.
-extension SQLiteStoreTransaction: UserCutoffAnnouncing {
-    public func announceCutoff(userID: String, issuedBeforeSeconds: Int64) {}
+extension SQLiteStore: BillRepository {}
+extension SQLiteStore: UserRepository {}
+extension SQLiteStore: AppleIdentityRepository {}
+extension SQLiteStore: AccountDataRepository {}
+
+/// A profile change recomputes the daily totals and goals with `SQLiteStore.profileChanged`.
+extension SQLiteStore: ProfileChangeRecomputing {
+    public static func recomputeAfterProfileChange(
+        _ tx: SQLiteStoreTransaction, previous: UserProfile, current: UserProfile, now: Int64
+    ) throws {
+        try profileChanged(tx.connection, previous: previous, current: current, now: now)
+    }
 }

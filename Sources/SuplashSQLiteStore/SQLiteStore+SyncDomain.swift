@@ -1,6 +1,7 @@
 import SuplashDomain
 import SuplashSQL
 import SuplashStorage
+import SuplashStoreCore
 import SuplashStoreRows
 
 /// The domain collections of the change feed and the sync push (spec §5): `bills`, `days`
@@ -55,7 +56,7 @@ extension SQLiteStore {
         _ m: SyncMutation
     ) throws -> SyncMutationOutcome {
         let c = ctx.connection
-        let stored = try SQLiteStore.fetchBill(c, userID: userID, id: m.id)
+        let stored = try BillStatements.fetch(c, userID: userID, id: m.id)
         let step = SyncPush.bill(
             m, stored: stored, userID: userID, stamp: WriteStamp(at: m.clientUpdatedAt, device: deviceID),
             now: now)
@@ -71,7 +72,7 @@ extension SQLiteStore {
                     [.text(userID), .text(m.id)]) ?? 0
         case .upsert(let bill):
             do {
-                try SQLiteStore.checkUnique(c, userID: userID, excluding: m.id, bill.content)
+                try BillStatements.checkUnique(c, userID: userID, excluding: m.id, bill.content)
             } catch RepositoryError.conflict(code: let code) {
                 return .rejected(SyncRejection(code: code))
             }

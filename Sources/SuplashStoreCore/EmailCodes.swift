@@ -7,7 +7,7 @@ import SuplashStoreRows
 /// `OutboxSQL.queue`). The code row is read with `FOR UPDATE` on PostgreSQL, so two
 /// instances issuing or redeeming one user's code run one after the other, as SQLite's single
 /// writer runs them.
-extension EmailCodeRepository where Self: SQLStore, Transaction: UserCutoffAnnouncing {
+extension EmailCodeRepository where Self: SQLStore {
     public func issueCode(_ code: NewEmailCode, message: OutboxMessage, minIntervalMs: Int64) throws -> CodeIssueOutcome {
         try transaction { tx in
             guard try tx.queryOne(EmailCodeSQL.userExists, [.text(code.userID)]) != nil else { return .noSuchUser }
@@ -61,22 +61,10 @@ extension EmailCodeRepository where Self: SQLStore, Transaction: UserCutoffAnnou
             }
             // Every instance's revocation view: the sessions, and the route's per-user cut-off.
             for id in revoked { tx.announce(.session(id: id)) }
-            tx.announceCutoff(userID: userID, issuedBeforeSeconds: now / 1000)
+            tx.announce(.userCutoff(userID: userID, issuedBeforeSeconds: now / 1000))
             return .redeemed(revokedSessionIDs: revoked)
         }
     }
-}
-
-/// A transaction that can tell every server instance, with its commit, that a user's access
-/// tokens issued before a time are revoked (a password reset's per-user cut-off): on
-/// PostgreSQL `NOTIFY suplash_revocations` (`cutoff <userID> <seconds>`), a no-op on SQLite
-/// (one process, whose route updates its revocation view itself).
-public protocol UserCutoffAnnouncing: StoreTransaction {
-    /// Announces the cut-off after the commit (nothing is sent on a rollback).
-    /// - Parameters:
-    ///   - userID: the user whose tokens are revoked.
-    ///   - issuedBeforeSeconds: tokens issued before this time (Unix seconds) are refused.
-    func announceCutoff(userID: String, issuedBeforeSeconds: Int64)
 }
 
 enum EmailCodeSQL {

@@ -146,6 +146,11 @@ public enum StoreRevocation: Sendable, Equatable {
     case session(id: String)
     /// An admin key was created or revoked: every instance re-reads the key table.
     case adminKeys
+    /// Every access token of `userID` issued before `issuedBeforeSeconds` (Unix seconds) is
+    /// refused (a password reset, an Apple account takeover).
+    case userCutoff(userID: String, issuedBeforeSeconds: Int64)
+    /// The account `userID` was erased: every instance forgets its sessions.
+    case accountErased(userID: String)
 }
 
 /// An open write transaction of a store, with each engine's semantics kept: on SQLite one job of

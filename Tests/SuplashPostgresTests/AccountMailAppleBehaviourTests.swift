@@ -154,6 +154,33 @@ final class AccountMailAppleBehaviourTests: XCTestCase {
         XCTAssertEqual(postgres.count, sqlite.count)
         for (s, p) in zip(sqlite, postgres) { XCTAssertEqual(p, s) }
     }
+
+    /// An Apple takeover changes the profile (verified, no password, new change position): the
+    /// user's long polls are woken, as for every other profile write.
+    func testAppleTakeoverWakesTheUsersLongPolls() throws {
+        let dave = "01930000-0000-7000-8000-0000000000d1"
+        let t0 = fixtures.t0
+        func wakes(_ store: Store, _ changed: Locked<[String]>) throws -> [String] {
+            _ = try store.createUser(
+                UserProfile(id: dave, email: "dave@example.test", displayName: nil, now: t0),
+                passwordHash: "$argon2id$squatter", session: fixtures.session("sd", dave, hash: 44))
+            _ = fixtures.settled(changed) { $0.contains(dave) }
+            changed.withLock { $0 = [] }
+            let result = try store.signInWithApple(
+                sub: "sub-3", email: "dave@example.test", emailVerified: true,
+                newProfile: UserProfile(id: "01930000-0000-7000-8000-0000000000c4", email: "", displayName: nil, now: t0),
+                session: fixtures.session("apple", "", hash: 45), now: t0 + 300)
+            XCTAssertEqual(result.revokedSessionIDs, ["sd"], "a takeover")
+            return fixtures.settled(changed) { $0.contains(dave) }
+        }
+        let (sqlite, sqliteWakes) = try fixtures.sqliteStore()
+        XCTAssertEqual(try wakes(sqlite, sqliteWakes), [dave])
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
+        }
+        let (postgres, postgresWakes) = try fixtures.postgresStore()
+        XCTAssertEqual(try wakes(postgres, postgresWakes), [dave])
+    }
 }
 
 /// Admin counts agree on both stores (except the database size, which is engine-specific).

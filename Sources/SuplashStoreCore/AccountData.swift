@@ -1,0 +1,70 @@
+import SuplashDomain
+import SuplashSQL
+import SuplashStoreRows
+
+/// A user's data (spec: account, "Export" and "Erasure"): the export reads every part in one
+/// snapshot, so the parts agree; the erasure deletes every row of the user in one transaction
+/// (the user's row read `FOR UPDATE` on PostgreSQL), keeps the erased id for a day so every
+/// instance's revocation view refuses its tokens (`accountsErased`), and announces it
+/// (`StoreRevocation.accountErased`).
+extension AccountDataRepository where Self: SQLStore {
+    public func exportAccount(userID: String) throws -> AccountExport? {
+        try snapshot { c in
+            let u: [SQLValue] = [.text(userID)]
+            guard let profile = try c.queryOne(AccountSQL.profile, u).map({ StoreRows.user($0).profile }) else { return nil }
+            let entries = try c.query(AccountSQL.entries, u).map(StoreRows.entry)
+            let bills = try c.query(AccountSQL.bills, u).map(StoreRows.bill)
+            return AccountExport(
+                profile: profile, entries: entries, days: try c.query(AccountSQL.days, u).map(StoreRows.day), bills: bills,
+                achievements: try c.queryOne(AccountSQL.achievements, u).map(StoreRows.achievements) ?? Achievements())
+        }
+    }
+
+    public func eraseAccount(userID: String, now: Int64) throws -> Bool {
+        try transaction { tx in
+            let u: [SQLValue] = [.text(userID)]
+            guard try tx.queryOne(AccountSQL.lockUser, u) != nil else { return false }
+            try tx.execute(AccountSQL.deleteRefreshTokens, u)
+            for delete in AccountSQL.deleteOwnedRows { try tx.execute(delete, u) }
+            try tx.execute(AccountSQL.deleteUser, u)
+            try tx.execute(AccountSQL.purgeErased, [.integer(now - AccountSQL.erasedRetentionMillis)])
+            try tx.execute(AccountSQL.recordErased, [.text(userID), .integer(now)])
+            tx.announce(.accountErased(userID: userID))
+            return true
+        }
+    }
+
+    public func accountsErased(since: Int64) throws -> [String] {
+        try reading { c in try c.query(AccountSQL.erasedSince, [.integer(since)]).compactMap { $0["user_id"].text } }
+    }
+}
+
+enum AccountSQL {
+    /// How long an erased id is kept for the revocation view (1 day, ms; access tokens live
+    /// ≤ 1 h by default).
+    static let erasedRetentionMillis: Int64 = 86_400_000
+
+    static let profile = SQLText("SELECT \(StoreRows.userColumns) FROM users WHERE id = ?1")
+    static let entries = SQLText(
+        "SELECT \(StoreRows.entryColumns) FROM water_entries WHERE user_id = ?1 AND deleted = 0 ORDER BY logged_at, id")
+    static let bills = SQLText(
+        "SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = ?1 AND deleted = 0 ORDER BY period DESC, id DESC")
+    static let days = SQLText("SELECT \(StoreRows.dayColumns) FROM days WHERE user_id = ?1 ORDER BY local_date")
+    static let achievements = SQLText("SELECT \(StoreRows.achievementsColumns) FROM achievements WHERE user_id = ?1")
+
+    static let lockUser = SQLText { d in "SELECT 1 FROM users WHERE id = ?1 \(d.forUpdate())" }
+    static let deleteRefreshTokens = SQLText(
+        "DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE user_id = ?1)")
+    /// The user's rows in every table that references the user, children first.
+    static let deleteOwnedRows = ["sessions", "water_entries", "days", "daily_totals", "bills", "achievements"].map {
+        SQLText("DELETE FROM \($0) WHERE user_id = ?1")
+    }
+    static let deleteUser = SQLText("DELETE FROM users WHERE id = ?1")
+    static let purgeErased = SQLText("DELETE FROM erased_accounts WHERE erased_at < ?1")
+    static let recordErased = SQLText(
+        """
+        INSERT INTO erased_accounts (user_id, erased_at) VALUES (?1, ?2)
+        ON CONFLICT (user_id) DO UPDATE SET erased_at = excluded.erased_at
+        """)
+    static let erasedSince = SQLText("SELECT user_id FROM erased_accounts WHERE erased_at >= ?1")
+}
