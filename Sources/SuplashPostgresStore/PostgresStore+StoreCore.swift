@@ -107,3 +107,4 @@ public final class PostgresStoreTransaction: StoreTransaction {
 
 extension PostgresStore: AdminKeyRepository {}
 extension PostgresStore: SessionRepository {}
+extension PostgresStore: DeviceRepository {}
