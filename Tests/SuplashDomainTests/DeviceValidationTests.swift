@@ -66,8 +66,10 @@ final class DeviceValidationTests: XCTestCase {
             try errors(
                 #"{"platform": "iOS", "bundleId": "app.suplash.ios", "environment": "Sandbox", "tokens": [], "id": "x", "pushTypes": [], "colour": 1}"#
             ),
-            ["/platform": .invalidFormat, "/environment": .invalidFormat, "/id": .readOnlyField, "/pushTypes": .readOnlyField,
-             "/colour": .unknownField])
+            [
+                "/platform": .invalidFormat, "/environment": .invalidFormat, "/id": .readOnlyField, "/pushTypes": .readOnlyField,
+                "/colour": .unknownField,
+            ])
     }
 
     func testBundleIDMustBeWellFormedAndConfigured() throws {

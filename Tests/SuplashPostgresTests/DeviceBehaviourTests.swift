@@ -91,7 +91,9 @@ final class DeviceBehaviourTests: XCTestCase {
         // Twenty more devices for Alice: the two oldest go.
         for i in 0..<20 {
             let id = String(format: "0193e000-0000-4000-8000-%012d", i)
-            record("extra \(i)") { try register(alice, id, nil, registration(.ios, [(.widgets, [UInt8(i), 1, 2, 3, 4, 5, 6, 7])]), at: 100 + Int64(i)) }
+            record("extra \(i)") {
+                try register(alice, id, nil, registration(.ios, [(.widgets, [UInt8(i), 1, 2, 3, 4, 5, 6, 7])]), at: 100 + Int64(i))
+            }
         }
         record("alice has 20") { "\(try store.devices(userID: alice).count) phone=\(describe(try store.device(userID: alice, id: Self.phone)))" }
         record("watch evicted") { describe(try store.device(userID: alice, id: Self.watch)) }
