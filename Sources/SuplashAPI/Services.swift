@@ -31,6 +31,8 @@ public struct Services: Sendable {
     public var apple: AppleSignIn? = nil
     /// Apple `sub` → user links.
     public var appleIdentities: (any AppleIdentityRepository)? = nil
+    /// The device registry of push delivery (spec §9); nil = the device routes answer 503.
+    public var devices: DeviceRegistry? = nil
     /// The OpenAPI 3.1 document served at `GET /openapi.json` (`docs/openapi.json`, read at start).
     public var openAPIDocument: [UInt8]
     /// Storage health fed by the stores' classified failures and the write probe; `/readyz`

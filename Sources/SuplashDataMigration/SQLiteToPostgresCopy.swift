@@ -62,6 +62,8 @@ public enum SQLiteToPostgresCopy {
         Table(name: "email_codes", primaryKey: ["user_id", "purpose"], positioned: false),
         Table(name: "outbox", primaryKey: ["id"], positioned: false),
         Table(name: "apple_identities", primaryKey: ["sub"], positioned: false),
+        Table(name: "devices", primaryKey: ["user_id", "id"], positioned: false),
+        Table(name: "device_tokens", primaryKey: ["user_id", "device_id", "push_type"], positioned: false),
         Table(name: "idempotency_records", primaryKey: ["caller", "idempotency_key"], positioned: false),
     ]
 

@@ -134,3 +134,4 @@ extension PostgresStore: ProfileChangeRecomputing {
         try profileChanged(tx.transaction, previous: previous, current: current, now: now)
     }
 }
+extension PostgresStore: DeviceRepository {}

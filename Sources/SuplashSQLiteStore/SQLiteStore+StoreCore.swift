@@ -140,3 +140,4 @@ extension SQLiteStore: ProfileChangeRecomputing {
         try profileChanged(tx.connection, previous: previous, current: current, now: now)
     }
 }
+extension SQLiteStore: DeviceRepository {}

@@ -32,6 +32,7 @@ extension AppleIdentityRepository where Self: SQLStore {
                     // Account pre-hijacking: the verified owner takes it over without that password.
                     revoked = try tx.query(AppleSQL.revokeSessions, [.integer(now), .text(user.id)]).compactMap { $0["id"].text }
                     for id in revoked { tx.announce(.session(id: id)) }
+                    try DeviceStatements.removeTokensOfRevokedSessions(tx, userID: user.id)
                     if !revoked.isEmpty { tx.announce(.userCutoff(userID: user.id, issuedBeforeSeconds: now / 1000)) }
                     // Stamped past the stored stamp, as a REST write (`LastWriteWins.restStampAt`).
                     let lwwAt = LastWriteWins.restStampAt(now: now, storedAt: row["lww_at"].int64 ?? 0)

@@ -61,6 +61,7 @@ extension EmailCodeRepository where Self: SQLStore {
             }
             // Every instance's revocation view: the sessions, and the route's per-user cut-off.
             for id in revoked { tx.announce(.session(id: id)) }
+            try DeviceStatements.removeTokensOfRevokedSessions(tx, userID: userID)
             tx.announce(.userCutoff(userID: userID, issuedBeforeSeconds: now / 1000))
             return .redeemed(revokedSessionIDs: revoked)
         }

@@ -23,6 +23,7 @@ extension SessionRepository where Self: SQLStore {
                 return .revoked
             case .reused:
                 try tx.execute(SessionSQL.revokeReused, [.integer(now), .text(sessionID)])
+                try DeviceStatements.removeTokens(tx, sessionID: sessionID)
                 tx.announce(.session(id: sessionID))
                 return .reused(sessionID: sessionID, userID: userID)
             case .expired:
@@ -42,6 +43,7 @@ extension SessionRepository where Self: SQLStore {
                 return nil
             }
             try tx.execute(SessionSQL.logout, [.integer(now), .text(sessionID)])
+            try DeviceStatements.removeTokens(tx, sessionID: sessionID)
             tx.announce(.session(id: sessionID))
             return sessionID
         }
@@ -52,6 +54,7 @@ extension SessionRepository where Self: SQLStore {
         try transaction { tx in
             guard try tx.queryOne(SessionSQL.sessionOfUser, [.text(id), .text(userID)]) != nil else { return false }
             try tx.execute(SessionSQL.logout, [.integer(now), .text(id)])
+            try DeviceStatements.removeTokens(tx, sessionID: id)
             tx.announce(.session(id: id))
             return true
         }

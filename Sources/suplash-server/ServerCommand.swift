@@ -325,6 +325,7 @@ enum ServeCommand {
             into: &services, settings: settings, dataDir: env.dataDir, store: store,
             secret: secret, logger: logger)
         services.storageHealth = storageHealth
+        services.devices = DeviceRegistry(repository: store, bundleIDs: Set(settings.apns.bundleIds))
 
         var api = APIConfiguration()
         api.defaultBodyLimit = settings.server.maxBodyBytes

@@ -114,6 +114,11 @@ struct Settings: Sendable, Equatable {
         var audiences: [String] = []
     }
 
+    /// `apns.*`: push delivery to Apple devices (docs/push.md).
+    struct APNs: Sendable, Equatable {
+        var bundleIds: [String] = []
+    }
+
     /// `log.*`.
     struct Log: Sendable, Equatable {
         var level = LogLevel.info
@@ -128,6 +133,7 @@ struct Settings: Sendable, Equatable {
     var sync = Sync()
     var mail = Mail()
     var apple = Apple()
+    var apns = APNs()
     var log = Log()
 
     /// The SQLite database file: `storage.sqlitePath`, else `<server.dataDir>/suplash.sqlite`.
@@ -268,6 +274,10 @@ struct Settings: Sendable, Equatable {
                 "apple.audiences", \.apple.audiences,
                 "comma-separated bundle ids / service ids accepted as `aud`; empty = every Apple token is refused "
                     + "([setup](operations.md#sign-in-with-apple))"),
+            Field(
+                "apns.bundleIds", \.apns.bundleIds,
+                "comma-separated app bundle ids a device may register with (`PUT …/devices/{deviceId}`); empty = any "
+                    + "well-formed bundle id ([push](push.md#device-registry))"),
             Field("log.level", \.log.level, "lowest level logged: `debug` `info` `warning` `error`"),
         ]
     }

@@ -83,7 +83,7 @@ public enum ProblemRegistry {
         .syncTokenExpired, .syncHistoryChanged, .preconditionFailed, .payloadTooLarge, .uriTooLong,
         .unsupportedMediaType, .unsupportedContentEncoding,
         // 422
-        .validationFailed, .idempotencyKeyMismatch, .invalidCode, .codeExpired, .codeAttemptsExhausted,
+        .validationFailed, .deviceIDMismatch, .idempotencyKeyMismatch, .invalidCode, .codeExpired, .codeAttemptsExhausted,
         .clockSkew, .readOnlyCollection, .unknownCollection, .operationNotAllowed, .invalidMutation,
         // 429, 431
         .rateLimited, .codeResendTooSoon, .headerFieldsTooLarge,
@@ -196,7 +196,7 @@ extension ProblemCode {
         "The sync token is damaged or not one this server issued.")
     public static let invalidDeviceID = ProblemCode(
         "invalid_device_id", 400, "Bad Request", .response,
-        "`X-Device-ID` is not a UUID.")
+        "`X-Device-ID` (or the `{deviceId}` of `PUT …/devices/{deviceId}`) is not a UUID.")
     public static let deviceIDRequired = ProblemCode(
         "device_id_required", 400, "Bad Request", .response,
         "`POST /v1/sync` without `X-Device-ID`.")
@@ -334,6 +334,9 @@ extension ProblemCode {
         "validation_failed", 422, "Validation Failed", .responseAndSyncMutation,
         "Well-formed JSON that fails validation; `errors[]` lists every bad field: `pointer` (RFC 6901) and a "
             + "per-field `code` (below). Field names are compared code point by code point.")
+    public static let deviceIDMismatch = ProblemCode(
+        "device_id_mismatch", 422, "Unprocessable Content", .response,
+        "`PUT …/devices/{deviceId}` with an `X-Device-ID` naming another device: a device registers itself.")
     public static let idempotencyKeyMismatch = ProblemCode(
         "idempotency_key_mismatch", 422, "Unprocessable Content", .response,
         "The same `Idempotency-Key` was sent with a different request.")

@@ -70,6 +70,7 @@ enum AccountDataRoutes {
                 ("days", .array(x.days.map { DomainPresenter.day($0) })),
                 ("bills", .array(x.bills.map { DomainPresenter.bill($0, today: today, masked: masked) })),
                 ("achievements", DomainPresenter.achievements(x.achievements, today: today)),
+                ("devices", try DevicePresenter.export(uid, services)),
                 ("exportedAt", Presenter.time(request.now)),
             ]), headers: [("Content-Disposition", "attachment; filename=\"suplash-export.json\"")])
     }

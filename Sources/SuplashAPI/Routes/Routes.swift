@@ -12,6 +12,7 @@ enum Routes {
         HydrationRoutes.register(into: &router, services: services)
         BillRoutes.register(into: &router, services: services)
         AccountDataRoutes.register(into: &router, services: services)
+        DeviceRoutes.register(into: &router, services: services)
         SyncRoutes.register(into: &router, services: services, configuration: configuration)
         OpenAPIRoutes.register(into: &router, services: services)
     }
