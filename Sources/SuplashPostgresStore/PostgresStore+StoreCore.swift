@@ -140,3 +140,8 @@ extension ChangeRow {
 
 extension PostgresStore: AdminKeyRepository {}
 extension PostgresStore: SessionRepository {}
+
+/// The purge's transaction-level advisory lock (`PostgresStore.purgeLockKey`).
+extension PostgresStoreTransaction: PurgeLocking {
+    public func tryPurgeLock() throws -> Bool { try transaction.tryAdvisoryLock(PostgresStore.purgeLockKey) }
+}

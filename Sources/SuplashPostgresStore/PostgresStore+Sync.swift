@@ -2,88 +2,10 @@ import SuplashDomain
 import SuplashJSON
 import SuplashPostgres
 import SuplashSQL
+import SuplashStoreCore
 import SuplashStoreRows
 
-/// The sync feed and push on PostgreSQL — the storage side of `SQLiteStore+Sync.swift`'s
-/// twin: last-write-wins decisions are the domain's `SyncPush`. One collection of the change feed: its name, the query of a user's rows after
-/// a position (served by a `(user_id, change_position)` index), and the row decoder.
-/// Query parameters: `$1` user id, `$2` position (exclusive), `$3` limit, `$4` the position
-/// above which tombstones are listed (`SyncRepository.changes`). Rows carry a `change_position` column and are ordered by it.
-struct PostgresFeedSource: Sendable {
-    let collection: String
-    let sql: String
-    let decode: @Sendable (PostgresRow) -> SyncChange
-}
-
 extension PostgresStore: SyncRepository {
-    static let profileFeed = PostgresFeedSource(
-        collection: "profile",
-        sql: """
-            SELECT \(StoreRows.userColumns), change_position FROM users
-            WHERE id = $1 AND change_position > $2 AND $3 > 0 AND $4::bigint >= 0
-            """,
-        decode: { StoreRows.profileChange($0) })
-
-    static let waterEntriesFeed = PostgresFeedSource(
-        collection: "water_entries",
-        sql: """
-            SELECT \(StoreRows.entryColumns), change_position FROM water_entries
-            WHERE user_id = $1 AND change_position > $2 AND (deleted = 0 OR change_position > $4)
-            ORDER BY change_position
-            LIMIT $3
-            """,
-        decode: { StoreRows.entryChange($0) })
-
-    /// Every collection of the feed (spec §5).
-    static let feedSources: [PostgresFeedSource] = [profileFeed, waterEntriesFeed, billsFeed, daysFeed, achievementsFeed]
-
-    /// The head position, purge horizon and database id, in this order (`pageStatements`).
-    static let headSQL = "SELECT position FROM change_sequence WHERE singleton = 1"
-    static let horizonSQL = "SELECT purge_horizon FROM sync_state WHERE singleton = 1"
-    static let databaseIDSQL = "SELECT database_id FROM database_identity WHERE singleton = 1"
-
-    /// Every statement of one feed page: the sources (`feedSources` order), then the head
-    /// position, the purge horizon, the database id and the profile.
-    static func pageStatements(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) -> [PostgresStatement] {
-        let args: [SQLValue] = [
-            .text(userID), .integer(after), .integer(Int64(limit + 1)),
-            .integer(max(0, tombstonesAfter)),
-        ]
-        return feedSources.map { PostgresStatement($0.sql, args) } + [
-            PostgresStatement(headSQL), PostgresStatement(horizonSQL), PostgresStatement(databaseIDSQL),
-            profileStatement(userID),
-        ]
-    }
-
-    public func changes(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) throws -> SyncPage {
-        // One snapshot for every source, the head and the horizon (as SQLite's read
-        // transaction): with commit order = position order, a snapshot holds exactly the
-        // positions up to its head, so a client that resumes after the last position it got
-        // misses nothing. BEGIN, every read and COMMIT travel in one round trip: the snapshot
-        // is taken by the first read, and the others, later in the same transaction, share it.
-        let results = try snapshotPipeline(
-            PostgresStore.pageStatements(
-                userID: userID, after: after, limit: limit,
-                tombstonesAfter: tombstonesAfter))
-        let sources = PostgresStore.feedSources
-        var all: [SyncChange] = []
-        for (source, rows) in zip(sources, results) { all += rows.map(source.decode) }
-        all.sort { $0.position < $1.position }
-        let hasMore = all.count > limit
-        let rest = results.dropFirst(sources.count).map { $0.first }
-        let head = rest[0]?[0].int64 ?? 0
-        let horizon = rest[1]?[0].int64 ?? 0
-        let id = rest[2]?[0].text ?? ""
-        let profile = rest[3].map { StoreRows.user($0).profile }
-        return SyncPage(
-            changes: Array(all.prefix(limit)), hasMore: hasMore, databaseID: id, purgeHorizon: horizon,
-            headPosition: head, profile: profile)
-    }
-
-    public func databaseID() throws -> String {
-        try read { c in try c.scalar(PostgresStore.databaseIDSQL)?.text ?? "" }
-    }
-
     public func applyMutations(
         userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
         profilePatch: @escaping @Sendable (JSONValue, UserProfile) throws -> UserProfile
@@ -256,32 +178,6 @@ extension PostgresStore: SyncRepository {
             wrap: SyncDocument.profile)
     }
 
-    public func purgeTombstones(deletedBefore: Int64) throws -> (purged: Int, horizon: Int64) {
-        try write { tx in
-            let c = tx.connection
-            // One purge at a time across instances (each runs the maintenance timer): the
-            // others skip this round and report the current horizon.
-            guard try tx.tryAdvisoryLock(PostgresStore.purgeLockKey) else {
-                return (0, try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0)
-            }
-            // Every collection with tombstones (each purge served by its `…_tombstones` index).
-            var rows: [PostgresRow] = []
-            for table in ["water_entries", "bills"] {
-                rows += try c.query(
-                    "DELETE FROM \(table) WHERE deleted = 1 AND updated_at < $1 RETURNING change_position",
-                    [.integer(deletedBefore)])
-            }
-            let maxPurged = rows.compactMap { $0[0].int64 }.max() ?? 0
-            try c.update(
-                "UPDATE sync_state SET purge_horizon = GREATEST(purge_horizon, $1) WHERE singleton = 1",
-                [.integer(maxPurged)])
-            let horizon = try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0
-            return (rows.count, horizon)
-        }
-    }
-
-    /// The SQL of the water-entries feed source (served by `water_entries_changes`).
-    public static var waterEntriesFeedSQL: String { waterEntriesFeed.sql }
 }
 
 extension PostgresStore: WaterEntryBatchRepository {

@@ -7,44 +7,6 @@ import SuplashStoreRows
 /// and `achievements`. Each feed source is served by its `(user_id, change_position)` index
 /// (`bills_changes`, `days_changes`, `achievements_changes`, migration 0003).
 extension PostgresStore {
-    // MARK: - Feed sources
-
-    static let billsFeed = PostgresFeedSource(
-        collection: "bills",
-        sql: """
-            SELECT \(StoreRows.billColumns), change_position FROM bills
-            WHERE user_id = $1 AND change_position > $2 AND (deleted = 0 OR change_position > $4)
-            ORDER BY change_position
-            LIMIT $3
-            """,
-        decode: { StoreRows.billChange($0) })
-
-    static let daysFeed = PostgresFeedSource(
-        collection: "days",
-        sql: """
-            SELECT \(StoreRows.dayColumns), change_position FROM days
-            WHERE user_id = $1 AND change_position > $2 AND $4::bigint >= 0
-            ORDER BY change_position
-            LIMIT $3
-            """,
-        decode: { StoreRows.dayChange($0) })
-
-    static let achievementsFeed = PostgresFeedSource(
-        collection: "achievements",
-        sql: """
-            SELECT \(StoreRows.achievementsColumns), change_position FROM achievements
-            WHERE user_id = $1 AND change_position > $2 AND $4::bigint >= 0
-            ORDER BY change_position
-            LIMIT $3
-            """,
-        decode: { StoreRows.achievementsChange($0) })
-
-    /// The SQL of the bills, days and achievements feed sources (each served by its
-    /// `(user_id, change_position)` index).
-    public static var domainFeedSQL: [(collection: String, sql: String)] {
-        [billsFeed, daysFeed, achievementsFeed].map { ($0.collection, $0.sql) }
-    }
-
     // MARK: - Push
 
     /// A `bills` mutation: last-write-wins upsert (a whole bill, validated as `POST …/bills`)

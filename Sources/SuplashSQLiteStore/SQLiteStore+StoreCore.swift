@@ -115,3 +115,8 @@ public final class SQLiteStoreTransaction: StoreTransaction {
 
 extension SQLiteStore: AdminKeyRepository {}
 extension SQLiteStore: SessionRepository {}
+
+/// Always granted: one process, whose single writer serialises the purge with every write.
+extension SQLiteStoreTransaction: PurgeLocking {
+    public func tryPurgeLock() -> Bool { true }
+}

@@ -1,71 +1,10 @@
 import SuplashDomain
 import SuplashJSON
 import SuplashStorage
+import SuplashStoreCore
 import SuplashStoreRows
 
-/// One collection of the change feed: its name, the query of a user's rows after a
-/// position (served by a `(user, change_position)` index), and the row decoder.
-///
-/// A collection joins the feed by adding one source to `SQLiteStore.feedSources`.
-/// Query parameters: `?1` user id, `?2` position (exclusive), `?3` limit, `?4` the position
-/// above which tombstones are listed (`SyncRepository.changes`). Rows must carry a `change_position` column and be ordered by it.
-struct FeedSource: Sendable {
-    let collection: String
-    let sql: String
-    let decode: @Sendable (SQLiteRow) -> SyncChange
-}
-
 extension SQLiteStore: SyncRepository {
-    static let profileFeed = FeedSource(
-        collection: "profile",
-        sql: """
-            SELECT \(StoreRows.userColumns), change_position FROM users
-            WHERE id = ?1 AND change_position > ?2 AND ?3 > 0 AND ?4 >= 0
-            """,
-        decode: { StoreRows.profileChange($0) })
-
-    static let waterEntriesFeed = FeedSource(
-        collection: "water_entries",
-        sql: """
-            SELECT \(StoreRows.entryColumns), change_position FROM water_entries
-            WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR change_position > ?4)
-            ORDER BY change_position
-            LIMIT ?3
-            """,
-        decode: { StoreRows.entryChange($0) })
-
-    /// Every collection of the feed (spec §5).
-    static let feedSources: [FeedSource] = [profileFeed, waterEntriesFeed, billsFeed, daysFeed, achievementsFeed]
-
-    public func changes(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) throws -> SyncPage {
-        try read { c in
-            try c.execute("BEGIN")
-            defer { try? c.execute("COMMIT") }
-            var all: [SyncChange] = []
-            for source in SQLiteStore.feedSources {
-                let rows = try c.query(
-                    source.sql,
-                    [
-                        .text(userID), .integer(after), .integer(Int64(limit + 1)),
-                        .integer(max(0, tombstonesAfter)),
-                    ])
-                all += rows.map(source.decode)
-            }
-            all.sort { $0.position < $1.position }
-            let hasMore = all.count > limit
-            let head = try c.scalarInt64("SELECT position FROM change_sequence WHERE singleton = 1") ?? 0
-            let horizon = try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0
-            let id = try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? ""
-            return SyncPage(
-                changes: Array(all.prefix(limit)), hasMore: hasMore, databaseID: id, purgeHorizon: horizon,
-                headPosition: head, profile: try SQLiteStore.loadProfile(c, userID: userID))
-        }
-    }
-
-    public func databaseID() throws -> String {
-        try read { c in try c.scalar("SELECT database_id FROM database_identity WHERE singleton = 1")?.text ?? "" }
-    }
-
     public func applyMutations(
         userID: String, deviceID: String, now: Int64, mutations: [SyncMutation],
         profilePatch: @escaping @Sendable (JSONValue, UserProfile) throws -> UserProfile
@@ -222,28 +161,6 @@ extension SQLiteStore: SyncRepository {
             wrap: SyncDocument.profile)
     }
 
-    public func purgeTombstones(deletedBefore: Int64) throws -> (purged: Int, horizon: Int64) {
-        try write { ctx in
-            let c = ctx.connection
-            // Every collection with tombstones (each purge served by its `…_tombstones` index).
-            var rows: [SQLiteRow] = []
-            for table in ["water_entries", "bills"] {
-                rows += try c.query(
-                    "DELETE FROM \(table) WHERE deleted = 1 AND updated_at < ? RETURNING change_position",
-                    [.integer(deletedBefore)])
-            }
-            let maxPurged = rows.compactMap { $0[0].int64 }.max() ?? 0
-            _ = try c.run(
-                "UPDATE sync_state SET purge_horizon = max(purge_horizon, ?) WHERE singleton = 1",
-                [.integer(maxPurged)])
-            let horizon = try c.scalarInt64("SELECT purge_horizon FROM sync_state WHERE singleton = 1") ?? 0
-            return (rows.count, horizon)
-        }
-    }
-
-    /// The SQL of the water-entries feed source; public to the tests, which check with
-    /// `EXPLAIN QUERY PLAN` that it is served by the `water_entries_changes` index.
-    public static var waterEntriesFeedSQL: String { waterEntriesFeed.sql }
 }
 
 extension SQLiteStore: IdempotencyRepository {

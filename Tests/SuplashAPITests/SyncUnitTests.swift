@@ -3,6 +3,7 @@ import SuplashDomain
 import SuplashJSON
 import SuplashSQLiteStore
 import SuplashStorage
+import SuplashStoreCore
 import XCTest
 
 @testable import SuplashAPI
@@ -22,7 +23,7 @@ final class SyncUnitTests: XCTestCase {
         defer { db.close() }
         let plan = try db.read { c in
             try c.query(
-                "EXPLAIN QUERY PLAN " + SQLiteStore.waterEntriesFeedSQL,
+                "EXPLAIN QUERY PLAN " + SyncFeedSource.waterEntries.sql.sqlite,
                 [.text("u"), .integer(0), .integer(501), .integer(1)])
         }
         let details = plan.map { String(describing: $0["detail"]) }.joined(separator: "\n")
