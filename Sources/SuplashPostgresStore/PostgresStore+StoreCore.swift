@@ -59,6 +59,8 @@ public final class PostgresStoreTransaction: StoreTransaction {
     /// The driver's transaction.
     public let transaction: PostgresTransaction
     private let store: PostgresStore
+    /// The users whose long polls this transaction already wakes (once each, as on SQLite).
+    private var woken: Set<String> = []
 
     init(_ transaction: PostgresTransaction, store: PostgresStore) {
         self.transaction = transaction
@@ -84,16 +86,19 @@ public final class PostgresStoreTransaction: StoreTransaction {
         connection.enqueue(sql.postgres, args)
     }
 
-    /// `PostgresStore.changePosition`: provisional until the commit stamps the row.
+    /// `PostgresStore.changePosition`: provisional until the commit stamps the row; the
+    /// wake-up of `userID` is arranged once per transaction.
     public func changePosition(of row: ChangeRow, userID: String) throws -> Int64 {
-        try store.changePosition(transaction, userID: userID, row: row.postgres)
+        guard woken.insert(userID).inserted else { return try transaction.changePosition(for: row.postgres) }
+        return try store.changePosition(transaction, userID: userID, row: row.postgres)
     }
 
-    /// `PostgresStore.positionedWrite`: the statement runs inside the commit's statement.
+    /// `PostgresStore.positionedWrite`: the statement runs inside the commit's statement; the
+    /// wake-up of `userID` is arranged once per transaction.
     public func positionedWrite(of row: ChangeRow, userID: String, _ sql: SQLText, _ args: [SQLValue]) throws {
-        try store.positionedWrite(
-            transaction, userID: userID, row: row.postgres,
-            Self.replacingParameter(args.count + 1, in: sql.postgres, with: PostgresTransaction.positionToken), args)
+        let sql = Self.replacingParameter(args.count + 1, in: sql.postgres, with: PostgresTransaction.positionToken)
+        guard woken.insert(userID).inserted else { return try transaction.positionedWrite(of: row.postgres, sql, args) }
+        try store.positionedWrite(transaction, userID: userID, row: row.postgres, sql, args)
     }
 
     /// `PostgresTransaction.defersWrites`.

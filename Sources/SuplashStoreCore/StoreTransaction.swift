@@ -76,14 +76,14 @@ public struct ChangeRow: Sendable, Equatable {
         ChangeRow(table: "bills", keyColumns: ["user_id", "id"], key: [.text(userID), .text(id)])
     }
 
-    /// A day's settings and totals (`daily_totals`, key `user_id, date`; `date` is `YYYY-MM-DD`).
-    public static func day(_ userID: String, _ date: String) -> ChangeRow {
-        ChangeRow(table: "daily_totals", keyColumns: ["user_id", "date"], key: [.text(userID), .text(date)])
+    /// A day's document (`days`, key `user_id, local_date`).
+    public static func day(_ userID: String, _ date: LocalDate) -> ChangeRow {
+        ChangeRow(table: "days", keyColumns: ["user_id", "local_date"], key: [.text(userID), .text(date.description)])
     }
 
-    /// An achievement (`achievements`, key `user_id, id`).
-    public static func achievement(_ userID: String, _ id: String) -> ChangeRow {
-        ChangeRow(table: "achievements", keyColumns: ["user_id", "id"], key: [.text(userID), .text(id)])
+    /// The user's achievements document (`achievements`, one row per user, key `user_id`).
+    public static func achievements(_ userID: String) -> ChangeRow {
+        ChangeRow(table: "achievements", keyColumns: ["user_id"], key: [.text(userID)])
     }
 
     /// The profile (`users`, key `id`).
