@@ -150,3 +150,4 @@ extension PostgresStore: SessionRepository {}
 extension PostgresStoreTransaction: PurgeLocking {
     public func tryPurgeLock() throws -> Bool { try transaction.tryAdvisoryLock(PostgresStore.purgeLockKey) }
 }
+extension PostgresStore: SyncRepository {}

@@ -120,3 +120,4 @@ extension SQLiteStore: SessionRepository {}
 extension SQLiteStoreTransaction: PurgeLocking {
     public func tryPurgeLock() -> Bool { true }
 }
+extension SQLiteStore: SyncRepository {}

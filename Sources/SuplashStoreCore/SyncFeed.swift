@@ -17,7 +17,7 @@ extension SyncRepository where Self: SQLStore {
         let results = try snapshotPipeline(
             sources.map { SQLStatement($0.sql, args) } + [
                 SQLStatement(SyncFeedSQL.head), SQLStatement(SyncFeedSQL.horizon), SQLStatement(SyncFeedSQL.databaseID),
-                SQLStatement(SyncFeedSQL.profile, [.text(userID)]),
+                SQLStatement(BookkeepingSQL.profile, [.text(userID)]),
             ])
         var all: [SyncChange] = []
         for (source, rows) in zip(sources, results) { all += rows.map(source.change) }
@@ -123,5 +123,4 @@ enum SyncFeedSQL {
     static let head = SQLText("SELECT position FROM change_sequence WHERE singleton = 1")
     static let horizon = SQLText("SELECT purge_horizon FROM sync_state WHERE singleton = 1")
     static let databaseID = SQLText("SELECT database_id FROM database_identity WHERE singleton = 1")
-    static let profile = SQLText("SELECT \(StoreRows.userColumns) FROM users WHERE id = ?1")
 }
