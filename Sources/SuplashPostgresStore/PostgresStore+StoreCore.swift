@@ -58,6 +58,8 @@ public final class PostgresStoreTransaction: StoreTransaction {
     /// The driver's transaction.
     public let transaction: PostgresTransaction
     private let store: PostgresStore
+    /// The users whose long polls this transaction already wakes (once each, as on SQLite).
+    private var woken: Set<String> = []
 
     init(_ transaction: PostgresTransaction, store: PostgresStore) {
         self.transaction = transaction
@@ -85,13 +87,19 @@ public final class PostgresStoreTransaction: StoreTransaction {
         connection.enqueue(sql.postgres, args)
     }
 
-    /// `PostgresStore.changePosition`: provisional until the commit stamps the row.
+    /// `PostgresStore.changePosition`: provisional until the commit stamps the row; the
+    /// wake-up of `userID` is arranged once per transaction.
     public func changePosition(of row: ChangeRow, userID: String) throws -> Int64 {
-        try store.changePosition(transaction, userID: userID, row: row)
+        guard woken.insert(userID).inserted else { return try PostgresChangeSequence.of(transaction).changePosition(for: row) }
+        return try store.changePosition(transaction, userID: userID, row: row)
     }
 
-    /// `PostgresStore.positionedWrite`: the statement runs inside the commit's statement.
+    /// `PostgresStore.positionedWrite`: the statement runs inside the commit's statement; the
+    /// wake-up of `userID` is arranged once per transaction.
     public func positionedWrite(of row: ChangeRow, userID: String, _ sql: SQLText, _ args: [SQLValue]) throws {
+        guard woken.insert(userID).inserted else {
+            return try PostgresChangeSequence.of(transaction).positionedWrite(of: row, sql.postgres, args)
+        }
         try store.positionedWrite(transaction, userID: userID, row: row, sql.postgres, args)
     }
 
@@ -135,3 +143,9 @@ extension PostgresStore: ProfileChangeRecomputing {
     }
 }
 extension PostgresStore: DeviceRepository {}
+
+/// The purge's transaction-level advisory lock (`PostgresStore.purgeLockKey`).
+extension PostgresStoreTransaction: PurgeLocking {
+    public func tryPurgeLock() throws -> Bool { try transaction.tryAdvisoryLock(PostgresStore.purgeLockKey) }
+}
+extension PostgresStore: SyncRepository {}

@@ -141,3 +141,9 @@ extension SQLiteStore: ProfileChangeRecomputing {
     }
 }
 extension SQLiteStore: DeviceRepository {}
+
+/// Always granted: one process, whose single writer serialises the purge with every write.
+extension SQLiteStoreTransaction: PurgeLocking {
+    public func tryPurgeLock() -> Bool { true }
+}
+extension SQLiteStore: SyncRepository {}

@@ -3,6 +3,7 @@ import SuplashDomain
 import SuplashJSON
 import SuplashSQLiteStore
 import SuplashStorage
+import SuplashStoreCore
 import XCTest
 
 /// The store side of the domain collections in sync (spec §5): feed sources served by their
@@ -64,8 +65,9 @@ final class SyncDomainStoreTests: XCTestCase {
     func testDomainFeedSourcesUseTheirChangesIndexes() throws {
         _ = try makeStore()
         let db = try XCTUnwrap(db)
-        XCTAssertEqual(SQLiteStore.domainFeedSQL.map(\.collection), ["bills", "days", "achievements"])
-        for (collection, sql) in SQLiteStore.domainFeedSQL {
+        let domainSources = SyncFeedSource.allCases.filter { $0 != .profile && $0 != .waterEntries }
+        XCTAssertEqual(domainSources.map(\.collection), ["bills", "days", "achievements"])
+        for (collection, sql) in domainSources.map({ ($0.collection, $0.sql.sqlite) }) {
             let plan = try db.read { c in
                 try c.query("EXPLAIN QUERY PLAN " + sql, [.text("u"), .integer(0), .integer(501), .integer(1)])
             }

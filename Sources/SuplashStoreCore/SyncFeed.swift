@@ -1,0 +1,126 @@
+import SuplashDomain
+import SuplashSQL
+import SuplashStoreRows
+
+/// The change feed (spec §5, "Change feed"): a page of a user's changes after a position,
+/// read in one snapshot with the head position, the purge horizon, the database id and the
+/// profile. On PostgreSQL `BEGIN`, every read and `COMMIT` travel in one round trip
+/// (`snapshotPipeline`): with commit order = position order, a snapshot holds exactly the
+/// positions up to its head, so a client that resumes after the last position it got misses
+/// nothing. On SQLite the reads share one read transaction.
+extension SyncRepository where Self: SQLStore {
+    public func changes(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) throws -> SyncPage {
+        let args: [SQLValue] = [
+            .text(userID), .integer(after), .integer(Int64(limit + 1)), .integer(max(0, tombstonesAfter)),
+        ]
+        let sources = SyncFeedSource.allCases
+        let results = try snapshotPipeline(
+            sources.map { SQLStatement($0.sql, args) } + [
+                SQLStatement(SyncFeedSQL.head), SQLStatement(SyncFeedSQL.horizon), SQLStatement(SyncFeedSQL.databaseID),
+                SQLStatement(BookkeepingSQL.profile, [.text(userID)]),
+            ])
+        var all: [SyncChange] = []
+        for (source, rows) in zip(sources, results) { all += rows.map(source.change) }
+        all.sort { $0.position < $1.position }
+        let rest = results.dropFirst(sources.count).map(\.first)
+        return SyncPage(
+            changes: Array(all.prefix(limit)), hasMore: all.count > limit, databaseID: rest[2]?[0].text ?? "",
+            purgeHorizon: rest[1]?[0].int64 ?? 0, headPosition: rest[0]?[0].int64 ?? 0,
+            profile: rest[3].map { StoreRows.user($0).profile })
+    }
+
+    public func databaseID() throws -> String {
+        try reading { c in try c.queryOne(SyncFeedSQL.databaseID, [])?[0].text ?? "" }
+    }
+}
+
+/// One collection of the change feed and its query: a user's rows after a position, served by
+/// the collection's `(user_id, change_position)` index and ordered by it. Parameters: `?1` user
+/// id, `?2` position (exclusive), `?3` limit, `?4` the position above which tombstones are
+/// listed (`SyncRepository.changes`). A collection joins the feed by adding a case.
+public enum SyncFeedSource: CaseIterable, Sendable {
+    /// `profile` (the `users` row; at most one).
+    case profile
+    /// `water_entries`, tombstones included (`water_entries_changes`).
+    case waterEntries
+    /// `bills`, tombstones included (`bills_changes`).
+    case bills
+    /// `days` (`days_changes`).
+    case days
+    /// `achievements` (one row per user; its primary key).
+    case achievements
+
+    /// The collection's name in the feed and the push (spec §5).
+    public var collection: String {
+        switch self {
+        case .profile: "profile"
+        case .waterEntries: "water_entries"
+        case .bills: "bills"
+        case .days: "days"
+        case .achievements: "achievements"
+        }
+    }
+
+    /// The query of this source (parameters above).
+    public var sql: SQLText {
+        switch self {
+        case .profile: SyncFeedSQL.profileSource
+        case .waterEntries: SyncFeedSQL.waterEntries
+        case .bills: SyncFeedSQL.bills
+        case .days: SyncFeedSQL.days
+        case .achievements: SyncFeedSQL.achievements
+        }
+    }
+
+    /// A row of `sql` as a change.
+    func change(_ row: some SQLRowValues) -> SyncChange {
+        switch self {
+        case .profile: StoreRows.profileChange(row)
+        case .waterEntries: StoreRows.entryChange(row)
+        case .bills: StoreRows.billChange(row)
+        case .days: StoreRows.dayChange(row)
+        case .achievements: StoreRows.achievementsChange(row)
+        }
+    }
+}
+
+/// The feed's statements. `CAST(?4 AS BIGINT)` in a source that lists no tombstones only gives
+/// PostgreSQL the parameter's type.
+enum SyncFeedSQL {
+    static let profileSource = SQLText(
+        """
+        SELECT \(StoreRows.userColumns), change_position FROM users
+        WHERE id = ?1 AND change_position > ?2 AND ?3 > 0 AND CAST(?4 AS BIGINT) >= 0
+        """)
+    static let waterEntries = SQLText(
+        """
+        SELECT \(StoreRows.entryColumns), change_position FROM water_entries
+        WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR change_position > ?4)
+        ORDER BY change_position
+        LIMIT ?3
+        """)
+    static let bills = SQLText(
+        """
+        SELECT \(StoreRows.billColumns), change_position FROM bills
+        WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR change_position > ?4)
+        ORDER BY change_position
+        LIMIT ?3
+        """)
+    static let days = SQLText(
+        """
+        SELECT \(StoreRows.dayColumns), change_position FROM days
+        WHERE user_id = ?1 AND change_position > ?2 AND CAST(?4 AS BIGINT) >= 0
+        ORDER BY change_position
+        LIMIT ?3
+        """)
+    static let achievements = SQLText(
+        """
+        SELECT \(StoreRows.achievementsColumns), change_position FROM achievements
+        WHERE user_id = ?1 AND change_position > ?2 AND CAST(?4 AS BIGINT) >= 0
+        ORDER BY change_position
+        LIMIT ?3
+        """)
+    static let head = SQLText("SELECT position FROM change_sequence WHERE singleton = 1")
+    static let horizon = SQLText("SELECT purge_horizon FROM sync_state WHERE singleton = 1")
+    static let databaseID = SQLText("SELECT database_id FROM database_identity WHERE singleton = 1")
+}
