@@ -141,7 +141,7 @@ let package = Package(
             name: "SuplashAPITests",
             dependencies: [
                 "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashSQL", "SuplashDomain",
-                "SuplashCrypto", "SuplashJSON",
+                "SuplashCrypto", "SuplashJSON", "SuplashStoreCore",
                 // Test-only RSA key generation and RS256 signing for Sign in with Apple tokens.
                 "COpenSSL",
             ]),

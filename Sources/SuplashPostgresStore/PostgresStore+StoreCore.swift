@@ -145,3 +145,4 @@ extension ChangeRow {
 
 extension PostgresStore: AdminKeyRepository {}
 extension PostgresStore: SessionRepository {}
+extension PostgresStore: WaterEntryRepository {}

@@ -115,3 +115,4 @@ public final class SQLiteStoreTransaction: StoreTransaction {
 
 extension SQLiteStore: AdminKeyRepository {}
 extension SQLiteStore: SessionRepository {}
+extension SQLiteStore: WaterEntryRepository {}
