@@ -38,14 +38,6 @@ extension PostgresStore {
             prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
     }
 
-    /// The reads `entriesChanged` makes for `deltas` when the profile's zone is `timezone`,
-    /// for a caller to send right after its user-row lock in one round trip.
-    static func entryRecomputeReads(userID: String, timezone: String, deltas: [EntryDelta]) -> [PostgresStatement] {
-        let clock = ZoneClocks.shared.clock(timezone)
-        let byDay = DailyTotals.byDay(deltas, clock: clock)
-        return recomputeReads(userID: userID, clock: clock, days: byDay.keys.sorted(), deltas: byDay)
-    }
-
     /// Achievements, then per day its totals row, its context and (without a delta) its
     /// live entries.
     static func recomputeReads(

@@ -146,3 +146,4 @@ extension ChangeRow {
 extension PostgresStore: AdminKeyRepository {}
 extension PostgresStore: SessionRepository {}
 extension PostgresStore: WaterEntryRepository {}
+extension PostgresStore: HydrationRepository {}

@@ -116,3 +116,4 @@ public final class SQLiteStoreTransaction: StoreTransaction {
 extension SQLiteStore: AdminKeyRepository {}
 extension SQLiteStore: SessionRepository {}
 extension SQLiteStore: WaterEntryRepository {}
+extension SQLiteStore: HydrationRepository {}
