@@ -6,7 +6,7 @@ import SuplashStoreRows
 /// and the achievements in its own transaction (`EntryBookkeeping.entriesChanged`), under the
 /// user's lock (`UserLock`), with the entry's change position.
 extension WaterEntryRepository where Self: SQLStore {
-    /// Checks, then inserts. The checks — the profile (its zone picks the day the entry lands
+    /// Checks, then inserts. The checks — the user's time zone (it picks the day the entry lands
     /// on), the entry id and the HealthKit sample — go in one round trip outside any lock, and a
     /// re-post is answered from them; then the user's lock with the bookkeeping's reads in one
     /// round trip (re-read if the zone changed meanwhile); the insert joins the commit. When a
@@ -18,13 +18,14 @@ extension WaterEntryRepository where Self: SQLStore {
     ) throws -> EntryCreateOutcome {
         try transaction { tx in
             var checks = [
-                SQLStatement(BookkeepingSQL.profile, [.text(userID)]), EntryStatements.fetch(userID: userID, id: id, lock: false),
+                SQLStatement(EntrySQL.timezone, [.text(userID)]), EntryStatements.fetch(userID: userID, id: id, lock: false),
             ]
             if let sample = content.healthKitUUID {
                 checks.append(SQLStatement(EntrySQL.liveWithSample, [.text(userID), .text(sample)]))
             }
             let checked = try tx.pipeline(checks)
-            guard let guess = checked[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
+            guard let user = checked[0].first else { throw RepositoryError.notFound }
+            let zone = user[0].text ?? UserProfile.defaultTimezone
             if let existing = try DocumentWrites.existing(
                 EntryStatements.stamped(checked[1]), content: content, storedContent: \.content,
                 deletedCode: "entry_deleted", existsCode: "entry_exists")
@@ -35,7 +36,7 @@ extension WaterEntryRepository where Self: SQLStore {
             let deltas = [EntryDelta(content, sign: 1)]
             let locked = try tx.pipeline(
                 [SQLStatement(UserLock.statement, [.text(userID)])]
-                    + EntryBookkeeping.recomputeReads(userID: userID, timezone: guess.timezone, deltas: deltas))
+                    + EntryBookkeeping.recomputeReads(userID: userID, timezone: zone, deltas: deltas))
             guard let profile = locked[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
             try tx.positionedWrite(
                 of: .entry(userID, id), userID: userID, EntrySQL.insert,
@@ -45,7 +46,7 @@ extension WaterEntryRepository where Self: SQLStore {
                     .integer(now), .integer(now), .integer(now), .text(deviceID ?? ""),
                 ])
             try EntryBookkeeping.entriesChanged(
-                tx, userID: userID, profile: profile, deltas: deltas, now: now, prefetched: (guess.timezone, locked[1...]))
+                tx, userID: userID, profile: profile, deltas: deltas, now: now, prefetched: (zone, locked[1...]))
             return .created(
                 WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now, version: 1, deleted: false))
         }
@@ -156,6 +157,7 @@ public enum EntryStatements {
 }
 
 enum EntrySQL {
+    static let timezone = SQLText("SELECT timezone FROM users WHERE id = ?1")
     static let fetch = SQLText(
         "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = ?1 AND id = ?2")
     static let fetchLocked = SQLText { d in
