@@ -13,7 +13,8 @@ extension WaterEntryRepository where Self: SQLStore {
     /// concurrent writer inserts the same id or sample first, the insert hits the primary key or
     /// `water_entries_health_kit` and PostgreSQL re-runs the transaction, which then answers
     /// `.existing` or a conflict from the committed row (SQLite's single writer never gets there).
-    public func createEntry(
+    /// `@inlinable` (the hottest write), as `EntryBookkeeping.entriesChanged`.
+    @inlinable public func createEntry(
         userID: String, id: String, content: WaterEntryContent, deviceID: String?, now: Int64
     ) throws -> EntryCreateOutcome {
         try transaction { tx in
@@ -149,45 +150,45 @@ public enum EntryStatements {
     }
 
     /// The entry of `rows` (of `fetch`) with its stamp, or nil when there is none.
-    public static func stamped(_ rows: [some SQLRowValues]) -> Stamped<WaterEntry>? {
+    @inlinable public static func stamped(_ rows: [some SQLRowValues]) -> Stamped<WaterEntry>? {
         guard let row = rows.first else { return nil }
         let entry = StoreRows.entry(row)
         return Stamped(entry, deleted: entry.deleted, stamp: StoreRows.stamp(row))
     }
 }
 
-enum EntrySQL {
-    static let timezone = SQLText("SELECT timezone FROM users WHERE id = ?1")
-    static let fetch = SQLText(
+@usableFromInline enum EntrySQL {
+    @usableFromInline static let timezone = SQLText("SELECT timezone FROM users WHERE id = ?1")
+    @usableFromInline static let fetch = SQLText(
         "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = ?1 AND id = ?2")
-    static let fetchLocked = SQLText { d in
+    @usableFromInline static let fetchLocked = SQLText { d in
         "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = ?1 AND id = ?2 \(d.forUpdate())"
     }
-    static let liveWithSample = SQLText(
+    @usableFromInline static let liveWithSample = SQLText(
         """
         SELECT \(StoreRows.entryColumns) FROM water_entries
         WHERE user_id = ?1 AND health_kit_uuid = ?2 AND deleted = 0
         """)
-    static let sampleTaken = SQLText(
+    @usableFromInline static let sampleTaken = SQLText(
         "SELECT 1 FROM water_entries WHERE user_id = ?1 AND health_kit_uuid = ?2 AND deleted = 0")
-    static let live = SQLText(
+    @usableFromInline static let live = SQLText(
         "SELECT \(StoreRows.entryColumns) FROM water_entries WHERE user_id = ?1 AND id = ?2 AND deleted = 0")
     /// The position is `?12`.
-    static let insert = SQLText(
+    @usableFromInline static let insert = SQLText(
         """
         INSERT INTO water_entries (user_id, id, amount_ml, logged_at, source, health_kit_uuid, note,
             created_at, updated_at, version, deleted, change_position, lww_at, lww_device)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, 0, ?12, ?10, ?11)
         """)
     /// The position is `?12`.
-    static let update = SQLText(
+    @usableFromInline static let update = SQLText(
         """
         UPDATE water_entries SET amount_ml = ?1, logged_at = ?2, source = ?3, health_kit_uuid = ?4, note = ?5,
             updated_at = ?6, version = ?7, change_position = ?12, lww_at = ?8, lww_device = ?9
         WHERE user_id = ?10 AND id = ?11
         """)
     /// The position is `?6`.
-    static let delete = SQLText(
+    @usableFromInline static let delete = SQLText(
         """
         UPDATE water_entries SET deleted = 1, updated_at = ?1, version = version + 1, change_position = ?6,
             lww_at = ?2, lww_device = ?3
