@@ -12,6 +12,9 @@ import SuplashStoreRows
 /// the touched days and the streak runs through them are read — in one round trip — and
 /// the writes travel with the next statement (`PostgresConnection.enqueue`); the whole
 /// history is read only when the profile's goal or time zone changes.
+///
+/// Written once for both engines as `EntryBookkeeping` (SuplashStoreCore); this copy is left
+/// for the callers not yet written once (sync push, batches, profile writes, the export).
 extension PostgresStore {
     /// THE hook for entry writes: call it inside the write transaction after inserting,
     /// updating or deleting entries of `userID`, with each entry version that appeared (+1)
@@ -19,13 +22,9 @@ extension PostgresStore {
     /// day (`DailyTotals`, shared with the SQLite adapter), then streaks, badges and totals,
     /// and stamps a new achievements version + change position when anything changed.
     /// `profile`: the user's profile when the caller has it (from `lockUser`).
-    ///
-    /// `prefetched`: the results of `entryRecomputeReads` for the same deltas under the time
-    /// zone `timezone`, already read after the user's row lock (the caller sent them in its
-    /// own pipeline); used when the locked profile still has that zone, else read again.
     static func entriesChanged(
         _ tx: PostgresTransaction, userID: String, profile: UserProfile? = nil, deltas: [EntryDelta],
-        now: Int64, prefetched: (timezone: String, results: ArraySlice<[PostgresRow]>)? = nil
+        now: Int64
     ) throws {
         let c = tx.connection
         guard !deltas.isEmpty else { return }
@@ -34,16 +33,7 @@ extension PostgresStore {
         let byDay = DailyTotals.byDay(deltas, clock: clock)
         try recomputeDays(
             tx, userID: userID, profile: profile, clock: clock, dates: Set(byDay.keys), now: now,
-            deltas: byDay, watchWritten: DailyTotals.watchWritten(deltas),
-            prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
-    }
-
-    /// The reads `entriesChanged` makes for `deltas` when the profile's zone is `timezone`,
-    /// for a caller to send right after its user-row lock in one round trip.
-    static func entryRecomputeReads(userID: String, timezone: String, deltas: [EntryDelta]) -> [PostgresStatement] {
-        let clock = ZoneClocks.shared.clock(timezone)
-        let byDay = DailyTotals.byDay(deltas, clock: clock)
-        return recomputeReads(userID: userID, clock: clock, days: byDay.keys.sorted(), deltas: byDay)
+            deltas: byDay, watchWritten: DailyTotals.watchWritten(deltas))
     }
 
     /// Achievements, then per day its totals row, its context and (without a delta) its
@@ -139,13 +129,13 @@ extension PostgresStore {
     static func recomputeDays(
         _ tx: PostgresTransaction, userID: String, profile: UserProfile, clock: ZoneClock,
         dates: Set<LocalDate>, now: Int64, deltas: [LocalDate: (ml: Int, count: Int)]? = nil,
-        watchWritten: Bool = false, prefetched: ArraySlice<[PostgresRow]>? = nil
+        watchWritten: Bool = false
     ) throws {
         let c = tx.connection
         let base = HydrationRules.baseGoalMl(profile)
         let days = dates.sorted()
-        // Every read in one round trip (`recomputeReads`), unless the caller sent them.
-        var results = try prefetched ?? c.pipeline(recomputeReads(userID: userID, clock: clock, days: days, deltas: deltas))[...]
+        // Every read in one round trip (`recomputeReads`).
+        var results = try c.pipeline(recomputeReads(userID: userID, clock: clock, days: days, deltas: deltas))[...]
         let before = achievements(results.removeFirst())
         var changes: [DayTotalChange] = []
         var anyWatch = watchWritten

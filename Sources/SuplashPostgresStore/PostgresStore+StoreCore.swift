@@ -149,3 +149,5 @@ extension PostgresStoreTransaction: PurgeLocking {
     public func tryPurgeLock() throws -> Bool { try transaction.tryAdvisoryLock(PostgresStore.purgeLockKey) }
 }
 extension PostgresStore: SyncRepository {}
+extension PostgresStore: WaterEntryRepository {}
+extension PostgresStore: HydrationRepository {}

@@ -6,6 +6,9 @@ import SuplashStoreRows
 /// write that changes them (spec §4 achievements). Only the touched days and the streak
 /// runs through them are read; the whole history is read only when the profile's goal or
 /// time zone changes.
+///
+/// Written once for both engines as `EntryBookkeeping` (SuplashStoreCore); this copy is left
+/// for the callers not yet written once (sync push, profile writes, the export).
 extension SQLiteStore {
     /// THE hook for entry writes: call it inside the writer transaction after inserting,
     /// updating or deleting entries of `userID`, with each entry version that appeared (+1)

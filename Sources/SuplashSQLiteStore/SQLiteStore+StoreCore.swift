@@ -147,3 +147,5 @@ extension SQLiteStoreTransaction: PurgeLocking {
     public func tryPurgeLock() -> Bool { true }
 }
 extension SQLiteStore: SyncRepository {}
+extension SQLiteStore: WaterEntryRepository {}
+extension SQLiteStore: HydrationRepository {}

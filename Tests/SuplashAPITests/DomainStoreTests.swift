@@ -184,7 +184,7 @@ final class DomainStoreTests: XCTestCase {
 
     func testReadsUseTheirIndexes() throws {
         _ = try makeStore()
-        let day = try plan(SQLiteStore.dayEntriesSQL, [.text("u"), .integer(0), .integer(1)])
+        let day = try plan(DayStatements.entriesSQL.sqlite, [.text("u"), .integer(0), .integer(1)])
         XCTAssertTrue(day.contains("water_entries_list"), day)
         XCTAssertFalse(day.contains("TEMP B-TREE"), day)
         let bills = try plan(BillStatements.list.sqlite, [.text("u"), .text("9999-99"), .text("z"), .integer(21)])

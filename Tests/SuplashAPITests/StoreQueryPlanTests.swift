@@ -2,6 +2,7 @@ import Foundation
 import SuplashDomain
 import SuplashSQLiteStore
 import SuplashStorage
+import SuplashStoreCore
 import XCTest
 
 /// The SQLite adapter's queries use their indexes (every list is served by an index, not a
@@ -19,7 +20,7 @@ final class StoreQueryPlanTests: XCTestCase {
         defer { db.close() }
         let plan = try db.read { c in
             try c.query(
-                "EXPLAIN QUERY PLAN " + SQLiteStore.listEntriesSQL,
+                "EXPLAIN QUERY PLAN " + EntryStatements.listSQL.sqlite,
                 [.text("u"), .integer(0), .integer(Int64.max), .integer(Int64.max), .text("z"), .integer(21)])
         }
         let details = plan.map { String(describing: $0["detail"]) }.joined(separator: "\n")
