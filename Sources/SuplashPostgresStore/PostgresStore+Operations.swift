@@ -9,7 +9,7 @@ extension PostgresStore: DatabaseSizing {
     /// `pg_database_size` of the current database (one round trip).
     /// - Throws: `RepositoryError` (the storage failure mapped).
     public func databaseBytes() throws -> Int64 {
-        try read { c in try c.scalarInt64("SELECT pg_database_size(current_database())") ?? 0 }
+        try read { c in try c.query("SELECT pg_database_size(current_database())").first?[0].int64 ?? 0 }
     }
 
     /// A consistent online snapshot with `pg_dump --format=custom` (one REPEATABLE READ

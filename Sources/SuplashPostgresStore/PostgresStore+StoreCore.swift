@@ -87,20 +87,22 @@ public final class PostgresStoreTransaction: StoreTransaction {
         connection.enqueue(sql.postgres, args)
     }
 
-    /// `PostgresStore.changePosition`: provisional until the commit stamps the row; the
-    /// wake-up of `userID` is arranged once per transaction.
+    /// The row's position from the transaction's `PostgresChangeSequence` (provisional until
+    /// the commit stamps the row); `userID`'s long polls are woken once per transaction.
     public func changePosition(of row: ChangeRow, userID: String) throws -> Int64 {
-        guard woken.insert(userID).inserted else { return try PostgresChangeSequence.of(transaction).changePosition(for: row) }
-        return try store.changePosition(transaction, userID: userID, row: row)
+        wakeOnce(userID)
+        return try PostgresChangeSequence.of(transaction).changePosition(for: row)
     }
 
-    /// `PostgresStore.positionedWrite`: the statement runs inside the commit's statement; the
-    /// wake-up of `userID` is arranged once per transaction.
+    /// `PostgresChangeSequence.positionedWrite`: the statement runs inside the commit's
+    /// statement; `userID`'s long polls are woken once per transaction.
     public func positionedWrite(of row: ChangeRow, userID: String, _ sql: SQLText, _ args: [SQLValue]) throws {
-        guard woken.insert(userID).inserted else {
-            return try PostgresChangeSequence.of(transaction).positionedWrite(of: row, sql.postgres, args)
-        }
-        try store.positionedWrite(transaction, userID: userID, row: row, sql.postgres, args)
+        wakeOnce(userID)
+        try PostgresChangeSequence.of(transaction).positionedWrite(of: row, sql.postgres, args)
+    }
+
+    private func wakeOnce(_ userID: String) {
+        if woken.insert(userID).inserted { store.wake(transaction, userID: userID) }
     }
 
     /// `PostgresChangeSequence.defersWrites`.
@@ -134,15 +136,8 @@ extension PostgresStore: UserRepository {}
 extension PostgresStore: AppleIdentityRepository {}
 extension PostgresStore: AccountDataRepository {}
 
-/// A profile change recomputes the daily totals and goals with `PostgresStore.profileChanged`.
-extension PostgresStore: ProfileChangeRecomputing {
-    public static func recomputeAfterProfileChange(
-        _ tx: PostgresStoreTransaction, previous: UserProfile, current: UserProfile, now: Int64
-    ) throws {
-        try profileChanged(tx.transaction, previous: previous, current: current, now: now)
-    }
-}
 extension PostgresStore: DeviceRepository {}
+extension PostgresStore: WaterEntryBatchRepository {}
 
 /// The purge's transaction-level advisory lock (`PostgresStore.purgeLockKey`).
 extension PostgresStoreTransaction: PurgeLocking {

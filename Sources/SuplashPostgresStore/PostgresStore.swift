@@ -118,55 +118,12 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    /// The change position for `row` of `userID` (written by this transaction), and the
-    /// long-poll wake-up of `userID` after the commit: in this process through
-    /// `changeNotifier`, on every other instance through `NOTIFY suplash_changes,
-    /// '<instanceID> <userID>'` (sent with the commit, once per transaction and user).
-    /// Unless the transaction already holds the change sequence, the position is
-    /// provisional and the commit stamps the row (`PostgresChangeSequence`).
-    func changePosition(_ tx: PostgresTransaction, userID: String, row: ChangeRow) throws -> Int64 {
-        let position = try PostgresChangeSequence.of(tx).changePosition(for: row)
-        wake(tx, userID: userID)
-        return position
-    }
-
-    /// `PostgresChangeSequence.positionedWrite` of `row` of `userID` (`$(n+1)` in `sql` stands
-    /// for the position), and the long-poll wake-up as for `changePosition`.
-    func positionedWrite(_ tx: PostgresTransaction, userID: String, row: ChangeRow, _ sql: String, _ args: [SQLValue]) throws {
-        // Statements not yet written once still say `$position`.
-        let text = sql.replacingOccurrences(of: "$position", with: "$\(args.count + 1)")
-        try PostgresChangeSequence.of(tx).positionedWrite(of: row, text, args)
-        wake(tx, userID: userID)
-    }
-
-    /// Wakes `userID`'s long polls after `tx` commits, on every instance.
-    private func wake(_ tx: PostgresTransaction, userID: String) {
+    /// Wakes `userID`'s long polls after `tx` commits: in this process through `changeNotifier`,
+    /// on every other instance through `NOTIFY suplash_changes, '<instanceID> <userID>'` (sent
+    /// with the commit).
+    func wake(_ tx: PostgresTransaction, userID: String) {
         tx.notify(channel: PostgresClusterChannel.changes, payload: instanceID + " " + userID)
         let notifier = changeNotifier
         tx.afterCommit { notifier.notify(userID: userID) }
     }
-
-    /// Locks the user's row (`FOR NO KEY UPDATE`) and returns the profile, nil when there is
-    /// no such user. Every write of a user's synced documents takes this first: writers of
-    /// the same user run one after the other (their read-modify-write of daily totals and
-    /// achievements needs that), writers of different users do not wait for each other,
-    /// and the change-sequence lock comes last (lock order: user row, document rows,
-    /// change sequence). Inserts referencing the user (`FOR KEY SHARE`) are not blocked.
-    static func lockUserStatement(_ userID: String) -> PostgresStatement {
-        PostgresStatement("SELECT \(StoreRows.userColumns) FROM users WHERE id = $1 FOR NO KEY UPDATE", [.text(userID)])
-    }
-
-    /// `lockUserStatement` sent alone.
-    static func lockUser(_ c: PostgresConnection, userID: String) throws -> UserProfile? {
-        try c.pipeline([lockUserStatement(userID)])[0].first.map { StoreRows.user($0).profile }
-    }
-
-    /// Broadcasts `event` to every instance's revocation view with this transaction's commit
-    /// (`NOTIFY suplash_revocations`): delivered if and only if the revocation committed.
-    func publish(_ tx: PostgresTransaction, _ event: PostgresRevocationEvent) throws {
-        tx.notify(channel: PostgresClusterChannel.revocations, payload: event.payload)
-    }
 }
-
-/// The rows that carry change positions (`ChangeRow`).
-typealias ChangeRows = ChangeRow

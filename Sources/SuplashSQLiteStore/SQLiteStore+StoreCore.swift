@@ -132,15 +132,8 @@ extension SQLiteStore: UserRepository {}
 extension SQLiteStore: AppleIdentityRepository {}
 extension SQLiteStore: AccountDataRepository {}
 
-/// A profile change recomputes the daily totals and goals with `SQLiteStore.profileChanged`.
-extension SQLiteStore: ProfileChangeRecomputing {
-    public static func recomputeAfterProfileChange(
-        _ tx: SQLiteStoreTransaction, previous: UserProfile, current: UserProfile, now: Int64
-    ) throws {
-        try profileChanged(tx.connection, previous: previous, current: current, now: now)
-    }
-}
 extension SQLiteStore: DeviceRepository {}
+extension SQLiteStore: WaterEntryBatchRepository {}
 
 /// Always granted: one process, whose single writer serialises the purge with every write.
 extension SQLiteStoreTransaction: PurgeLocking {

@@ -2,22 +2,11 @@ import SuplashDomain
 import SuplashSQL
 import SuplashStoreRows
 
-/// A store whose profile writes bring what depends on the profile up to date in the same
-/// transaction (the achievements use case): a time-zone change re-buckets the daily totals, a
-/// time-zone or base-goal change re-evaluates the days' goals, streaks and badges.
-public protocol ProfileChangeRecomputing: SQLStore {
-    /// Recomputes, in `tx`, what depends on `previous` now that the profile is `current`
-    /// (times in ms since the epoch); nothing when neither the time zone nor the base goal
-    /// changed.
-    /// - Throws: the engine's error.
-    static func recomputeAfterProfileChange(_ tx: Transaction, previous: UserProfile, current: UserProfile, now: Int64) throws
-}
-
 /// Users and their profile (spec §4, "Profile"): sign-up with its first session, reads by id
 /// and email, the profile patch with its change position, and the admin listing. A profile
 /// write reads the user's row `FOR UPDATE` on PostgreSQL, so concurrent patches of one user
 /// run one after the other.
-extension UserRepository where Self: ProfileChangeRecomputing {
+extension UserRepository where Self: SQLStore {
     public func createUser(_ profile: UserProfile, passwordHash: String, session: NewSession) throws -> UserProfile {
         try transaction { tx in
             if try tx.queryOne(UserSQL.emailTaken, [.text(profile.email)]) != nil { throw RepositoryError.emailTaken }
@@ -53,7 +42,7 @@ extension UserRepository where Self: ProfileChangeRecomputing {
             let position = try tx.changePosition(of: .user(userID), userID: userID)
             try tx.execute(
                 UserSQL.update, StoreRows.profileValues(next) + [.integer(position), .integer(lwwAt), .text(userID)])
-            try Self.recomputeAfterProfileChange(tx, previous: current, current: next, now: now)
+            try EntryBookkeeping.profileChanged(tx, previous: current, current: next, now: now)
             return next
         }
     }
