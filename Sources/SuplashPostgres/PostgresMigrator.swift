@@ -33,32 +33,27 @@ public enum PostgresMigrator {
             try connection.query("SELECT pg_advisory_lock($1::bigint)", [.integer(lockKey)])
             defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [.integer(lockKey)]) }
             try connection.execute(createTable)
-            var applied = 0
-            while true {
-                try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                do {
-                    let pending = try MigrationPlan.plan(recorded: try readApplied(connection), sorted)
-                    guard let next = pending.first else {
-                        try connection.execute("COMMIT")
-                        return applied
-                    }
-                    do {
-                        try connection.execute(next.sql)
-                    } catch {
-                        throw MigrationError.failed(version: next.version, name: next.name, underlying: error)
-                    }
-                    try connection.update(
-                        """
-                        INSERT INTO schema_migrations (version, name, checksum, applied_at)
-                        VALUES ($1, $2, $3, to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-                        """, [.int(next.version), .text(next.name), .text(next.checksum)])
-                    try connection.execute("COMMIT")
-                    applied += 1
-                } catch {
-                    if connection.isHealthy, connection.isInTransaction { try? connection.execute("ROLLBACK") }
-                    throw error
-                }
-            }
+            return try MigrationPlan.applyPending(sorted, on: Session(connection: connection))
+        }
+    }
+
+    /// The migration connection as `MigrationPlan.applyPending` drives it.
+    private struct Session: MigrationSession {
+        let connection: PostgresConnection
+
+        func begin() throws { try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED") }
+        func recorded() throws -> [AppliedMigration] { try readApplied(connection) }
+        func run(script: String) throws { try connection.execute(script) }
+        func record(_ migration: Migration) throws {
+            try connection.update(
+                """
+                INSERT INTO schema_migrations (version, name, checksum, applied_at)
+                VALUES ($1, $2, $3, to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                """, [.int(migration.version), .text(migration.name), .text(migration.checksum)])
+        }
+        func commit() throws { try connection.execute("COMMIT") }
+        func rollback() {
+            if connection.isHealthy, connection.isInTransaction { try? connection.execute("ROLLBACK") }
         }
     }
 

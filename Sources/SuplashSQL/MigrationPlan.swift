@@ -186,6 +186,39 @@ public enum MigrationPlan {
         return sorted
     }
 
+    /// Applies the pending migrations of `sorted` (from `checkedSorted`) one by one, each in
+    /// its own transaction together with its `schema_migrations` row: begin, re-read what is
+    /// recorded, `plan`, run the first pending script, record it, commit — until none is
+    /// pending. The engine supplies the steps (`MigrationSession`); the order and the checks
+    /// are the same on every engine.
+    /// - Returns: how many were applied (0 when up to date).
+    /// - Throws: `plan`'s consistency errors (nothing applied by that round),
+    ///   `MigrationError.failed` wrapping a script's error (earlier migrations of this call stay
+    ///   applied), or the session's error; the open transaction is rolled back first.
+    public static func applyPending(_ sorted: [Migration], on session: some MigrationSession) throws -> Int {
+        var applied = 0
+        while true {
+            try session.begin()
+            do {
+                guard let next = try plan(recorded: try session.recorded(), sorted).first else {
+                    try session.commit()
+                    return applied
+                }
+                do {
+                    try session.run(script: next.sql)
+                } catch {
+                    throw MigrationError.failed(version: next.version, name: next.name, underlying: error)
+                }
+                try session.record(next)
+                try session.commit()
+                applied += 1
+            } catch {
+                session.rollback()
+                throw error
+            }
+        }
+    }
+
     /// `"0001_create_users.sql"` → `(1, "create_users")`; `nil` for anything else.
     static func parseFileName(_ file: String) -> (Int, String)? {
         guard file.hasSuffix(".sql") else { return nil }
@@ -200,4 +233,26 @@ public enum MigrationPlan {
         else { return nil }
         return (version, String(name))
     }
+}
+
+/// One engine's connection as `MigrationPlan.applyPending` drives it (SQLite's writer,
+/// PostgreSQL's migration connection under its advisory lock).
+public protocol MigrationSession {
+    /// Opens a write transaction (`BEGIN IMMEDIATE` on SQLite, READ COMMITTED on PostgreSQL).
+    /// - Throws: the engine's error.
+    func begin() throws
+    /// The rows of `schema_migrations` in version order.
+    /// - Throws: the engine's error.
+    func recorded() throws -> [AppliedMigration]
+    /// Runs a migration script (several `;`-separated statements).
+    /// - Throws: the engine's error.
+    func run(script: String) throws
+    /// Records `migration` in `schema_migrations` with the current UTC time.
+    /// - Throws: the engine's error.
+    func record(_ migration: Migration) throws
+    /// Commits the transaction.
+    /// - Throws: the engine's error.
+    func commit() throws
+    /// Rolls the open transaction back, if any (errors ignored: the connection is reset).
+    func rollback()
 }

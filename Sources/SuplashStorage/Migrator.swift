@@ -35,30 +35,25 @@ public enum Migrator {
         return try db.writeExclusive { context in
             let connection = context.connection
             try connection.execute(createTable)
-            var applied = 0
-            while true {
-                try connection.execute("BEGIN IMMEDIATE")
-                do {
-                    let pending = try MigrationPlan.plan(recorded: try readApplied(connection), sorted)
-                    guard let next = pending.first else {
-                        try connection.execute("COMMIT")
-                        return applied
-                    }
-                    do {
-                        try connection.execute(next.sql)
-                    } catch {
-                        throw MigrationError.failed(version: next.version, name: next.name, underlying: error)
-                    }
-                    try connection.run(
-                        "INSERT INTO schema_migrations(version, name, checksum, applied_at) VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-                        [.int(next.version), .text(next.name), .text(next.checksum)])
-                    try connection.execute("COMMIT")
-                    applied += 1
-                } catch {
-                    if connection.isInTransaction { try? connection.execute("ROLLBACK") }
-                    throw error
-                }
-            }
+            return try MigrationPlan.applyPending(sorted, on: Session(connection: connection))
+        }
+    }
+
+    /// The writer connection as `MigrationPlan.applyPending` drives it.
+    private struct Session: MigrationSession {
+        let connection: SQLiteConnection
+
+        func begin() throws { try connection.execute("BEGIN IMMEDIATE") }
+        func recorded() throws -> [AppliedMigration] { try readApplied(connection) }
+        func run(script: String) throws { try connection.execute(script) }
+        func record(_ migration: Migration) throws {
+            try connection.run(
+                "INSERT INTO schema_migrations(version, name, checksum, applied_at) VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                [.int(migration.version), .text(migration.name), .text(migration.checksum)])
+        }
+        func commit() throws { try connection.execute("COMMIT") }
+        func rollback() {
+            if connection.isInTransaction { try? connection.execute("ROLLBACK") }
         }
     }
 
