@@ -41,19 +41,16 @@ public enum PostgresMigrator {
     private struct Session: MigrationSession {
         let connection: PostgresConnection
 
-        func begin() throws { try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED") }
+        let beginSQL = "BEGIN ISOLATION LEVEL READ COMMITTED"
+        var isInTransaction: Bool { connection.isHealthy && connection.isInTransaction }
+        func execute(_ sql: String) throws { try connection.execute(sql) }
         func recorded() throws -> [AppliedMigration] { try readApplied(connection) }
-        func run(script: String) throws { try connection.execute(script) }
         func record(_ migration: Migration) throws {
             try connection.update(
                 """
                 INSERT INTO schema_migrations (version, name, checksum, applied_at)
                 VALUES ($1, $2, $3, to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
                 """, [.int(migration.version), .text(migration.name), .text(migration.checksum)])
-        }
-        func commit() throws { try connection.execute("COMMIT") }
-        func rollback() {
-            if connection.isHealthy, connection.isInTransaction { try? connection.execute("ROLLBACK") }
         }
     }
 

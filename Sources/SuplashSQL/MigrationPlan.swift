@@ -236,23 +236,28 @@ public enum MigrationPlan {
 }
 
 /// One engine's connection as `MigrationPlan.applyPending` drives it (SQLite's writer,
-/// PostgreSQL's migration connection under its advisory lock).
+/// PostgreSQL's migration connection under its advisory lock): the engine supplies how to run
+/// parameterless SQL, its `BEGIN`, and the `schema_migrations` reads and inserts.
 public protocol MigrationSession {
-    /// Opens a write transaction (`BEGIN IMMEDIATE` on SQLite, READ COMMITTED on PostgreSQL).
+    /// The statement that opens a write transaction (`BEGIN IMMEDIATE` on SQLite, READ
+    /// COMMITTED on PostgreSQL).
+    var beginSQL: String { get }
+    /// True while a transaction is open.
+    var isInTransaction: Bool { get }
+    /// Runs parameterless SQL, possibly several `;`-separated statements (a migration script).
     /// - Throws: the engine's error.
-    func begin() throws
+    func execute(_ sql: String) throws
     /// The rows of `schema_migrations` in version order.
     /// - Throws: the engine's error.
     func recorded() throws -> [AppliedMigration]
-    /// Runs a migration script (several `;`-separated statements).
-    /// - Throws: the engine's error.
-    func run(script: String) throws
     /// Records `migration` in `schema_migrations` with the current UTC time.
     /// - Throws: the engine's error.
     func record(_ migration: Migration) throws
-    /// Commits the transaction.
-    /// - Throws: the engine's error.
-    func commit() throws
-    /// Rolls the open transaction back, if any (errors ignored: the connection is reset).
-    func rollback()
+}
+
+extension MigrationSession {
+    func begin() throws { try execute(beginSQL) }
+    func run(script: String) throws { try execute(script) }
+    func commit() throws { try execute("COMMIT") }
+    func rollback() { if isInTransaction { try? execute("ROLLBACK") } }
 }

@@ -43,17 +43,14 @@ public enum Migrator {
     private struct Session: MigrationSession {
         let connection: SQLiteConnection
 
-        func begin() throws { try connection.execute("BEGIN IMMEDIATE") }
+        let beginSQL = "BEGIN IMMEDIATE"
+        var isInTransaction: Bool { connection.isInTransaction }
+        func execute(_ sql: String) throws { try connection.execute(sql) }
         func recorded() throws -> [AppliedMigration] { try readApplied(connection) }
-        func run(script: String) throws { try connection.execute(script) }
         func record(_ migration: Migration) throws {
             try connection.run(
                 "INSERT INTO schema_migrations(version, name, checksum, applied_at) VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
                 [.int(migration.version), .text(migration.name), .text(migration.checksum)])
-        }
-        func commit() throws { try connection.execute("COMMIT") }
-        func rollback() {
-            if connection.isInTransaction { try? connection.execute("ROLLBACK") }
         }
     }
 

@@ -11,18 +11,22 @@ final class ApplyPendingTests: XCTestCase {
         var applied: [AppliedMigration] = []
         var failing: String?
 
-        func begin() throws { log.append("begin") }
-        func recorded() throws -> [AppliedMigration] { applied }
-        func run(script: String) throws {
-            if script == failing { throw CancellationError() }
-            log.append("run \(script)")
+        let beginSQL = "BEGIN"
+        var isInTransaction = false
+        func execute(_ sql: String) throws {
+            switch sql {
+            case "BEGIN": isInTransaction = true
+            case "COMMIT", "ROLLBACK": isInTransaction = false
+            case failing: throw CancellationError()
+            default: break
+            }
+            log.append(sql == "BEGIN" || sql == "COMMIT" || sql == "ROLLBACK" ? sql.lowercased() : "run \(sql)")
         }
+        func recorded() throws -> [AppliedMigration] { applied }
         func record(_ m: Migration) throws {
             applied.append(AppliedMigration(version: m.version, name: m.name, checksum: m.checksum, appliedAt: "t"))
             log.append("record \(m.version)")
         }
-        func commit() throws { log.append("commit") }
-        func rollback() { log.append("rollback") }
     }
 
     private let migrations = [
