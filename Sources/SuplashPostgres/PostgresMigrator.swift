@@ -13,15 +13,6 @@ public enum PostgresMigrator {
     /// The advisory lock key of the migrator ("SUPLASHM" as ASCII, as a bigint).
     static let lockKey: Int64 = 0x5355_504C_4153_484D
 
-    static let createTable = """
-        CREATE TABLE IF NOT EXISTS schema_migrations (
-            version INTEGER PRIMARY KEY,
-            name TEXT NOT NULL,
-            checksum TEXT NOT NULL,
-            applied_at TEXT NOT NULL
-        )
-        """
-
     /// Applies every pending migration in version order.
     /// - Returns: how many were applied (0 when up to date).
     /// - Throws: `MigrationError` (`.failed` wraps the `PostgresError`; earlier migrations of
@@ -32,7 +23,7 @@ public enum PostgresMigrator {
         return try db.pool.withConnection { connection in
             try connection.query("SELECT pg_advisory_lock($1::bigint)", [.integer(lockKey)])
             defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [.integer(lockKey)]) }
-            try connection.execute(createTable)
+            try connection.execute(MigrationPlan.createTableSQL)
             return try MigrationPlan.applyPending(sorted, on: Session(connection: connection))
         }
     }

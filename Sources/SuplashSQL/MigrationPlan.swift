@@ -176,6 +176,16 @@ public enum MigrationPlan {
         return pending
     }
 
+    /// The `schema_migrations` table, the same on every engine (`CREATE TABLE IF NOT EXISTS`).
+    public static let createTableSQL = """
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            checksum TEXT NOT NULL,
+            applied_at TEXT NOT NULL
+        )
+        """
+
     /// `migrations` sorted by version.
     /// - Throws: `MigrationError.duplicateVersion` when two share a version.
     public static func checkedSorted(_ migrations: [Migration]) throws -> [Migration] {

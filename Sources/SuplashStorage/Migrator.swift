@@ -34,7 +34,7 @@ public enum Migrator {
         let sorted = try MigrationPlan.checkedSorted(migrations)
         return try db.writeExclusive { context in
             let connection = context.connection
-            try connection.execute(createTable)
+            try connection.execute(MigrationPlan.createTableSQL)
             return try MigrationPlan.applyPending(sorted, on: Session(connection: connection))
         }
     }
@@ -72,15 +72,6 @@ public enum Migrator {
     }
 
     // MARK: - Internals
-
-    static let createTable = """
-        CREATE TABLE IF NOT EXISTS schema_migrations (
-            version INTEGER PRIMARY KEY,
-            name TEXT NOT NULL,
-            checksum TEXT NOT NULL,
-            applied_at TEXT NOT NULL
-        )
-        """
 
     private static func applied(on connection: SQLiteConnection) throws -> [AppliedMigration] {
         let exists =
