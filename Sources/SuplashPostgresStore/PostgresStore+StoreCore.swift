@@ -135,3 +135,6 @@ extension PostgresStore: ProfileChangeRecomputing {
     }
 }
 extension PostgresStore: DeviceRepository {}
+extension PostgresStore: AppleRevokeJobRepository {}
+extension PostgresStore: SealedValueRepository {}
+extension PostgresStore: AppleAccountEventRepository {}

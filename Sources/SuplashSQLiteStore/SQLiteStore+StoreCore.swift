@@ -141,3 +141,6 @@ extension SQLiteStore: ProfileChangeRecomputing {
     }
 }
 extension SQLiteStore: DeviceRepository {}
+extension SQLiteStore: AppleRevokeJobRepository {}
+extension SQLiteStore: SealedValueRepository {}
+extension SQLiteStore: AppleAccountEventRepository {}

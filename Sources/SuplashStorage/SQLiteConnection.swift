@@ -146,6 +146,7 @@ public final class SQLiteConnection {
                     PRAGMA cache_size=-\(cacheKiB);
                     PRAGMA wal_autocheckpoint=1000;
                     PRAGMA journal_size_limit=67108864;
+                    PRAGMA secure_delete=ON;
                     """)
             case .reader:
                 try execute(

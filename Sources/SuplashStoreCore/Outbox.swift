@@ -7,10 +7,14 @@ import SuplashSQL
 /// Idempotency-Key) when a worker dies between sending and recording.
 extension OutboxRepository where Self: SQLStore {
     /// Claims up to `limit` due messages, oldest first, leased until `now + leaseMs`
-    /// (`OutboxClaim.claim`); `markDelivered` / `markAttemptFailed` end the lease.
+    /// (`OutboxClaim.claim`); `markDelivered` / `markAttemptFailed` end the lease. Messages to an
+    /// address whose mail is held (Apple's `email-disabled`) are parked instead (`MailHolds`).
     public func claimDueMessages(now: Int64, limit: Int, leaseMs: Int64) throws -> [OutboxMessage] {
         try transaction { tx in
-            try OutboxSQL.claim.claim(tx, now: now, limit: limit, leaseMs: leaseMs).map(OutboxSQL.message)
+            let claimed = try OutboxSQL.claim.claim(tx, now: now, limit: limit, leaseMs: leaseMs).map(OutboxSQL.message)
+            guard !claimed.isEmpty else { return claimed }
+            let parked = try MailHolds.park(tx)
+            return parked.isEmpty ? claimed : claimed.filter { !parked.contains($0.id) }
         }
     }
 

@@ -79,6 +79,8 @@ enum AccountDataRoutes {
     static func erase(_ uid: String, _ request: APIRequest, _ services: Services) throws -> HTTPResponse {
         guard try services.domain.accountData.eraseAccount(userID: uid, now: request.now) else { throw APIError.notFound }
         services.revocations.revoke(userID: uid)
+        // A queued Apple revoke job is sent by the revoke thread; the erasure never waits on Apple.
+        services.appleRevokeWake?()
         return .empty(204)
     }
 }
