@@ -14,9 +14,15 @@ extension AccountDataRepository where Self: SQLStore {
             guard let profile = try c.queryOne(AccountSQL.profile, u).map({ StoreRows.user($0).profile }) else { return nil }
             let entries = try c.query(AccountSQL.entries, u).map(StoreRows.entry)
             let bills = try c.query(AccountSQL.bills, u).map(StoreRows.bill)
+            let apple = try c.query(AccountSQL.appleIdentities, u).map { row in
+                LinkedAppleIdentity(
+                    sub: row["sub"].text ?? "", clientID: row["client_id"].text, linkedAt: row["created_at"].int64 ?? 0,
+                    refreshTokenKept: (row["kept"].int64 ?? 0) != 0)
+            }
             return AccountExport(
                 profile: profile, entries: entries, days: try c.query(AccountSQL.days, u).map(StoreRows.day), bills: bills,
-                achievements: try c.queryOne(AccountSQL.achievements, u).map(StoreRows.achievements) ?? Achievements())
+                achievements: try c.queryOne(AccountSQL.achievements, u).map(StoreRows.achievements) ?? Achievements(),
+                appleIdentities: apple)
         }
     }
 
@@ -66,6 +72,12 @@ enum AccountSQL {
     static let days = SQLText("SELECT \(StoreRows.dayColumns) FROM days WHERE user_id = ?1 ORDER BY local_date")
     static let achievements = SQLText("SELECT \(StoreRows.achievementsColumns) FROM achievements WHERE user_id = ?1")
 
+    /// Never the sealed token: only whether one is kept.
+    static let appleIdentities = SQLText(
+        """
+        SELECT sub, client_id, created_at, CASE WHEN refresh_token IS NULL THEN 0 ELSE 1 END AS kept
+        FROM apple_identities WHERE user_id = ?1 ORDER BY created_at, sub
+        """)
     static let lockUser = SQLText { d in "SELECT 1 FROM users WHERE id = ?1 \(d.forUpdate())" }
     static let deleteRefreshTokens = SQLText(
         "DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE user_id = ?1)")

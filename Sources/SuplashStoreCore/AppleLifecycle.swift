@@ -72,10 +72,12 @@ extension SealedValueRepository where Self: SQLStore {
 
 /// Apple's account events (spec §9): the `jti` is inserted first, so a duplicate changes
 /// nothing; each event then acts on the account linked to its `sub`, in the same transaction.
+/// `jti`s older than 8 days are forgotten as new events arrive.
 extension AppleAccountEventRepository where Self: SQLStore {
     public func applyAppleEvent(jti: String, event: AppleAccountEvent, now: Int64) throws -> AppleEventOutcome {
         try transaction { tx in
             guard try tx.queryOne(AppleLifecycleSQL.rememberEvent, [.text(jti), .integer(now)]) != nil else { return .duplicate }
+            try tx.execute(AppleLifecycleSQL.forgetOldEvents, [.integer(now - AppleLifecycleSQL.eventRetentionMillis)])
             let sub: String
             switch event {
             case .emailDisabled(let s, _), .emailEnabled(let s, _), .consentRevoked(let s), .accountDelete(let s): sub = s
@@ -169,6 +171,10 @@ enum AppleLifecycleSQL {
             contextRowID: sub, envelope: envelope ?? "")
     }
 
+    /// How long a `jti` is remembered: 8 days, past the 7 days an event's `iat` may be old
+    /// (`AppleNotifications.maximumAgeSeconds`), so an older repeat is refused by its `iat`.
+    static let eventRetentionMillis: Int64 = 8 * 86_400_000
+    static let forgetOldEvents = SQLText("DELETE FROM apple_notifications WHERE received_at < ?1")
     static let rememberEvent = SQLText(
         "INSERT INTO apple_notifications (jti, received_at) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING RETURNING jti")
     static let userOfSub = SQLText { d in "SELECT user_id FROM apple_identities WHERE sub = ?1 \(d.forUpdate())" }

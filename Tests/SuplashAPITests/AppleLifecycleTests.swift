@@ -143,6 +143,14 @@ final class AppleLifecycleTests: XCTestCase {
             XCTAssertNil(bytes.firstRange(of: needle), "\(name) holds the Apple refresh token in plaintext")
             XCTAssertNil(bytes.firstRange(of: Array("\(tag).1".utf8)), "\(name) holds the authorization code")
         }
+        // The export lists the Apple identity, without any token.
+        let export = try s.request("GET", "/v1/users/\(uid)/export", token: token)
+        XCTAssertEqual(export.status, 200, export.text)
+        let identity = export.json?["appleIdentities"]?.arrayValue?.first
+        XCTAssertEqual(identity?["sub"]?.stringValue, sub)
+        XCTAssertEqual(identity?["clientId"]?.stringValue, Self.audience)
+        XCTAssertEqual(identity?["refreshTokenKept"]?.boolValue, true)
+        XCTAssertFalse(export.text.contains("rt.\(tag)") || export.text.contains("s1."), "no token, sealed or not")
         // The user deletes the account: 204 at once; the revoke job reaches Apple afterwards.
         XCTAssertEqual(try s.request("DELETE", "/v1/users/\(uid)", token: token).status, 204)
         XCTAssertTrue(try waitForRevocation(tag), "the refresh token was revoked at Apple")

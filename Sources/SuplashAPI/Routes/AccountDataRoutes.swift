@@ -71,6 +71,16 @@ enum AccountDataRoutes {
                 ("bills", .array(x.bills.map { DomainPresenter.bill($0, today: today, masked: masked) })),
                 ("achievements", DomainPresenter.achievements(x.achievements, today: today)),
                 ("devices", try DevicePresenter.export(uid, services)),
+                (
+                    "appleIdentities",
+                    .array(
+                        x.appleIdentities.map { a in
+                            .object([
+                                ("sub", .string(a.sub)), ("clientId", a.clientID.map(JSONValue.string) ?? .null),
+                                ("linkedAt", Presenter.time(a.linkedAt)), ("refreshTokenKept", .bool(a.refreshTokenKept)),
+                            ])
+                        })
+                ),
                 ("exportedAt", Presenter.time(request.now)),
             ]), headers: [("Content-Disposition", "attachment; filename=\"suplash-export.json\"")])
     }
