@@ -60,6 +60,7 @@ final class AppleLifecycleTests: XCTestCase {
 
     /// A JWS of `claims` signed by the mock's Apple key (or, `forge`, another key with its kid).
     func sign(_ claims: JSONValue, forge: Bool = false) throws -> String {
+        _ = try srv()
         let r = try HTTPTestClient.request(
             port: mockPort, "POST", "/test/sign", json: .object([("claims", claims), ("forge", .bool(forge))]))
         return try XCTUnwrap(r.json?["jws"]?.stringValue)
