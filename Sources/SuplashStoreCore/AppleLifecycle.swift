@@ -91,7 +91,6 @@ extension AppleAccountEventRepository where Self: SQLStore {
                 return .mailHold(held: true)
             case .emailEnabled(_, let email):
                 try tx.execute(AppleLifecycleSQL.release, [.text(email)])
-                try tx.execute(AppleLifecycleSQL.unpark, [.text(email), .integer(now), .integer(MailHolds.parkedUntil)])
                 return .mailHold(held: false)
             case .consentRevoked:
                 let revoked = try tx.query(AppleLifecycleSQL.revokeSessions, [.integer(now), .text(userID)]).compactMap {
@@ -108,21 +107,6 @@ extension AppleAccountEventRepository where Self: SQLStore {
                 return .accountErased(userID: userID)
             }
         }
-    }
-}
-
-/// Mail held for relay addresses whose forwarding is off (`email-disabled`): the outbox claim
-/// parks a claimed message to a held address (due `parkedUntil`), and `email-enabled` makes
-/// that address's parked messages due again.
-public enum MailHolds {
-    /// The due time of a parked message: 9999-12-31 (ms since the epoch).
-    public static let parkedUntil: Int64 = 253_402_300_799_000
-
-    /// Parks, in `tx`, every pending message to a held address; returns the parked ids. One
-    /// round trip.
-    /// - Throws: the engine's error.
-    public static func park(_ tx: some StoreTransaction) throws -> Set<String> {
-        Set(try tx.query(AppleLifecycleSQL.park, [.integer(parkedUntil)]).compactMap { $0["id"].text })
     }
 }
 
@@ -180,18 +164,6 @@ enum AppleLifecycleSQL {
     static let userOfSub = SQLText { d in "SELECT user_id FROM apple_identities WHERE sub = ?1 \(d.forUpdate())" }
     static let hold = SQLText("INSERT INTO mail_holds (address, held_at) VALUES (?1, ?2) ON CONFLICT (address) DO NOTHING")
     static let release = SQLText("DELETE FROM mail_holds WHERE address = ?1")
-    static let unpark = SQLText(
-        """
-        UPDATE outbox SET next_attempt_at = ?2
-        WHERE recipient = ?1 AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at = ?3
-        """)
-    static let park = SQLText(
-        """
-        UPDATE outbox SET next_attempt_at = ?1
-        WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at < ?1
-            AND recipient IN (SELECT address FROM mail_holds)
-        RETURNING id
-        """)
     static let revokeSessions = SQLText(
         """
         UPDATE sessions SET revoked_at = ?1, revoked_reason = 'apple_consent_revoked'
