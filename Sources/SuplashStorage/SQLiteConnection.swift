@@ -138,6 +138,8 @@ public final class SQLiteConnection {
                 guard case .text(let m) = mode, m.lowercased() == "wal" else {
                     throw StorageError(code: SQLITE_ERROR, kind: .other, message: "could not enable WAL journal mode")
                 }
+                // secure_delete: deleted content is overwritten with zeros, not left in free pages
+                // (blanked sealed secrets, erased accounts; docs/apple.md "Sealed secrets").
                 try execute(
                     """
                     PRAGMA synchronous=FULL;
