@@ -156,6 +156,45 @@ final class AppleLifecycleTests: XCTestCase {
         XCTAssertEqual(try s.request("DELETE", "/v1/users/\(uid)", token: token).status, 204)
         XCTAssertTrue(try waitForRevocation(tag), "the refresh token was revoked at Apple")
         XCTAssertEqual(try mockState()["revokeAttempts"]?[tag]?.int64Value, 1)
+        // The server's log holds no token, code or JWS, and no error-level line.
+        let log = (try? String(contentsOfFile: s.stderrPath, encoding: .utf8)) ?? ""
+        XCTAssertFalse(log.contains("rt.\(tag)") || log.contains("\(tag).1") || log.contains("eyJ"), log)
+        XCTAssertFalse(log.contains("\"level\":\"error\""), log)
+    }
+
+    func testInvalidClientPausesRevokesUntilTheConfigurationIsFixed() throws {
+        _ = try srv()
+        let dir = TestServer.makeDataDir()
+        let good = try TestServer(dataDir: dir, environment: Self.environment)
+        let tag = "pause" + unique().prefix(8)
+        let body: JSONValue = .object([
+            ("identityToken", .string(try identityToken(sub: "000900.\(unique())"))), ("authorizationCode", .string("\(tag).1")),
+        ])
+        let r = try good.request("POST", "/v1/auth/apple", json: body)
+        XCTAssertEqual(r.status, 201, r.text)
+        let uid = try XCTUnwrap(r.json?["user"]?["id"]?.stringValue)
+        let token = try XCTUnwrap(r.json?["session"]?["accessToken"]?.stringValue)
+        good.stop()
+        // A wrong team id: Apple answers invalid_client; the job pauses (a warning), never gives up.
+        var wrong = Self.environment
+        wrong["SUPLASH_APPLE_TEAM_ID"] = "WRONGTEAM1"
+        wrong["SUPLASH_APPLE_CONFIGURATION_PAUSE_SECONDS"] = "1"
+        let misconfigured = try TestServer(dataDir: dir, environment: wrong)
+        XCTAssertEqual(try misconfigured.request("DELETE", "/v1/users/\(uid)", token: token).status, 204, "erasure never waits")
+        let deadline = Date(timeIntervalSinceNow: 30)
+        var log = ""
+        while Date() < deadline, !log.contains("apple_revoke_paused") {
+            Thread.sleep(forTimeInterval: 0.1)
+            log = (try? String(contentsOfFile: misconfigured.stderrPath, encoding: .utf8)) ?? ""
+        }
+        XCTAssertTrue(log.contains("apple_revoke_paused") && log.contains("invalid_client"), log)
+        XCTAssertFalse(log.contains("apple_revoke_given_up"), log)
+        misconfigured.stop()
+        XCTAssertNil(try mockState()["revokeAttempts"]?[tag], "Apple refused the client before looking at the token")
+        // Fixed: the paused job is sent.
+        let fixed = try TestServer(dataDir: dir, environment: Self.environment)
+        defer { fixed.stop() }
+        XCTAssertTrue(try waitForRevocation(tag), "the job resumed once the configuration was fixed")
     }
 
     func testARefusedCodeIs400AndStoresNothing() throws {
