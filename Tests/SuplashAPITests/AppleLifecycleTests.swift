@@ -138,6 +138,7 @@ final class AppleLifecycleTests: XCTestCase {
         let files = dataDirBytes(s.dataDir)
         XCTAssertTrue(files.contains { $0.0.hasSuffix("suplash.sqlite") }, "the database file was read")
         XCTAssertTrue(files.contains { $0.0.hasSuffix("apple-test.sqlite") }, "the backup was read")
+        XCTAssertTrue(files.contains { $0.0.hasSuffix("suplash.sqlite-wal") }, "the WAL was read")
         // The sealed envelope is there (the value was stored), under the configured key's id.
         XCTAssertTrue(files.contains { $0.1.firstRange(of: Array("s1.".utf8)) != nil }, "an envelope is stored")
         for (name, bytes) in files {
