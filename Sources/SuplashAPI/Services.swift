@@ -31,6 +31,13 @@ public struct Services: Sendable {
     public var apple: AppleSignIn? = nil
     /// Apple `sub` → user links.
     public var appleIdentities: (any AppleIdentityRepository)? = nil
+    /// The authorization-code exchange of `POST /v1/auth/apple`; nil = a code is not exchanged
+    /// (the sign-in goes on without a refresh token, logged at warning).
+    public var appleCodeExchange: AppleCodeExchange? = nil
+    /// Wakes the Apple revoke thread after an erasure queued a job (nil: none runs).
+    public var appleRevokeWake: (@Sendable () -> Void)? = nil
+    /// Apple's account events (`POST /v1/apple/notifications`); nil = 503.
+    public var appleNotifications: AppleNotifications? = nil
     /// The device registry of push delivery (spec §9); nil = the device routes answer 503.
     public var devices: DeviceRegistry? = nil
     /// The OpenAPI 3.1 document served at `GET /openapi.json` (`docs/openapi.json`, read at start).

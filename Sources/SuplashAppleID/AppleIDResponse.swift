@@ -129,3 +129,36 @@ public struct AppleIDRetryPolicy: Sendable, Hashable {
         return max(jittered, min(retryAfterSeconds ?? 0, capSeconds))
     }
 }
+
+/// What a revoke job does after one attempt (docs/apple.md, "Revocation") — a pure function of
+/// the decision, the attempt number and the retry policy.
+public enum AppleRevokeStep: Sendable, Hashable {
+    /// 200 or `invalid_grant` (already revoked): the job is done.
+    case done
+    /// 429, 5xx, connection failures: try again after `delaySeconds`.
+    case retry(delaySeconds: Int64, code: AppleIDErrorCode)
+    /// Attempts used up, or a refusal retrying cannot fix: give the job up (warning, metric).
+    case giveUp(code: AppleIDErrorCode)
+    /// Our configuration is wrong (`invalid_client` …): pause every job and alarm; this job
+    /// keeps its attempt count and is tried again after the pause.
+    case pause(code: AppleIDErrorCode)
+
+    /// The step after attempt `attempt` (1-based) ended with `decision`.
+    /// - Parameter unitRandom: in [0, 1), the jitter of `AppleIDRetryPolicy`.
+    public static func after(
+        _ decision: AppleIDDecision, attempt: Int, policy: AppleIDRetryPolicy, unitRandom: Double
+    ) -> AppleRevokeStep {
+        switch decision {
+        case .succeeded, .invalidGrant:
+            return .done
+        case .configurationError(let code):
+            return .pause(code: code)
+        case .rejected(let code):
+            return .giveUp(code: code)
+        case .retryLater(let code, let retryAfter):
+            guard let delay = policy.delaySeconds(afterAttempt: attempt, retryAfterSeconds: retryAfter, unitRandom: unitRandom)
+            else { return .giveUp(code: code) }
+            return .retry(delaySeconds: delay, code: code)
+        }
+    }
+}

@@ -27,13 +27,18 @@ extension JWT {
     ///   - keys: public keys by key id (a JWKS, see `JWKS.rsaKeys(from:)`).
     ///   - now: the current time, Unix seconds.
     ///   - leewaySeconds: allowed clock skew, seconds (≥ 0).
+    ///   - requireExpiry: false for tokens without `exp` (Apple's server-to-server
+    ///     notifications); an `exp` present is still checked.
     /// - Returns: the claims (`.object`).
     /// - Throws: `JWTError` (`.unsupportedAlgorithm` for any `alg` but RS256).
     public static func verifyRS256(
         _ token: String, keys: [String: RSAPublicKey], now: Int64,
-        leewaySeconds: Int64 = 60
+        leewaySeconds: Int64 = 60, requireExpiry: Bool = true
     ) throws(JWTError) -> JSONValue {
-        try verify(token, algorithm: "RS256", key: { keys[$0] }, now: now, leewaySeconds: leewaySeconds) {
+        try verify(
+            token, algorithm: "RS256", key: { keys[$0] }, now: now, leewaySeconds: leewaySeconds,
+            requireExpiry: requireExpiry
+        ) {
             key, signature, signingInput in
             key.verifyPKCS1SHA256(signature: signature, message: signingInput)
         }

@@ -100,11 +100,12 @@ public enum JWT {
     /// with no `crit`; `kid` names a key (`key(kid)`); `verifySignature(key, signature,
     /// signingInput)` accepts the decoded signature over `header.payload`, before the claims
     /// are looked at; the claims are a JSON object; `exp` is present, an integer, and
-    /// `exp > now - leewaySeconds`; `nbf` and `iat`, if present, are integers not after
-    /// `now + leewaySeconds`. Times are Unix seconds.
+    /// `exp > now - leewaySeconds` (without `requireExpiry`, checked only when present); `nbf`
+    /// and `iat`, if present, are integers not after `now + leewaySeconds`. Times are Unix seconds.
     /// - Throws: `JWTError`.
     static func verify<Key>(
         _ token: String, algorithm: String, key: (String) -> Key?, now: Int64, leewaySeconds: Int64,
+        requireExpiry: Bool = true,
         verifySignature: (Key, [UInt8], ArraySlice<UInt8>) -> Bool
     ) throws(JWTError) -> JSONValue {
         let bytes = Array(token.utf8)
@@ -136,9 +137,11 @@ public enum JWT {
             case .object = claims
         else { throw .malformed }
         let leeway = max(0, leewaySeconds)
-        guard let exp = claims["exp"], let expiry = integer(exp) else { throw .malformed }
-        let (earliest, underflow) = now.subtractingReportingOverflow(leeway)
-        guard underflow || expiry > earliest else { throw .expired }
+        if requireExpiry || claims["exp"] != nil {
+            guard let exp = claims["exp"], let expiry = integer(exp) else { throw .malformed }
+            let (earliest, underflow) = now.subtractingReportingOverflow(leeway)
+            guard underflow || expiry > earliest else { throw .expired }
+        }
         let (latest, overflow) = now.addingReportingOverflow(leeway)
         for name in ["nbf", "iat"] {
             guard let value = claims[name] else { continue }

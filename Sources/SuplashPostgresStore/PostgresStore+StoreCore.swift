@@ -146,3 +146,6 @@ extension PostgresStoreTransaction: PurgeLocking {
 extension PostgresStore: SyncRepository {}
 extension PostgresStore: WaterEntryRepository {}
 extension PostgresStore: HydrationRepository {}
+extension PostgresStore: AppleRevokeJobRepository {}
+extension PostgresStore: SealedValueRepository {}
+extension PostgresStore: AppleAccountEventRepository {}

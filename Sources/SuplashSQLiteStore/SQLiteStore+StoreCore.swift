@@ -142,3 +142,6 @@ extension SQLiteStoreTransaction: PurgeLocking {
 extension SQLiteStore: SyncRepository {}
 extension SQLiteStore: WaterEntryRepository {}
 extension SQLiteStore: HydrationRepository {}
+extension SQLiteStore: AppleRevokeJobRepository {}
+extension SQLiteStore: SealedValueRepository {}
+extension SQLiteStore: AppleAccountEventRepository {}

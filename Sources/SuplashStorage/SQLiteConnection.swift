@@ -138,6 +138,8 @@ public final class SQLiteConnection {
                 guard case .text(let m) = mode, m.lowercased() == "wal" else {
                     throw StorageError(code: SQLITE_ERROR, kind: .other, message: "could not enable WAL journal mode")
                 }
+                // secure_delete: deleted content is overwritten with zeros, not left in free pages
+                // (blanked sealed secrets, erased accounts; docs/apple.md "Sealed secrets").
                 try execute(
                     """
                     PRAGMA synchronous=FULL;
@@ -146,6 +148,7 @@ public final class SQLiteConnection {
                     PRAGMA cache_size=-\(cacheKiB);
                     PRAGMA wal_autocheckpoint=1000;
                     PRAGMA journal_size_limit=67108864;
+                    PRAGMA secure_delete=ON;
                     """)
             case .reader:
                 try execute(

@@ -12,12 +12,13 @@ import SuplashStoreRows
 extension AppleIdentityRepository where Self: SQLStore {
     public func signInWithApple(
         sub: String, email: String, emailVerified: Bool, newProfile: UserProfile,
-        session: NewSession, now: Int64
+        session: NewSession, appleToken: AppleRefreshToken?, now: Int64
     ) throws -> AppleSignInResult {
         try transaction { tx in
             var session = session
             // 1. A known Apple identity.
             if let row = try tx.queryOne(AppleSQL.userOfIdentity, [.text(sub)]) {
+                if let appleToken { try AppleSQL.keep(tx, sub: sub, appleToken) }
                 let user = StoreRows.user(row).profile
                 session.userID = user.id
                 try SessionStatements.insert(tx.connection, session)
@@ -40,6 +41,7 @@ extension AppleIdentityRepository where Self: SQLStore {
                     try tx.execute(AppleSQL.takeOver, [.integer(now), .integer(position), .integer(lwwAt), .text(user.id)])
                 }
                 try tx.execute(AppleSQL.insertIdentity, [.text(sub), .text(user.id), .integer(now)])
+                if let appleToken { try AppleSQL.keep(tx, sub: sub, appleToken) }
                 session.userID = user.id
                 try SessionStatements.insert(tx.connection, session)
                 return AppleSignInResult(user: user, created: false, revokedSessionIDs: revoked)
@@ -51,6 +53,7 @@ extension AppleIdentityRepository where Self: SQLStore {
                 AppleSQL.insertUser,
                 StoreRows.profileValues(p) + [.text(p.id), .integer(p.createdAt), .integer(position), .integer(p.updatedAt)])
             try tx.execute(AppleSQL.insertIdentity, [.text(sub), .text(p.id), .integer(now)])
+            if let appleToken { try AppleSQL.keep(tx, sub: sub, appleToken) }
             session.userID = p.id
             try SessionStatements.insert(tx.connection, session)
             return AppleSignInResult(user: p, created: true, revokedSessionIDs: [])
@@ -76,6 +79,12 @@ enum AppleSQL {
         WHERE id = ?4
         """)
     static let insertIdentity = SQLText("INSERT INTO apple_identities (sub, user_id, created_at) VALUES (?1, ?2, ?3)")
+    static let keepToken = SQLText("UPDATE apple_identities SET client_id = ?1, refresh_token = ?2 WHERE sub = ?3")
+
+    /// Keeps the identity's sealed refresh token (replacing an older one).
+    static func keep(_ tx: some StoreTransaction, sub: String, _ token: AppleRefreshToken) throws {
+        try tx.execute(keepToken, [.text(token.clientID), .text(token.sealed), .text(sub)])
+    }
     static let insertUser = SQLText(
         """
         INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,

@@ -7,7 +7,9 @@ import SuplashSQL
 /// Idempotency-Key) when a worker dies between sending and recording.
 extension OutboxRepository where Self: SQLStore {
     /// Claims up to `limit` due messages, oldest first, leased until `now + leaseMs`
-    /// (`OutboxClaim.claim`); `markDelivered` / `markAttemptFailed` end the lease.
+    /// (`OutboxClaim.claim`); `markDelivered` / `markAttemptFailed` end the lease. Messages to an
+    /// address whose mail is held (Apple's `email-disabled`, table `mail_holds`) are neither
+    /// claimed nor counted by `nextAttemptTime`: they wait until the hold ends.
     public func claimDueMessages(now: Int64, limit: Int, leaseMs: Int64) throws -> [OutboxMessage] {
         try transaction { tx in
             try OutboxSQL.claim.claim(tx, now: now, limit: limit, leaseMs: leaseMs).map(OutboxSQL.message)
@@ -56,14 +58,15 @@ public struct OutboxClaim: Sendable {
     public let statement: SQLText
 
     /// The claim of `table` (an identifier constant) returning `returning` (column constants;
-    /// include `id` and `created_at`, which `claim` orders by).
-    public init(table: String, returning: [String]) {
+    /// include `id` and `created_at`, which `claim` orders by); `condition` (SQL text constant,
+    /// `AND …`) narrows which due rows may be claimed.
+    public init(table: String, returning: [String], condition: String = "") {
         statement = SQLText { d in
             """
             UPDATE \(table) SET next_attempt_at = ?2
             WHERE id IN (
                 SELECT id FROM \(table)
-                WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?1
+                WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?1\(condition)
                 ORDER BY next_attempt_at, created_at LIMIT ?3
                 \(d.forUpdate(skipLocked: true)))
             RETURNING \(returning.joined(separator: ", "))
@@ -82,7 +85,10 @@ public struct OutboxClaim: Sendable {
 }
 
 enum OutboxSQL {
-    static let claim = OutboxClaim(table: "outbox", returning: ["id", "recipient", "subject", "body", "created_at", "attempts"])
+    /// Mail to a held relay address (`mail_holds`) waits.
+    static let notHeld = " AND NOT EXISTS (SELECT 1 FROM mail_holds WHERE mail_holds.address = outbox.recipient)"
+    static let claim = OutboxClaim(
+        table: "outbox", returning: ["id", "recipient", "subject", "body", "created_at", "attempts"], condition: notHeld)
     static let insert = SQLText(
         """
         INSERT INTO outbox (id, recipient, subject, body, created_at, attempts, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)
@@ -101,7 +107,7 @@ enum OutboxSQL {
         ORDER BY next_attempt_at, created_at LIMIT ?2
         """)
     static let nextAttempt = SQLText(
-        "SELECT min(next_attempt_at) AS t FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL")
+        "SELECT min(next_attempt_at) AS t FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL\(notHeld)")
     static let delivered = SQLText("UPDATE outbox SET delivered_at = ?1, body = '' WHERE id = ?2 AND delivered_at IS NULL")
     static let abandon = SQLText(
         "UPDATE outbox SET attempts = ?1, failed_at = ?2, last_error = ?3, body = '' WHERE id = ?4 AND delivered_at IS NULL")

@@ -256,6 +256,8 @@ enum ServeCommand {
         if !routesOnly { try WALPositionCheck.run(env.backend, logger: logger) }
         let storageHealth = StorageHealth()
         let (store, subscribe, postgresStore) = env.backend.makeStore(health: storageHealth)
+        let keyring = try SealingWiring.keyring(settings)
+        try SealingWiring.checkKeys(keyring, store: store)
         let secret = try postgresStore.map { try env.sharedJWTSecret($0) } ?? env.jwtSecret()
         let tokens = TokenService(
             secret: secret,
@@ -325,6 +327,8 @@ enum ServeCommand {
             into: &services, settings: settings, dataDir: env.dataDir, store: store,
             secret: secret, logger: logger)
         services.storageHealth = storageHealth
+        let appleRevokes = try AppleWiring.install(
+            into: &services, settings: settings, keyring: keyring, store: store, metrics: metrics, logger: logger)
         services.devices = DeviceRegistry(repository: store, bundleIDs: Set(settings.apns.bundleIds))
 
         var api = APIConfiguration()
@@ -388,6 +392,7 @@ enum ServeCommand {
                 adminKeys: adminKeys, revocationWindowMs: (tokens.accessTokenTTL + 60) * 1000, logger: logger)
         }
         outbox.start()
+        appleRevokes?.start()
         let port = try server.start()
         let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
         // The readiness line is the one thing on stdout; logs go to stderr.
@@ -402,6 +407,7 @@ enum ServeCommand {
         maintenance.stop()
         storageMonitor.stop()
         outbox.stop()
+        appleRevokes?.stop()
         if case .sqlite(let database) = backend {
             do {
                 _ = try database.checkpoint()

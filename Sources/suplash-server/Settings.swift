@@ -112,6 +112,22 @@ struct Settings: Sendable, Equatable {
     struct Apple: Sendable, Equatable {
         var jwksURL = "https://appleid.apple.com/auth/keys"
         var audiences: [String] = []
+        var teamID = ""
+        var keyID = ""
+        var privateKeyFile = ""
+        var tokenURL = "https://appleid.apple.com/auth/token"
+        var revokeURL = "https://appleid.apple.com/auth/revoke"
+        var caFile = ""
+        var clientSecretLifetimeSeconds = 86_400
+        var revokeMaxAttempts = 12
+        var revokeRetryBaseSeconds = 60
+        var configurationPauseSeconds = 60
+    }
+
+    /// `security.*`: secrets sealed at rest (docs/apple.md, "Sealed secrets").
+    struct Security: Sendable, Equatable {
+        var sealingKeyFile = ""
+        var olderSealingKeyFiles: [String] = []
     }
 
     /// `apns.*`: push delivery to Apple devices (docs/push.md).
@@ -133,6 +149,7 @@ struct Settings: Sendable, Equatable {
     var sync = Sync()
     var mail = Mail()
     var apple = Apple()
+    var security = Security()
     var apns = APNs()
     var log = Log()
 
@@ -274,6 +291,39 @@ struct Settings: Sendable, Equatable {
                 "apple.audiences", \.apple.audiences,
                 "comma-separated bundle ids / service ids accepted as `aud`; empty = every Apple token is refused "
                     + "([setup](operations.md#sign-in-with-apple))"),
+            Field(
+                "apple.teamID", \.apple.teamID,
+                "Apple developer team id: `iss` of the client secret; with `apple.keyID` and `apple.privateKeyFile` it "
+                    + "turns on the code exchange and token revocation ([apple](apple.md))"),
+            Field("apple.keyID", \.apple.keyID, "the Sign in with Apple key's id (`kid` of the client secret)"),
+            Field(
+                "apple.privateKeyFile", \.apple.privateKeyFile,
+                "the Sign in with Apple `.p8` key (PKCS#8 PEM, P-256), mode 0600"),
+            Field("apple.tokenURL", \.apple.tokenURL, "Apple's token endpoint (authorization-code exchange); `https`"),
+            Field("apple.revokeURL", \.apple.revokeURL, "Apple's revoke endpoint (revoke jobs); `https`"),
+            Field(
+                "apple.caFile", \.apple.caFile, shown: "system store",
+                "PEM CA file trusted for `apple.tokenURL` / `apple.revokeURL` (tests point it at the mock's CA)"),
+            Field(
+                "apple.clientSecretLifetimeSeconds", \.apple.clientSecretLifetimeSeconds,
+                "lifetime of the cached client secret, seconds (300 … 15,777,000)"),
+            Field(
+                "apple.revokeMaxAttempts", \.apple.revokeMaxAttempts,
+                "attempts of one revoke job on 5xx / 429 / connection failures before it is given up"),
+            Field(
+                "apple.revokeRetryBaseSeconds", \.apple.revokeRetryBaseSeconds,
+                "wait after a revoke job's first failed attempt, seconds; doubles per attempt up to 6 hours (jittered)"),
+            Field(
+                "apple.configurationPauseSeconds", \.apple.configurationPauseSeconds,
+                "revoke jobs pause this long (seconds) after Apple refuses our client (`invalid_client` …); one warning "
+                    + "per pause"),
+            Field(
+                "security.sealingKeyFile", \.security.sealingKeyFile,
+                "file of 32 random bytes (mode 0600), the same on every instance: seals Apple refresh tokens "
+                    + "([apple](apple.md#sealed-secrets)); start-up refuses sealed data whose key is missing"),
+            Field(
+                "security.olderSealingKeyFiles", \.security.olderSealingKeyFiles,
+                "comma-separated older sealing key files, read only (opening, `suplash-server reseal`)"),
             Field(
                 "apns.bundleIds", \.apns.bundleIds,
                 "comma-separated app bundle ids a device may register with (`PUT …/devices/{deviceId}`); empty = any "

@@ -81,6 +81,14 @@ func main() -> Int32 {
             let bytes = try BackupCommand.run(env.backend, to: destination)
             print("\(destination)\t\(bytes) bytes")
             return 0
+        case "reseal":
+            // Moves every sealed value to security.sealingKeyFile (docs/apple.md, "Key rotation").
+            let env = try Environment.make(settings, logger: logger, migrate: true, options: options)
+            defer { env.backend.close() }
+            let (resealed, total) = try SealingWiring.reseal(
+                try SealingWiring.keyring(settings), store: env.backend.makeStore().store)
+            print("resealed \(resealed) of \(total) sealed values")
+            return 0
         case "migrate-data":
             return try MigrateDataCommand.run(parsed, settings: settings, logger: logger)
         case "admin-key":

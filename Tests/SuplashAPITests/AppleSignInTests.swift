@@ -74,7 +74,8 @@ final class AppleSignInTests: XCTestCase {
         let (apple, _) = try keys()
         let token = apple.token(claims(sub: "s-1", email: "x@privaterelay.appleid.com", verified: .string("true"), nonce: "raw-nonce"))
         let identity = try verifier().verify(token: token, nonce: "raw-nonce", now: now)
-        XCTAssertEqual(identity, AppleIdentity(sub: "s-1", email: "x@privaterelay.appleid.com", emailVerified: true))
+        XCTAssertEqual(
+            identity, AppleIdentity(sub: "s-1", email: "x@privaterelay.appleid.com", emailVerified: true, audience: Self.audience))
         // aud may be an array.
         let listed = apple.token(claims(sub: "s-2", aud: .array([.string("other"), .string(Self.audience)])))
         XCTAssertEqual(try verifier().verify(token: listed, nonce: nil, now: now).sub, "s-2")

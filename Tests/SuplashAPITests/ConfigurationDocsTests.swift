@@ -30,7 +30,7 @@ final class ConfigurationDocsTests: XCTestCase {
                 "| `ratelimit.loginFailuresPerAccountPer15Minutes` | `SUPLASH_RATELIMIT_LOGIN_FAILURES_PER_ACCOUNT_PER15_MINUTES` |"))
         let (_, defaults, _) = try TestServer.runCLI(["config", "defaults"])
         let keyCount = generated.split(separator: "\n").filter { $0.hasPrefix("| `") }.count
-        XCTAssertEqual(keyCount, defaults.components(separatedBy: "\":").count - 1 - 11, "one row per key (11 sections)")
+        XCTAssertEqual(keyCount, defaults.components(separatedBy: "\":").count - 1 - 12, "one row per key (12 sections)")
     }
 }
 

@@ -242,3 +242,32 @@ final class AppleIDResponseClassifierTests: XCTestCase {
         XCTAssertEqual(long.delaySeconds(afterAttempt: 90, unitRandom: 0.999_999), 3_600, "no overflow far out")
     }
 }
+
+/// What a revoke job does after one attempt (`AppleRevokeStep`).
+final class AppleRevokeStepTests: XCTestCase {
+    let policy = AppleIDRetryPolicy(baseSeconds: 60, capSeconds: 21_600, maxAttempts: 3)
+
+    func step(_ decision: AppleIDDecision, attempt: Int = 1) -> AppleRevokeStep {
+        AppleRevokeStep.after(decision, attempt: attempt, policy: policy, unitRandom: 0)
+    }
+
+    func testRevokedOrAlreadyRevokedIsDone() {
+        XCTAssertEqual(step(.succeeded), .done)
+        XCTAssertEqual(step(.invalidGrant), .done)
+    }
+
+    func testConfigurationErrorsPauseWithoutUsingAnAttempt() {
+        XCTAssertEqual(step(.configurationError(.invalidClient), attempt: 3), .pause(code: .invalidClient))
+    }
+
+    func testTemporaryFailuresBackOffThenGiveUp() {
+        XCTAssertEqual(step(.retryLater(.other, retryAfterSeconds: nil), attempt: 1), .retry(delaySeconds: 30, code: .other))
+        XCTAssertEqual(step(.retryLater(.other, retryAfterSeconds: nil), attempt: 2), .retry(delaySeconds: 60, code: .other))
+        XCTAssertEqual(step(.retryLater(.other, retryAfterSeconds: 600), attempt: 2), .retry(delaySeconds: 600, code: .other))
+        XCTAssertEqual(step(.retryLater(.connectionFailed, retryAfterSeconds: nil), attempt: 3), .giveUp(code: .connectionFailed))
+    }
+
+    func testOtherRefusalsGiveUpAtOnce() {
+        XCTAssertEqual(step(.rejected(.invalidRequest)), .giveUp(code: .invalidRequest))
+    }
+}

@@ -130,6 +130,8 @@ final class SQLiteConnectionTests: XCTestCase {
         XCTAssertEqual(try connection.scalarInt64("PRAGMA synchronous"), 2)
         XCTAssertEqual(try connection.scalarInt64("PRAGMA foreign_keys"), 1)
         XCTAssertEqual(try connection.scalarInt64("PRAGMA temp_store"), 2)
+        // Deleted content (blanked sealed tokens, erased rows) is zeroed, not left in free pages.
+        XCTAssertEqual(try connection.scalarInt64("PRAGMA secure_delete"), 1)
     }
 
     func testReaderConnectionIsReadOnly() throws {

@@ -106,12 +106,15 @@ public struct AppleIdentity: Sendable, Equatable {
     public var email: String?
     /// The `email_verified` claim (`true` or `"true"`).
     public var emailVerified: Bool
+    /// The accepted audience (the client id: bundle id or Services ID); "" when unknown.
+    public var audience: String
 
     /// An identity as read from verified claims.
-    public init(sub: String, email: String?, emailVerified: Bool) {
+    public init(sub: String, email: String?, emailVerified: Bool, audience: String = "") {
         self.sub = sub
         self.email = email
         self.emailVerified = emailVerified
+        self.audience = audience
     }
 }
 
@@ -121,7 +124,8 @@ public struct AppleIdentity: Sendable, Equatable {
 public struct AppleSignIn: Sendable {
     /// The issuer every token must carry.
     public static let issuer = "https://appleid.apple.com"
-    let keySet: AppleKeySet
+    /// Apple's key set (shared with the account events).
+    public let keySet: AppleKeySet
     /// Accepted `aud` values: the app's bundle id and web service ids.
     public let audiences: Set<String>
     /// Clock skew allowed on `exp` and `iat`, seconds.
@@ -173,13 +177,13 @@ public struct AppleSignIn: Sendable {
             }
         }
         guard claims["iss"]?.stringValue == Self.issuer else { throw Self.invalid("issuer") }
-        let audienceOK: Bool
+        let audience: String?
         switch claims["aud"] {
-        case .string(let aud)?: audienceOK = audiences.contains(aud)
-        case .array(let list)?: audienceOK = list.contains { $0.stringValue.map(audiences.contains) ?? false }
-        default: audienceOK = false
+        case .string(let aud)?: audience = audiences.contains(aud) ? aud : nil
+        case .array(let list)?: audience = list.compactMap(\.stringValue).first(where: audiences.contains)
+        default: audience = nil
         }
-        guard audienceOK else { throw Self.invalid("audience") }
+        guard let audience else { throw Self.invalid("audience") }
         guard claims["iat"] != nil else { throw Self.invalid("malformed") }
         guard let sub = claims["sub"]?.stringValue, !sub.isEmpty, sub.utf8.count <= 255 else {
             throw Self.invalid("subject")
@@ -200,6 +204,6 @@ public struct AppleSignIn: Sendable {
         case .string(let s)?: verified = s == "true"
         default: verified = false
         }
-        return AppleIdentity(sub: sub, email: claims["email"]?.stringValue, emailVerified: verified)
+        return AppleIdentity(sub: sub, email: claims["email"]?.stringValue, emailVerified: verified, audience: audience)
     }
 }

@@ -67,9 +67,10 @@ public enum ProblemRegistry {
         .malformedJSON, .malformedGzip, .badRequest, .invalidQuery, .invalidDate, .invalidRange,
         .invalidPageSize, .invalidPageToken, .invalidSyncToken, .invalidDeviceID, .deviceIDRequired,
         .invalidIdempotencyKey, .meRequiresUser, .refreshTokenRequired, .userTokenRequired,
+        .invalidAuthorizationCode, .invalidAppleNotification,
         // 401
         .unauthenticated, .invalidToken, .invalidCredentials, .invalidRefreshToken, .refreshTokenReused,
-        .invalidIdentityToken,
+        .invalidIdentityToken, .unverifiedAppleNotification,
         // 403
         .permissionDenied, .adminRequired, .userRequired,
         // 404
@@ -179,6 +180,14 @@ extension ProblemCode {
         "invalid_query", 400, "Bad Request", .response,
         "A query parameter is missing, malformed, out of range or given twice, or the query string is "
             + "not valid percent-encoding; `detail` names the parameter.")
+    public static let invalidAuthorizationCode = ProblemCode(
+        "invalid_authorization_code", 400, "Bad Request", .response,
+        "Apple refused the Sign in with Apple `authorizationCode` (`invalid_grant`): it is invalid, expired (5 "
+            + "minutes) or already used. Sign in with Apple again for a new code ([apple](apple.md)).")
+    public static let invalidAppleNotification = ProblemCode(
+        "invalid_apple_notification", 400, "Bad Request", .response,
+        "`POST /v1/apple/notifications`: the body is not `{payload}` with a JWS, or its claims are malformed; "
+            + "nothing was changed.")
     public static let invalidDate = ProblemCode(
         "invalid_date", 400, "Bad Request", .response,
         "A date parameter is not a calendar date `YYYY-MM-DD`.")
@@ -232,6 +241,11 @@ extension ProblemCode {
     public static let invalidIdentityToken = ProblemCode(
         "invalid_identity_token", 401, "Unauthorized", .response,
         "The Apple identity token failed a check; `detail` names which ([Sign in with Apple](operations.md#sign-in-with-apple)).")
+
+    public static let unverifiedAppleNotification = ProblemCode(
+        "unverified_apple_notification", 401, "Unauthorized", .response,
+        "`POST /v1/apple/notifications`: the payload's signature, issuer, audience or issue time is not Apple's "
+            + "for this server; nothing was changed.")
 
     // MARK: 403 Forbidden
     public static let permissionDenied = ProblemCode(

@@ -71,6 +71,16 @@ enum AccountDataRoutes {
                 ("bills", .array(x.bills.map { DomainPresenter.bill($0, today: today, masked: masked) })),
                 ("achievements", DomainPresenter.achievements(x.achievements, today: today)),
                 ("devices", try DevicePresenter.export(uid, services)),
+                (
+                    "appleIdentities",
+                    .array(
+                        x.appleIdentities.map { a in
+                            .object([
+                                ("sub", .string(a.sub)), ("clientId", a.clientID.map(JSONValue.string) ?? .null),
+                                ("linkedAt", Presenter.time(a.linkedAt)), ("refreshTokenKept", .bool(a.refreshTokenKept)),
+                            ])
+                        })
+                ),
                 ("exportedAt", Presenter.time(request.now)),
             ]), headers: [("Content-Disposition", "attachment; filename=\"suplash-export.json\"")])
     }
@@ -79,6 +89,8 @@ enum AccountDataRoutes {
     static func erase(_ uid: String, _ request: APIRequest, _ services: Services) throws -> HTTPResponse {
         guard try services.domain.accountData.eraseAccount(userID: uid, now: request.now) else { throw APIError.notFound }
         services.revocations.revoke(userID: uid)
+        // A queued Apple revoke job is sent by the revoke thread; the erasure never waits on Apple.
+        services.appleRevokeWake?()
         return .empty(204)
     }
 }

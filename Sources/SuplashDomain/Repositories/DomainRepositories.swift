@@ -101,13 +101,39 @@ public struct AccountExport: Sendable {
     public var bills: [Bill]
     /// `achievements/{uid}`.
     public var achievements: Achievements
+    /// The Sign in with Apple identities linked to the account (never their tokens).
+    public var appleIdentities: [LinkedAppleIdentity]
 
-    public init(profile: UserProfile, entries: [WaterEntry], days: [DayContext], bills: [Bill], achievements: Achievements) {
+    public init(
+        profile: UserProfile, entries: [WaterEntry], days: [DayContext], bills: [Bill], achievements: Achievements,
+        appleIdentities: [LinkedAppleIdentity] = []
+    ) {
         self.profile = profile
         self.entries = entries
         self.days = days
         self.bills = bills
         self.achievements = achievements
+        self.appleIdentities = appleIdentities
+    }
+}
+
+/// A Sign in with Apple identity as the export lists it: whether a refresh token is kept, never the token.
+public struct LinkedAppleIdentity: Sendable, Equatable {
+    /// Apple's user id for this team (`sub`).
+    public var sub: String
+    /// The client id of the kept refresh token (bundle id or Services ID), or nil.
+    public var clientID: String?
+    /// When it was linked, ms since the epoch.
+    public var linkedAt: Int64
+    /// True when a sealed refresh token is kept (so deletion revokes it at Apple).
+    public var refreshTokenKept: Bool
+
+    /// An identity as stored.
+    public init(sub: String, clientID: String?, linkedAt: Int64, refreshTokenKept: Bool) {
+        self.sub = sub
+        self.clientID = clientID
+        self.linkedAt = linkedAt
+        self.refreshTokenKept = refreshTokenKept
     }
 }
 

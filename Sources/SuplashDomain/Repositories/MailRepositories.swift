@@ -164,10 +164,24 @@ public protocol AppleIdentityRepository: Sendable {
     /// not verified before, its password is removed and its sessions revoked); else creates
     /// `newProfile` without a password and links `sub`. Then stores `session` for the user
     /// (its `userID` is replaced by the found user's id).
+    /// With `appleToken` (from an authorization-code exchange) the identity keeps that sealed
+    /// refresh token and its client id, replacing an older one.
     /// - Throws: `RepositoryError.emailTaken` when `email` belongs to another account and is
     ///   not verified by Apple.
     func signInWithApple(
         sub: String, email: String, emailVerified: Bool, newProfile: UserProfile,
-        session: NewSession, now: Int64
+        session: NewSession, appleToken: AppleRefreshToken?, now: Int64
     ) throws -> AppleSignInResult
+}
+
+extension AppleIdentityRepository {
+    /// A sign-in without an authorization code (no refresh token kept).
+    public func signInWithApple(
+        sub: String, email: String, emailVerified: Bool, newProfile: UserProfile,
+        session: NewSession, now: Int64
+    ) throws -> AppleSignInResult {
+        try signInWithApple(
+            sub: sub, email: email, emailVerified: emailVerified, newProfile: newProfile, session: session,
+            appleToken: nil, now: now)
+    }
 }

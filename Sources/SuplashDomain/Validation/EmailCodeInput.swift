@@ -57,17 +57,21 @@ public enum EmailCodeInput {
         /// The raw nonce whose SHA-256 hex the token's `nonce` claim must equal.
         public var nonce: String?
         public var displayName: String?
+        /// The app's single-use authorization code (valid 5 minutes), exchanged at Apple.
+        public var authorizationCode: String?
     }
 
-    /// Reads `{identityToken, nonce?, displayName?}` (token ≤ 8192 bytes, nonce 1–512, name ≤ 80).
+    /// Reads `{identityToken, authorizationCode?, nonce?, displayName?}` (token ≤ 8192 bytes,
+    /// code 1–1024, nonce 1–512, name ≤ 80).
     /// - Throws: `ValidationFailure`.
     public static func apple(_ body: JSONValue) throws(ValidationFailure) -> Apple {
-        var r = try reader(body, fields: ["identityToken", "nonce", "displayName"])
+        var r = try reader(body, fields: ["identityToken", "authorizationCode", "nonce", "displayName"])
         let token = r.string("identityToken", minLength: 1, maxLength: 8192, required: true).value
+        let code = r.string("authorizationCode", minLength: 1, maxLength: 1024).value
         let nonce = r.string("nonce", minLength: 1, maxLength: 512).value
         let displayName = r.string("displayName", maxLength: 80).value
         guard r.errors.isEmpty, let token else { throw ValidationFailure(r.errors) }
-        return Apple(identityToken: token, nonce: nonce, displayName: displayName)
+        return Apple(identityToken: token, nonce: nonce, displayName: displayName, authorizationCode: code)
     }
 
     private static func reader(_ body: JSONValue, fields: Set<String>) throws(ValidationFailure) -> FieldReader {

@@ -1,0 +1,173 @@
+import SuplashDomain
+import SuplashSQL
+
+/// Revoke jobs for Apple refresh tokens (docs/apple.md, "Revocation"): queued by the erasure
+/// (`AccountErasure`), claimed by the revoke thread of any instance with `OutboxClaim` (so two
+/// instances never send one job at a time), ended by `recordRevokeAttempt`. A job that ends
+/// (done or given up) has its sealed token blanked.
+extension AppleRevokeJobRepository where Self: SQLStore {
+    public func claimDueRevokeJobs(now: Int64, limit: Int, leaseMs: Int64) throws -> [AppleRevokeJob] {
+        try transaction { tx in
+            try AppleLifecycleSQL.claim.claim(tx, now: now, limit: limit, leaseMs: leaseMs).map { row in
+                AppleRevokeJob(
+                    id: row["id"].text ?? "", sub: row["sub"].text ?? "", clientID: row["client_id"].text ?? "",
+                    sealedRefreshToken: row["refresh_token"].text ?? "", attempts: Int(row["attempts"].int64 ?? 0))
+            }
+        }
+    }
+
+    public func recordRevokeAttempt(id: String, attempts: Int, outcome: AppleRevokeOutcome, now: Int64) throws {
+        _ = try transaction { tx in
+            switch outcome {
+            case .done:
+                try tx.execute(AppleLifecycleSQL.done, [.integer(Int64(attempts)), .integer(now), .text(id)])
+            case .retry(let at, let code):
+                try tx.execute(AppleLifecycleSQL.retry, [.integer(Int64(attempts)), .integer(at), .text(code), .text(id)])
+            case .failed(let code):
+                try tx.execute(AppleLifecycleSQL.failed, [.integer(Int64(attempts)), .integer(now), .text(code), .text(id)])
+            }
+        }
+    }
+
+    public func nextRevokeAttemptTime() throws -> Int64? {
+        try reading { c in try c.queryOne(AppleLifecycleSQL.nextAttempt, [])?["t"].int64 }
+    }
+
+    public func revokeJobCounts() throws -> (pending: Int, failed: Int) {
+        try reading { c in
+            let row = try c.queryOne(AppleLifecycleSQL.counts, [])
+            return (Int(row?["pending"].int64 ?? 0), Int(row?["failed"].int64 ?? 0))
+        }
+    }
+}
+
+/// The sealed columns (docs/apple.md, "Sealed secrets"): Apple refresh tokens on identities
+/// and on revoke jobs, both bound to (`apple_identities`, `refresh_token`, `sub`).
+extension SealedValueRepository where Self: SQLStore {
+    public func sealedKeyIDs() throws -> Set<String> {
+        try reading { c in Set(try c.query(AppleLifecycleSQL.keyIDs, []).compactMap { $0["k"].text }) }
+    }
+
+    public func sealedValues() throws -> [SealedValue] {
+        try reading { c in
+            let identities = try c.query(AppleLifecycleSQL.identityTokens, []).map { row in
+                let sub = row["sub"].text ?? ""
+                return AppleLifecycleSQL.value(table: "apple_identities", rowKey: sub, sub: sub, row["refresh_token"].text)
+            }
+            let jobs = try c.query(AppleLifecycleSQL.jobTokens, []).map { row in
+                AppleLifecycleSQL.value(
+                    table: "apple_revoke_jobs", rowKey: row["id"].text ?? "", sub: row["sub"].text ?? "", row["refresh_token"].text)
+            }
+            return identities + jobs
+        }
+    }
+
+    public func replaceSealedValue(_ value: SealedValue, with envelope: String) throws -> Bool {
+        let statement = value.table == "apple_identities" ? AppleLifecycleSQL.replaceIdentityToken : AppleLifecycleSQL.replaceJobToken
+        return try transaction { tx in
+            try tx.execute(statement, [.text(envelope), .text(value.rowKey), .text(value.envelope)]) > 0
+        }
+    }
+}
+
+/// Apple's account events (spec §9): the `jti` is inserted first, so a duplicate changes
+/// nothing; each event then acts on the account linked to its `sub`, in the same transaction.
+/// `jti`s older than 8 days are forgotten as new events arrive.
+extension AppleAccountEventRepository where Self: SQLStore {
+    public func applyAppleEvent(jti: String, event: AppleAccountEvent, now: Int64) throws -> AppleEventOutcome {
+        try transaction { tx in
+            guard try tx.queryOne(AppleLifecycleSQL.rememberEvent, [.text(jti), .integer(now)]) != nil else { return .duplicate }
+            try tx.execute(AppleLifecycleSQL.forgetOldEvents, [.integer(now - AppleLifecycleSQL.eventRetentionMillis)])
+            let sub: String
+            switch event {
+            case .emailDisabled(let s, _), .emailEnabled(let s, _), .consentRevoked(let s), .accountDelete(let s): sub = s
+            }
+            guard let userID = try tx.queryOne(AppleLifecycleSQL.userOfSub, [.text(sub)])?["user_id"].text else {
+                return .unknownAccount
+            }
+            switch event {
+            case .emailDisabled(_, let email):
+                try tx.execute(AppleLifecycleSQL.hold, [.text(email), .integer(now)])
+                return .mailHold(held: true)
+            case .emailEnabled(_, let email):
+                try tx.execute(AppleLifecycleSQL.release, [.text(email)])
+                return .mailHold(held: false)
+            case .consentRevoked:
+                let revoked = try tx.query(AppleLifecycleSQL.revokeSessions, [.integer(now), .text(userID)]).compactMap {
+                    $0["id"].text
+                }
+                for id in revoked { tx.announce(.session(id: id)) }
+                try DeviceStatements.removeTokensOfRevokedSessions(tx, userID: userID)
+                tx.announce(.userCutoff(userID: userID, issuedBeforeSeconds: now / 1000))
+                // Apple revoked the tokens itself: nothing is left to revoke.
+                try tx.execute(AppleLifecycleSQL.forgetToken, [.text(sub)])
+                return .sessionsRevoked(userID: userID, sessionIDs: revoked)
+            case .accountDelete:
+                _ = try AccountErasure.erase(tx, userID: userID, now: now, revokeAtApple: false)
+                return .accountErased(userID: userID)
+            }
+        }
+    }
+}
+
+enum AppleLifecycleSQL {
+    static let claim = OutboxClaim(
+        table: "apple_revoke_jobs", returning: ["id", "sub", "client_id", "refresh_token", "created_at", "attempts"])
+    static let done = SQLText(
+        """
+        UPDATE apple_revoke_jobs SET attempts = ?1, delivered_at = ?2, refresh_token = '', last_error = NULL
+        WHERE id = ?3 AND delivered_at IS NULL AND failed_at IS NULL
+        """)
+    static let retry = SQLText(
+        """
+        UPDATE apple_revoke_jobs SET attempts = ?1, next_attempt_at = ?2, last_error = ?3
+        WHERE id = ?4 AND delivered_at IS NULL AND failed_at IS NULL
+        """)
+    static let failed = SQLText(
+        """
+        UPDATE apple_revoke_jobs SET attempts = ?1, failed_at = ?2, last_error = ?3, refresh_token = ''
+        WHERE id = ?4 AND delivered_at IS NULL AND failed_at IS NULL
+        """)
+    static let nextAttempt = SQLText(
+        "SELECT min(next_attempt_at) AS t FROM apple_revoke_jobs WHERE delivered_at IS NULL AND failed_at IS NULL")
+    static let counts = SQLText(
+        """
+        SELECT sum(CASE WHEN delivered_at IS NULL AND failed_at IS NULL THEN 1 ELSE 0 END) AS pending,
+            sum(CASE WHEN failed_at IS NOT NULL THEN 1 ELSE 0 END) AS failed
+        FROM apple_revoke_jobs
+        """)
+
+    /// The key id of `s1.<16 hex>.…` envelopes.
+    static let keyIDs = SQLText(
+        """
+        SELECT substr(refresh_token, 4, 16) AS k FROM apple_identities WHERE refresh_token IS NOT NULL
+        UNION SELECT substr(refresh_token, 4, 16) AS k FROM apple_revoke_jobs WHERE refresh_token <> ''
+        """)
+    static let identityTokens = SQLText("SELECT sub, refresh_token FROM apple_identities WHERE refresh_token IS NOT NULL")
+    static let jobTokens = SQLText("SELECT id, sub, refresh_token FROM apple_revoke_jobs WHERE refresh_token <> ''")
+    static let replaceIdentityToken = SQLText(
+        "UPDATE apple_identities SET refresh_token = ?1 WHERE sub = ?2 AND refresh_token = ?3")
+    static let replaceJobToken = SQLText("UPDATE apple_revoke_jobs SET refresh_token = ?1 WHERE id = ?2 AND refresh_token = ?3")
+
+    static func value(table: String, rowKey: String, sub: String, _ envelope: String?) -> SealedValue {
+        SealedValue(
+            table: table, rowKey: rowKey, contextTable: "apple_identities", contextColumn: "refresh_token",
+            contextRowID: sub, envelope: envelope ?? "")
+    }
+
+    /// How long a `jti` is remembered: 8 days, past the 7 days an event's `iat` may be old
+    /// (`AppleNotifications.maximumAgeSeconds`), so an older repeat is refused by its `iat`.
+    static let eventRetentionMillis: Int64 = 8 * 86_400_000
+    static let forgetOldEvents = SQLText("DELETE FROM apple_notifications WHERE received_at < ?1")
+    static let rememberEvent = SQLText(
+        "INSERT INTO apple_notifications (jti, received_at) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING RETURNING jti")
+    static let userOfSub = SQLText { d in "SELECT user_id FROM apple_identities WHERE sub = ?1 \(d.forUpdate())" }
+    static let hold = SQLText("INSERT INTO mail_holds (address, held_at) VALUES (?1, ?2) ON CONFLICT (address) DO NOTHING")
+    static let release = SQLText("DELETE FROM mail_holds WHERE address = ?1")
+    static let revokeSessions = SQLText(
+        """
+        UPDATE sessions SET revoked_at = ?1, revoked_reason = 'apple_consent_revoked'
+        WHERE user_id = ?2 AND revoked_at IS NULL RETURNING id
+        """)
+    static let forgetToken = SQLText("UPDATE apple_identities SET refresh_token = NULL, client_id = NULL WHERE sub = ?1")
+}
