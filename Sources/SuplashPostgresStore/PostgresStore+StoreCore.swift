@@ -88,20 +88,28 @@ public final class PostgresStoreTransaction: StoreTransaction {
     }
 
     /// `PostgresStore.changePosition`: provisional until the commit stamps the row; the
-    /// wake-up of `userID` is arranged once per transaction.
+    /// wake-up of `userID` and the background refresh of the user's other devices
+    /// (`PushOutboxStatements.backgroundRefresh`, queued: no round trip) are arranged once per
+    /// transaction.
     public func changePosition(of row: ChangeRow, userID: String) throws -> Int64 {
         guard woken.insert(userID).inserted else { return try PostgresChangeSequence.of(transaction).changePosition(for: row) }
+        try PushOutboxStatements.backgroundRefresh(self, userID: userID)
         return try store.changePosition(transaction, userID: userID, row: row)
     }
 
     /// `PostgresStore.positionedWrite`: the statement runs inside the commit's statement; the
-    /// wake-up of `userID` is arranged once per transaction.
+    /// wake-up and the background refresh are arranged once per transaction, as for
+    /// `changePosition`.
     public func positionedWrite(of row: ChangeRow, userID: String, _ sql: SQLText, _ args: [SQLValue]) throws {
         guard woken.insert(userID).inserted else {
             return try PostgresChangeSequence.of(transaction).positionedWrite(of: row, sql.postgres, args)
         }
+        try PushOutboxStatements.backgroundRefresh(self, userID: userID)
         try store.positionedWrite(transaction, userID: userID, row: row, sql.postgres, args)
     }
+
+    /// The writer's device (`StoreTransaction.writerDeviceID`).
+    public var writerDeviceID: String?
 
     /// `PostgresChangeSequence.defersWrites`.
     public var defersPositionedWrites: Bool {
@@ -149,3 +157,4 @@ extension PostgresStoreTransaction: PurgeLocking {
     public func tryPurgeLock() throws -> Bool { try transaction.tryAdvisoryLock(PostgresStore.purgeLockKey) }
 }
 extension PostgresStore: SyncRepository {}
+extension PostgresStore: PushOutboxRepository {}
