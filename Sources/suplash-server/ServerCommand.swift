@@ -326,6 +326,7 @@ enum ServeCommand {
             secret: secret, logger: logger)
         services.storageHealth = storageHealth
         services.devices = DeviceRegistry(repository: store, bundleIDs: Set(settings.apns.bundleIds))
+        let pushSender = try PushWiring.install(into: &services, settings: settings, store: store, logger: logger)
 
         var api = APIConfiguration()
         api.defaultBodyLimit = settings.server.maxBodyBytes
@@ -388,6 +389,7 @@ enum ServeCommand {
                 adminKeys: adminKeys, revocationWindowMs: (tokens.accessTokenTTL + 60) * 1000, logger: logger)
         }
         outbox.start()
+        pushSender?.start()
         let port = try server.start()
         let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
         // The readiness line is the one thing on stdout; logs go to stderr.
@@ -402,6 +404,7 @@ enum ServeCommand {
         maintenance.stop()
         storageMonitor.stop()
         outbox.stop()
+        pushSender?.stop()
         if case .sqlite(let database) = backend {
             do {
                 _ = try database.checkpoint()

@@ -10,7 +10,7 @@ import SuplashStorage
 typealias SuplashStore = UserRepository & SessionRepository & AdminKeyRepository & WaterEntryRepository
     & HydrationRepository & BillRepository & AccountDataRepository & EmailCodeRepository & OutboxRepository
     & AppleIdentityRepository & OperationsRepository & SyncRepository & IdempotencyRepository
-    & WaterEntryBatchRepository & StorageWriteProbe & DeviceRepository
+    & WaterEntryBatchRepository & StorageWriteProbe & DeviceRepository & PushOutboxRepository
 
 /// The configured store (`storage.driver`): its database, migrations and adapter.
 enum StorageBackend {
