@@ -142,6 +142,78 @@ final class PushDeliveryTests: XCTestCase {
     }
 }
 
+extension PushDeliveryTests {
+    /// APNs answers `Unregistered` (the mock's `0410` tokens): the device loses that token (alert
+    /// and background share it), the row is given up, the registry keeps the device.
+    func testUnregisteredDropsTheToken() throws {
+        let s = try srv()
+        let u = try s.signUp()
+        let (phone, watch) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
+        let stale = "0410" + String(newToken().dropFirst(4))
+        try register(s, u.token, device: phone, platform: "ios", [("alert", newToken())])
+        try register(s, u.token, device: watch, platform: "watchos", [("alert", stale), ("background", stale)])
+        try postEntry(s, u.token, device: phone)
+        try eventually("the watch's token was dropped") {
+            try s.request("GET", "/v1/users/me/devices/\(watch)", token: u.token).json?["pushTypes"]?.arrayValue == []
+        }
+        XCTAssertEqual(try records(stale).first?["reason"]?.stringValue, "Unregistered")
+        XCTAssertTrue(try s.request("GET", "/metrics").text.contains("suplash_push_failed_total{reason=\"Unregistered\"}"))
+    }
+}
+
+/// A provider key APNs refuses (here a key id the mock does not know: `InvalidProviderToken`)
+/// pauses the sender: `/readyz` stays 200 and says so, the metric shows it, the row is kept.
+final class PushPausedTests: XCTestCase {
+    func testConfigurationErrorPausesAndKeepsTheRows() throws {
+        guard let dir = ProcessInfo.processInfo.environment["SUPLASH_TEST_APNS_MOCK"], !dir.isEmpty else {
+            throw XCTSkip("SUPLASH_TEST_APNS_MOCK is not set (run under scripts/with-apns-mock)")
+        }
+        let info = try JSONParser.parse(Array(try XCTUnwrap(FileManager.default.contents(atPath: dir + "/mock.json"))))
+        let bundle = try XCTUnwrap(info["bundleIds"]?.arrayValue?.first?.stringValue)
+        let s = try TestServer(environment: [
+            "SUPLASH_APNS_KEY_FILE": try XCTUnwrap(info["keyFile"]?.stringValue), "SUPLASH_APNS_KEY_ID": "WRONGKEY00",
+            "SUPLASH_APNS_TEAM_ID": try XCTUnwrap(info["teamId"]?.stringValue),
+            "SUPLASH_APNS_PRODUCTION_URL": "https://127.0.0.1:\(try XCTUnwrap(info["productionPort"]?.int64Value))",
+            "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(try XCTUnwrap(info["sandboxPort"]?.int64Value))",
+            "SUPLASH_APNS_CA_FILE": try XCTUnwrap(info["caFile"]?.stringValue), "SUPLASH_APNS_BUNDLE_IDS": bundle,
+            "SUPLASH_APNS_POLL_INTERVAL_MS": "50",
+        ])
+        defer { s.stop() }
+        let u = try s.signUp()
+        let (phone, watch) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
+        for (device, platform) in [(phone, "ios"), (watch, "watchos")] {
+            let body: JSONValue = .object([
+                ("platform", .string(platform)), ("bundleId", .string(bundle)), ("environment", "production"),
+                ("tokens", .array([.object([("pushType", "background"), ("token", .string("f" + String(repeating: "e", count: 62) + "f"))])])),
+            ])
+            // The same token on both: the second registration takes it; the phone keeps none.
+            _ = try s.request("PUT", "/v1/users/me/devices/\(device)", json: body, token: u.token, headers: [("X-Device-ID", device)])
+        }
+        _ = try s.push(
+            token: u.token,
+            [
+                [
+                    "collection": "water_entries", "id": .string(UUID().uuidString.lowercased()), "op": "upsert",
+                    "data": ["amountMl": 250, "loggedAt": .string(rfc3339(Date()))], "clientUpdatedAt": .string(rfc3339(Date())),
+                ]
+            ], device: phone)
+        let deadline = Date(timeIntervalSinceNow: 120)
+        var ready = try s.request("GET", "/readyz")
+        while ready.json?["push"]?.stringValue?.hasPrefix("paused:") != true && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+            ready = try s.request("GET", "/readyz")
+        }
+        XCTAssertEqual(ready.status, 200)
+        XCTAssertEqual(ready.json?["push"]?.stringValue?.hasPrefix("paused: InvalidProviderToken"), true, ready.text)
+        let metrics = try s.request("GET", "/metrics").text
+        XCTAssertTrue(metrics.contains("suplash_push_paused 1.0\n"), metrics)
+        XCTAssertTrue(metrics.contains("suplash_push_queue_depth 1.0\n"), "the row is kept")
+        XCTAssertEqual(
+            try s.request("GET", "/v1/users/me/devices/\(watch)", token: u.token).json?["pushTypes"]?.arrayValue, ["background"],
+            "a configuration error never drops a token")
+    }
+}
+
 /// Without `apns.keyFile` devices register, nothing is sent and `/readyz` stays 200 and says so.
 final class PushOffTests: XCTestCase {
     func testNoKeyMeansReadyAndOff() throws {
