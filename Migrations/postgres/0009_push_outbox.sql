@@ -19,7 +19,7 @@ CREATE TABLE push_outbox (
     expires_at BIGINT NOT NULL,         -- apns-expiration; not sent after
     attempts INTEGER NOT NULL DEFAULT 0,
     next_attempt_at BIGINT NOT NULL,    -- due, retry or lease end
-    state TEXT NOT NULL DEFAULT 'pending', -- pending | sent | failed
+    state TEXT NOT NULL DEFAULT 'pending', -- pending | sending (claimed, handed to APNs) | sent | failed
     reason TEXT,                         -- the last failure's reason code
     created_at BIGINT NOT NULL,
     delivered_at BIGINT,                -- sent

@@ -35,6 +35,7 @@ extension PushOutboxRepository where Self: SQLStore {
                         continue
                     }
                 }
+                try tx.enqueue(PushSQL.sending, [.text(id)])
                 claimed.append(
                     ClaimedPush(
                         id: id, userID: row["user_id"].text ?? "", deviceID: row["device_id"].text ?? "", pushType: type,
@@ -91,9 +92,10 @@ public enum PushOutboxStatements {
     /// Background refresh (docs/push.md, "Background refresh"): queues, with `tx`'s commit, a
     /// `background` push for each of `userID`'s devices holding a background token, except
     /// `tx.writerDeviceID`. Coalesced per device: when the device already has a pending
-    /// background row, that row's payload becomes this change's (the partial unique index
-    /// `push_outbox_pending`), and its time stays. One queued statement (no round trip on
-    /// PostgreSQL). The stores call it where a transaction first takes a change position for a
+    /// background row (the partial unique index `push_outbox_pending`), nothing is written —
+    /// that row is sent after this commit anyway — unless it is in flight (state `sending`),
+    /// when its payload becomes this change's, so that recording the send keeps the newer
+    /// payload pending. One queued statement (no round trip on PostgreSQL). The stores call it where a transaction first takes a change position for a
     /// user.
     /// - Throws: the engine's error (SQLite).
     public static func backgroundRefresh(_ tx: some StoreTransaction, userID: String) throws {
@@ -131,7 +133,7 @@ public enum PushSQL {
         SELECT \(idExpression(d)), user_id, device_id, 'background', ?3, ?6, ?4, ?5, 0, ?4, 'pending', ?4
         FROM device_tokens WHERE user_id = ?1 AND push_type = 'background' AND device_id <> ?2
         ON CONFLICT (user_id, device_id, push_type) WHERE \(pending)
-        DO UPDATE SET payload = excluded.payload, expires_at = excluded.expires_at
+        DO UPDATE SET payload = excluded.payload, expires_at = excluded.expires_at WHERE push_outbox.state = 'sending'
         """
     }
     /// The claim (`OutboxClaim`).
@@ -154,9 +156,11 @@ public enum PushSQL {
         ORDER BY delivered_at DESC LIMIT \(BackgroundRefreshRules.maxPerHour)
         """)
     static let delete = SQLText("DELETE FROM push_outbox WHERE id = ?1")
+    /// A claimed row handed to APNs: later changes update its payload (`backgroundRefresh`).
+    static let sending = SQLText("UPDATE push_outbox SET state = 'sending' WHERE id = ?1")
     static let reschedule = SQLText(
         """
-        UPDATE push_outbox SET attempts = attempts + ?1, next_attempt_at = ?2, reason = coalesce(?3, reason)
+        UPDATE push_outbox SET attempts = attempts + ?1, next_attempt_at = ?2, reason = coalesce(?3, reason), state = 'pending'
         WHERE id = ?4 AND \(pending)
         """)
     static let pendingPayload = SQLText { d in "SELECT payload FROM push_outbox WHERE id = ?1 AND \(pending) \(d.forUpdate())" }

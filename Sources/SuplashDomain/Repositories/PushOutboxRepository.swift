@@ -105,9 +105,10 @@ public enum BackgroundRefreshRules {
     public static let maxPerHour = 3
     /// One hour, ms.
     public static let hourMs: Int64 = 3_600_000
-    /// How long a background push stays worth sending, ms (1 hour: a device that was
-    /// unreachable longer syncs when it next opens anyway).
-    public static let lifetimeMs: Int64 = 3_600_000
+    /// How long a background push stays worth sending, ms (2 hours: longer than the hourly
+    /// cap can hold a coalesced row back, and a device unreachable longer syncs when it next
+    /// opens anyway).
+    public static let lifetimeMs: Int64 = 7_200_000
     /// The collapse id of background refresh pushes.
     public static let collapseID = "suplash-sync"
 
