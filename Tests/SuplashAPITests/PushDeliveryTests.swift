@@ -103,16 +103,23 @@ final class PushDeliveryTests: XCTestCase {
         }
     }
 
-    func testAnEntryFromThePhoneReachesTheWatchOnly() throws {
+    /// A new user with a phone (alert and background sharing one token) and a watch
+    /// (background) registered: (server, access token, phone id, phone token, watch token).
+    func phoneAndWatch() throws -> (TestServer, String, String, String, String) {
         let s = try srv()
         let u = try s.signUp()
         let (phone, watch) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
         let (phoneToken, watchToken) = (newToken(), newToken())
         try register(s, u.token, device: phone, platform: "ios", [("alert", phoneToken), ("background", phoneToken)])
         try register(s, u.token, device: watch, platform: "watchos", [("background", watchToken)])
+        return (s, u.token, phone, phoneToken, watchToken)
+    }
+
+    func testAnEntryFromThePhoneReachesTheWatchOnly() throws {
+        let (s, token, phone, phoneToken, watchToken) = try phoneAndWatch()
         XCTAssertEqual(try s.request("GET", "/readyz").json?["push"]?.stringValue, "sending")
 
-        try postEntry(s, u.token, device: phone)
+        try postEntry(s, token, device: phone)
         try eventually("the watch's push reached the mock") { try !records(watchToken).isEmpty }
         try eventually("the push outbox drained") { try queueDepth(s) == 0 }
         let watchPushes = try records(watchToken)
@@ -126,13 +133,8 @@ final class PushDeliveryTests: XCTestCase {
     }
 
     func testABurstOfTwentyEntriesIsCoalesced() throws {
-        let s = try srv()
-        let u = try s.signUp()
-        let (phone, watch) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
-        let (phoneToken, watchToken) = (newToken(), newToken())
-        try register(s, u.token, device: phone, platform: "ios", [("alert", phoneToken), ("background", phoneToken)])
-        try register(s, u.token, device: watch, platform: "watchos", [("background", watchToken)])
-        for _ in 0..<20 { try postEntry(s, u.token, device: phone) }
+        let (s, token, phone, phoneToken, watchToken) = try phoneAndWatch()
+        for _ in 0..<20 { try postEntry(s, token, device: phone) }
         try eventually("the watch's first push reached the mock") { try !records(watchToken).isEmpty }
         // The trailing push, if any, waits for the window (10 s here); the queue then drains.
         try eventually("the push outbox drained") { try queueDepth(s) == 0 }
