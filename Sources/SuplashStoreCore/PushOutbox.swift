@@ -109,6 +109,31 @@ public enum PushOutboxStatements {
     }
 }
 
+extension PushOutboxStatements {
+    /// Widget and complication pushes (docs/push.md, "Widgets and complications"): when the
+    /// change moved today's total of `userID` (`date` is the user's local today, by `today`) by
+    /// at least 5 % of the day's goal or reached the goal (`ProgressPushRules.moved`), queues a
+    /// `{"aps":{"content-changed":true}}` push for each of the user's devices holding a
+    /// `widgets` or `complication` token, except `tx.writerDeviceID`, within each device's
+    /// budget of the last 24 hours; a device with one pending already gets nothing more. One
+    /// queued statement, only when the rule holds.
+    /// - Throws: the engine's error (SQLite).
+    public static func progressChanged(
+        _ tx: some StoreTransaction, userID: String, date: LocalDate, today: LocalDate, beforeMl: Int, afterMl: Int,
+        goalMl: Int
+    ) throws {
+        guard date == today, ProgressPushRules.moved(beforeMl: beforeMl, afterMl: afterMl, goalMl: goalMl) else { return }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try tx.enqueue(
+            PushSQL.progressRefresh,
+            [
+                .text(userID), .text(tx.writerDeviceID ?? ""), .text(ProgressPushRules.payload), .integer(now),
+                .integer(now + ProgressPushRules.lifetimeMs), .integer(Int64(ProgressPushRules.widgetsPerDay)),
+                .integer(Int64(ProgressPushRules.complicationsPerDay)), .integer(now - ProgressPushRules.dayMs),
+            ])
+    }
+}
+
 /// The outbox's statements (`push_outbox`, migration 0009). Pending = neither `delivered_at`
 /// nor `failed_at` (the predicate of the partial indexes).
 public enum PushSQL {
@@ -134,6 +159,21 @@ public enum PushSQL {
         FROM device_tokens WHERE user_id = ?1 AND push_type = 'background' AND device_id <> ?2
         ON CONFLICT (user_id, device_id, push_type) WHERE \(pending)
         DO UPDATE SET payload = excluded.payload, expires_at = excluded.expires_at WHERE push_outbox.state = 'sending'
+        """
+    }
+    /// `PushOutboxStatements.progressChanged`: binds ?1 user, ?2 writer device ('' = none),
+    /// ?3 payload, ?4 now, ?5 expiry, ?6 widget budget, ?7 complication budget, ?8 budget start.
+    public static let progressRefresh = SQLText { d in
+        """
+        INSERT INTO push_outbox (id, user_id, device_id, push_type, payload, collapse_id, due_at, expires_at,
+            attempts, next_attempt_at, state, created_at)
+        SELECT \(idExpression(d)), t.user_id, t.device_id, t.push_type, ?3, NULL, ?4, ?5, 0, ?4, 'pending', ?4
+        FROM device_tokens t
+        WHERE t.user_id = ?1 AND t.push_type IN ('widgets', 'complication') AND t.device_id <> ?2
+        AND (SELECT count(*) FROM push_outbox o
+            WHERE o.user_id = t.user_id AND o.device_id = t.device_id AND o.push_type = t.push_type AND o.created_at > ?8)
+            < CASE t.push_type WHEN 'widgets' THEN CAST(?6 AS BIGINT) ELSE CAST(?7 AS BIGINT) END
+        ON CONFLICT (user_id, device_id, push_type) WHERE \(pending) DO NOTHING
         """
     }
     /// The claim (`OutboxClaim`).

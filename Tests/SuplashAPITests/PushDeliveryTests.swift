@@ -145,6 +145,22 @@ final class PushDeliveryTests: XCTestCase {
 }
 
 extension PushDeliveryTests {
+    /// A glass from the phone moves today's progress by ≥ 5 % of the goal: the iPad's widget
+    /// gets a `content-changed` push.
+    func testProgressReloadsTheOtherDevicesWidgets() throws {
+        let (s, token, phone, _, _) = try phoneAndWatch()
+        let (ipad, widgets) = (UUID().uuidString.lowercased(), newToken())
+        try register(s, token, device: ipad, platform: "ipados", [("widgets", widgets)])
+        try postEntry(s, token, device: phone)
+        try eventually("the iPad's widget push reached the mock") { try !records(widgets).isEmpty }
+        try eventually("the push outbox drained") { try queueDepth(s) == 0 }
+        let pushes = try records(widgets)
+        XCTAssertEqual(pushes.count, 1)
+        XCTAssertEqual(pushes.first?["pushType"]?.stringValue, "widgets")
+        XCTAssertEqual(pushes.first?["topic"]?.stringValue, Self.bundleID + ".push-type.widgets")
+        XCTAssertEqual(pushes.first?["status"]?.int64Value, 200)
+    }
+
     /// APNs answers `Unregistered` (the mock's `0410` tokens): the device loses that token (alert
     /// and background share it), the row is given up, the registry keeps the device.
     func testUnregisteredDropsTheToken() throws {

@@ -120,6 +120,63 @@ final class PushOutboxBehaviourTests: XCTestCase {
         return transcript
     }
 
+    /// Widget and complication pushes: today's progress moving by ≥ 5 % of the goal (or reaching
+    /// it) queues one for each other device with such a token, within the 24-hour budgets.
+    func progressScenario(_ store: Store & SyncRepository) throws -> [String] {
+        let alice = fixtures.alice
+        try fixtures.makeUsers(store)
+        let ipad = "0193d000-0000-4000-8000-000000000004"
+        try register(store, alice, Self.phone, [(.alert, Self.phoneToken), (.background, Self.phoneToken)])
+        try register(store, alice, Self.watch, [(.complication, Self.watchToken)])
+        try register(store, alice, ipad, [(.widgets, Self.tabletToken)])
+        var transcript: [String] = []
+        var n = 0
+        func drink(_ ml: Int, daysAgo: Int64 = 0) throws {
+            n += 1
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let content = WaterEntryContent(
+                amountMl: ml, loggedAt: now - daysAgo * 86_400_000, source: .phone, healthKitUUID: nil, note: nil)
+            _ = try store.applyMutations(
+                userID: alice, deviceID: Self.phone, now: now,
+                mutations: [
+                    SyncMutation(
+                        collection: "water_entries", id: String(format: "0193c000-0000-4000-8000-%012d", n),
+                        write: .upsertEntry(content), clientUpdatedAt: now)
+                ]
+            ) { _, profile in profile }
+        }
+        func send() throws -> String {
+            let now = later()
+            let pushes = try store.claimDuePushes(now: now, limit: 10, leaseMs: 60_000, backgroundWindowMs: Self.window)
+            for p in pushes { try store.recordPushSent(id: p.id, payload: p.payload, now: now) }
+            XCTAssertTrue(pushes.allSatisfy { $0.payload == ProgressPushRules.payload })
+            return pushes.map { "\($0.deviceID.suffix(2)) \($0.pushType.rawValue)" }.sorted().joined(separator: ", ")
+        }
+        try drink(500)
+        transcript.append("500 ml: \(try send())")
+        try drink(10)
+        transcript.append("10 ml: \(try send())")
+        try drink(500, daysAgo: 3)
+        transcript.append("500 ml three days ago: \(try send())")
+        // The widget's budget: 40 in 24 hours (one sent above); the complication's is 50.
+        for _ in 0..<39 {
+            try drink(300)
+            _ = try send()
+        }
+        try drink(300)
+        transcript.append("41st: \(try send())")
+        return transcript
+    }
+
+    func testProgressPushesOnSQLiteAndPostgres() throws {
+        let expected = ["500 ml: 02 complication, 04 widgets", "10 ml: ", "500 ml three days ago: ", "41st: 02 complication"]
+        XCTAssertEqual(try progressScenario(try fixtures.sqliteStore().0), expected)
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
+        }
+        XCTAssertEqual(try progressScenario(try fixtures.postgresStore().0), expected)
+    }
+
     func testSameTranscriptOnSQLiteAndPostgres() throws {
         let sqlite = try scenario(try fixtures.sqliteStore().0)
         XCTAssertEqual(

@@ -132,3 +132,28 @@ public enum BackgroundRefreshRules {
         return due
     }
 }
+
+/// Widget and complication pushes (docs/push.md, "Widgets and complications"): WidgetKit
+/// reloads a widget's timeline on `{"aps":{"content-changed":true}}` (the widget reads its data
+/// itself); a ClockKit complication is woken by a PushKit complication push. Pure rules.
+public enum ProgressPushRules {
+    /// The payload of both.
+    public static let payload = "{\"aps\":{\"content-changed\":true}}"
+    /// Widget pushes per device in any 24 hours (WidgetKit's reload budget is a few dozen a day).
+    public static let widgetsPerDay = 40
+    /// Complication pushes per device in any 24 hours (Apple's limit for PushKit complication
+    /// pushes is 50 a day).
+    public static let complicationsPerDay = 50
+    /// 24 hours, ms.
+    public static let dayMs: Int64 = 86_400_000
+    /// How long such a push stays worth sending, ms.
+    public static let lifetimeMs: Int64 = 3_600_000
+
+    /// Whether a change of the day's total from `beforeMl` to `afterMl` is worth a reload: it
+    /// reached `goalMl`, or moved by at least 5 % of it (either way). Per change.
+    public static func moved(beforeMl: Int, afterMl: Int, goalMl: Int) -> Bool {
+        guard goalMl > 0, beforeMl != afterMl else { return false }
+        if beforeMl < goalMl && afterMl >= goalMl { return true }
+        return abs(afterMl - beforeMl) * 20 >= goalMl
+    }
+}
