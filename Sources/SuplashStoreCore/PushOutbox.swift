@@ -3,7 +3,7 @@ import SuplashDomain
 import SuplashSQL
 
 /// The push outbox (spec §9; docs/push.md, "Push outbox"; table `push_outbox`, migration
-/// 0009), shared by the senders of every instance: each claims its rows (`OutboxClaim`), so two
+/// 0010), shared by the senders of every instance: each claims its rows (`OutboxClaim`), so two
 /// instances never send one row at the same time. Delivery is at least once: a sender that dies
 /// between sending and recording leaves the row to be claimed again after the lease (the
 /// collapse id makes the repeat replace the first).
@@ -134,7 +134,7 @@ extension PushOutboxStatements {
     }
 }
 
-/// The outbox's statements (`push_outbox`, migration 0009). Pending = neither `delivered_at`
+/// The outbox's statements (`push_outbox`, migration 0010). Pending = neither `delivered_at`
 /// nor `failed_at` (the predicate of the partial indexes).
 public enum PushSQL {
     static let pending = "delivered_at IS NULL AND failed_at IS NULL"

@@ -1,4 +1,4 @@
--- Suplash Sync, schema v9: the push outbox (spec §9; docs/push.md, "Push outbox"). Times are
+-- Suplash Sync, schema v10: the push outbox (spec §9; docs/push.md, "Push outbox"). Times are
 -- INTEGER milliseconds since the Unix epoch (UTC).
 
 -- One row per push to one device's token of one push type, written in the same transaction as

@@ -1,4 +1,4 @@
--- Suplash Sync, PostgreSQL schema v9 (mirrors Migrations/sqlite/0009_push_outbox.sql): the push outbox (spec §9; docs/push.md, "Push outbox"). Times are
+-- Suplash Sync, PostgreSQL schema v10 (mirrors Migrations/sqlite/0010_push_outbox.sql): the push outbox (spec §9; docs/push.md, "Push outbox"). Times are
 -- BIGINT milliseconds since the Unix epoch (UTC).
 
 -- One row per push to one device's token of one push type, written in the same transaction as
