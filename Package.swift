@@ -101,7 +101,7 @@ let package = Package(
             dependencies: [
                 "CMalloc", "SuplashAPI", "SuplashHTTP", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain",
                 "SuplashCrypto", "SuplashLogging", "SuplashJSON", "SuplashPostgres", "SuplashPostgresStore", "SuplashSQL",
-                "SuplashDataMigration", "SuplashAppleID", "SuplashHTTPClient",
+                "SuplashDataMigration", "SuplashAppleID", "SuplashAPNs", "SuplashHTTPClient",
             ]),
 
         // MARK: The client side: SuplashKit serves the apps too, so it uses only

@@ -40,6 +40,9 @@ public struct Services: Sendable {
     public var appleNotifications: AppleNotifications? = nil
     /// The device registry of push delivery (spec §9); nil = the device routes answer 503.
     public var devices: DeviceRegistry? = nil
+    /// The push sender's state for the `/readyz` body (`push`: "off: …", "sending", "paused: …");
+    /// nil = not reported.
+    public var pushStatus: (@Sendable () -> String)? = nil
     /// The OpenAPI 3.1 document served at `GET /openapi.json` (`docs/openapi.json`, read at start).
     public var openAPIDocument: [UInt8]
     /// Storage health fed by the stores' classified failures and the write probe; `/readyz`

@@ -67,6 +67,7 @@ public enum SQLiteToPostgresCopy {
         Table(name: "mail_holds", primaryKey: ["address"], positioned: false),
         Table(name: "devices", primaryKey: ["user_id", "id"], positioned: false),
         Table(name: "device_tokens", primaryKey: ["user_id", "device_id", "push_type"], positioned: false),
+        Table(name: "push_outbox", primaryKey: ["id"], positioned: false),
         Table(name: "idempotency_records", primaryKey: ["caller", "idempotency_key"], positioned: false),
     ]
 

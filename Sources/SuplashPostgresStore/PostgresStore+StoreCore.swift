@@ -88,22 +88,31 @@ public final class PostgresStoreTransaction: StoreTransaction {
     }
 
     /// The row's position from the transaction's `PostgresChangeSequence` (provisional until
-    /// the commit stamps the row); `userID`'s long polls are woken once per transaction.
+    /// the commit stamps the row); `userID`'s long polls are woken and the background refresh
+    /// of the user's other devices is queued once per transaction (`arrangeOnce`).
     public func changePosition(of row: ChangeRow, userID: String) throws -> Int64 {
-        wakeOnce(userID)
+        try arrangeOnce(userID)
         return try PostgresChangeSequence.of(transaction).changePosition(for: row)
     }
 
     /// `PostgresChangeSequence.positionedWrite`: the statement runs inside the commit's
-    /// statement; `userID`'s long polls are woken once per transaction.
+    /// statement; the wake-up and the background refresh as for `changePosition`.
     public func positionedWrite(of row: ChangeRow, userID: String, _ sql: SQLText, _ args: [SQLValue]) throws {
-        wakeOnce(userID)
+        try arrangeOnce(userID)
         try PostgresChangeSequence.of(transaction).positionedWrite(of: row, sql.postgres, args)
     }
 
-    private func wakeOnce(_ userID: String) {
-        if woken.insert(userID).inserted { store.wake(transaction, userID: userID) }
+    /// The first position of `userID` in this transaction: the background refresh of the user's
+    /// other devices (`PushOutboxStatements.backgroundRefresh`, queued: no round trip) and the
+    /// long-poll wake-up after the commit.
+    private func arrangeOnce(_ userID: String) throws {
+        guard woken.insert(userID).inserted else { return }
+        try PushOutboxStatements.backgroundRefresh(self, userID: userID)
+        store.wake(transaction, userID: userID)
     }
+
+    /// The writer's device (`StoreTransaction.writerDeviceID`).
+    public var writerDeviceID: String?
 
     /// `PostgresChangeSequence.defersWrites`.
     public var defersPositionedWrites: Bool {
@@ -149,3 +158,4 @@ extension PostgresStore: HydrationRepository {}
 extension PostgresStore: AppleRevokeJobRepository {}
 extension PostgresStore: SealedValueRepository {}
 extension PostgresStore: AppleAccountEventRepository {}
+extension PostgresStore: PushOutboxRepository {}

@@ -85,10 +85,13 @@ public final class SQLiteStoreTransaction: StoreTransaction {
     }
 
     /// The next position of the change sequence, taken now (`SQLiteStore.nextChangePosition`).
+    /// The first for `userID` also queues the background refresh of the user's other devices
+    /// (`PushOutboxStatements.backgroundRefresh`) and the long-poll wake-up after the commit.
     public func changePosition(of row: ChangeRow, userID: String) throws -> Int64 {
         let position = try SQLiteStore.nextChangePosition(connection)
         highestPosition = position
         if woken.insert(userID).inserted {
+            try PushOutboxStatements.backgroundRefresh(self, userID: userID)
             let notifier = notifier
             context.afterCommit { notifier.notify(userID: userID) }
         }
@@ -106,6 +109,9 @@ public final class SQLiteStoreTransaction: StoreTransaction {
         get { false }
         set {}
     }
+
+    /// The writer's device (`StoreTransaction.writerDeviceID`).
+    public var writerDeviceID: String?
 
     /// `WriteContext.afterCommit`: after the group's durable commit.
     public func afterCommit(_ body: @escaping @Sendable () -> Void) {
@@ -145,3 +151,4 @@ extension SQLiteStore: HydrationRepository {}
 extension SQLiteStore: AppleRevokeJobRepository {}
 extension SQLiteStore: SealedValueRepository {}
 extension SQLiteStore: AppleAccountEventRepository {}
+extension SQLiteStore: PushOutboxRepository {}

@@ -10,6 +10,7 @@ import SuplashStoreRows
 extension BillRepository where Self: SQLStore {
     public func createBill(userID: String, id: String, content: BillContent, deviceID: String?, now: Int64) throws -> BillCreateOutcome {
         try transaction { tx in
+            tx.writerDeviceID = deviceID
             let stored = try BillStatements.lockUserAndFetch(tx, userID: userID, id: id, lock: false)
             if let existing = try DocumentWrites.existing(
                 stored, content: content, storedContent: \.content,
@@ -37,6 +38,7 @@ extension BillRepository where Self: SQLStore {
         _ transform: @escaping @Sendable (BillContent) throws -> BillContent
     ) throws -> Bill {
         try transaction { tx in
+            tx.writerDeviceID = deviceID
             let stored = try BillStatements.lockUserAndFetch(tx, userID: userID, id: id, lock: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
@@ -57,6 +59,7 @@ extension BillRepository where Self: SQLStore {
         precondition: @escaping @Sendable (Bill) -> Bool
     ) throws {
         try transaction { tx in
+            tx.writerDeviceID = deviceID
             let stored = try BillStatements.lockUserAndFetch(tx, userID: userID, id: id, lock: true)
             _ = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)

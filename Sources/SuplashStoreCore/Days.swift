@@ -10,6 +10,7 @@ extension HydrationRepository where Self: SQLStore {
         userID: String, date: LocalDate, content: DayContextContent, deviceID: String?, now: Int64
     ) throws -> (day: DayContext, created: Bool) {
         try transaction { tx in
+            tx.writerDeviceID = deviceID
             // The user's lock first (writers of one user queue there), then the day.
             let reads = try tx.pipeline([
                 SQLStatement(UserLock.statement, [.text(userID)]),

@@ -18,6 +18,7 @@ extension WaterEntryRepository where Self: SQLStore {
         userID: String, id: String, content: WaterEntryContent, deviceID: String?, now: Int64
     ) throws -> EntryCreateOutcome {
         try transaction { tx in
+            tx.writerDeviceID = deviceID
             var checks = [
                 SQLStatement(EntrySQL.timezone, [.text(userID)]), EntryStatements.fetch(userID: userID, id: id, lock: false),
             ]
@@ -63,6 +64,7 @@ extension WaterEntryRepository where Self: SQLStore {
         _ transform: @escaping @Sendable (WaterEntryContent) throws -> WaterEntryContent
     ) throws -> WaterEntry {
         try transaction { tx in
+            tx.writerDeviceID = deviceID
             let (profile, stored) = try Self.lockAndFetch(tx, userID: userID, id: id)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
@@ -92,6 +94,7 @@ extension WaterEntryRepository where Self: SQLStore {
         precondition: @escaping @Sendable (WaterEntry) -> Bool
     ) throws {
         try transaction { tx in
+            tx.writerDeviceID = deviceID
             let (profile, stored) = try Self.lockAndFetch(tx, userID: userID, id: id)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)

@@ -14,6 +14,7 @@ extension WaterEntryBatchRepository where Self: SQLStore {
     ) throws -> [BatchItemOutcome] {
         let list = items.map { BatchItem(id: $0.id, content: $0.content) }
         return try transaction { tx in
+            tx.writerDeviceID = deviceID
             guard let profile = try UserLock.lock(tx, userID: userID) else { throw RepositoryError.notFound }
             var outcomes: [BatchItemOutcome] = []
             outcomes.reserveCapacity(list.count)

@@ -215,6 +215,9 @@ public enum EntryBookkeeping {
                 try tx.enqueue(BookkeepingSQL.deleteDayTotals, [.text(userID), .text(date.description)])
             }
             changes.append(DayTotalChange(date: date, before: old, after: row))
+            try PushOutboxStatements.progressChanged(
+                tx, userID: userID, date: date, today: clock.localDate(of: now), beforeMl: old?.totalMl ?? 0, afterMl: total,
+                goalMl: HydrationRules.dayGoalMl(baseGoalMl: base, context: context))
         }
         let step = try StreakBook.apply(
             before, changes: changes, anyWatchEntry: anyWatch, goalDays: GoalDays(connection: tx.connection, userID: userID),

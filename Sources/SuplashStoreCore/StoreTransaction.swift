@@ -197,6 +197,11 @@ public protocol StoreTransaction: AnyObject {
     /// Registers `body` to run after the transaction committed (durably), not after a rollback
     /// or a re-run attempt. Keep it quick: long-poll wake-ups, sender nudges.
     func afterCommit(_ body: @escaping @Sendable () -> Void)
+    /// The device making this transaction's changes (its `X-Device-ID`), nil when unknown (an
+    /// admin key, a server job). The first change position taken for a user queues the
+    /// background refresh of that user's other devices (`PushOutboxStatements.backgroundRefresh`),
+    /// which skips this device: set it before the first `changePosition` / `positionedWrite`.
+    var writerDeviceID: String? { get set }
 }
 
 extension StoreTransaction {

@@ -20,6 +20,7 @@ extension SyncRepository where Self: SQLStore {
     ) throws -> (outcomes: [SyncMutationOutcome], headPosition: Int64) {
         let ((outcomes, head), positions) = try transactionReportingPositions { tx in
             tx.defersPositionedWrites = false
+            tx.writerDeviceID = deviceID
             guard try UserLock.lock(tx, userID: userID) != nil else { throw RepositoryError.notFound }
             let push = SyncPushContext(userID: userID, deviceID: deviceID, now: now)
             let outcomes = try mutations.map { m -> SyncMutationOutcome in

@@ -330,6 +330,7 @@ enum ServeCommand {
         let appleRevokes = try AppleWiring.install(
             into: &services, settings: settings, keyring: keyring, store: store, metrics: metrics, logger: logger)
         services.devices = DeviceRegistry(repository: store, bundleIDs: Set(settings.apns.bundleIds))
+        let pushSender = try PushWiring.install(into: &services, settings: settings, store: store, logger: logger)
 
         var api = APIConfiguration()
         api.defaultBodyLimit = settings.server.maxBodyBytes
@@ -393,6 +394,7 @@ enum ServeCommand {
         }
         outbox.start()
         appleRevokes?.start()
+        pushSender?.start()
         let port = try server.start()
         let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
         // The readiness line is the one thing on stdout; logs go to stderr.
@@ -408,6 +410,7 @@ enum ServeCommand {
         storageMonitor.stop()
         outbox.stop()
         appleRevokes?.stop()
+        pushSender?.stop()
         if case .sqlite(let database) = backend {
             do {
                 _ = try database.checkpoint()

@@ -133,6 +133,15 @@ struct Settings: Sendable, Equatable {
     /// `apns.*`: push delivery to Apple devices (docs/push.md).
     struct APNs: Sendable, Equatable {
         var bundleIds: [String] = []
+        var keyFile = ""
+        var keyId = ""
+        var teamId = ""
+        var productionURL = "https://api.push.apple.com"
+        var sandboxURL = "https://api.sandbox.push.apple.com"
+        var caFile = ""
+        var maxConcurrentPushes = 100
+        var backgroundWindowSeconds = 300
+        var pollIntervalMs = 1000
     }
 
     /// `log.*`.
@@ -328,6 +337,23 @@ struct Settings: Sendable, Equatable {
                 "apns.bundleIds", \.apns.bundleIds,
                 "comma-separated app bundle ids a device may register with (`PUT …/devices/{deviceId}`); empty = any "
                     + "well-formed bundle id ([push](push.md#device-registry))"),
+            Field(
+                "apns.keyFile", \.apns.keyFile,
+                "path of the APNs `.p8` signing key (never logged); empty = nothing is sent, devices still register "
+                    + "and `/readyz` says so ([push](push.md#sender))"),
+            Field("apns.keyId", \.apns.keyId, "the key's 10-character id (JWT `kid`)"),
+            Field("apns.teamId", \.apns.teamId, "the developer team id (JWT `iss`)"),
+            Field("apns.productionURL", \.apns.productionURL, "APNs production origin (tests: the mock)"),
+            Field("apns.sandboxURL", \.apns.sandboxURL, "APNs sandbox origin (tests: the mock)"),
+            Field("apns.caFile", \.apns.caFile, "PEM CA file for the APNs connection; empty = the system store"),
+            Field(
+                "apns.maxConcurrentPushes", \.apns.maxConcurrentPushes,
+                "pushes in flight at once per instance (HTTP/2 streams over one connection per environment)"),
+            Field(
+                "apns.backgroundWindowSeconds", \.apns.backgroundWindowSeconds,
+                "background refresh coalescing window per device: the first change is pushed at once, later ones "
+                    + "at most once per window (and never more than 3 an hour)"),
+            Field("apns.pollIntervalMs", \.apns.pollIntervalMs, "how often the sender looks for due pushes, ms"),
             Field("log.level", \.log.level, "lowest level logged: `debug` `info` `warning` `error`"),
         ]
     }

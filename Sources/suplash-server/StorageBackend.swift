@@ -11,7 +11,7 @@ typealias SuplashStore = UserRepository & SessionRepository & AdminKeyRepository
     & HydrationRepository & BillRepository & AccountDataRepository & EmailCodeRepository & OutboxRepository
     & AppleIdentityRepository & OperationsRepository & SyncRepository & IdempotencyRepository
     & WaterEntryBatchRepository & StorageWriteProbe & DeviceRepository & AppleRevokeJobRepository
-    & SealedValueRepository & AppleAccountEventRepository
+    & SealedValueRepository & AppleAccountEventRepository & PushOutboxRepository
 
 /// The configured store (`storage.driver`): its database, migrations and adapter.
 enum StorageBackend {

@@ -40,7 +40,7 @@ final class PostgresMigratorTests: XCTestCase {
             "database_identity", "change_sequence", "users", "sessions", "refresh_tokens", "admin_keys",
             "water_entries", "sync_state", "idempotency_records", "days", "daily_totals", "bills", "achievements",
             "erased_accounts", "email_codes", "outbox", "apple_identities", "server_secrets", "schema_migrations", "devices",
-            "device_tokens", "apple_revoke_jobs", "apple_notifications", "mail_holds",
+            "device_tokens", "apple_revoke_jobs", "apple_notifications", "mail_holds", "push_outbox",
         ] {
             XCTAssertTrue(tables.contains(table), table)
         }

@@ -21,7 +21,10 @@ enum HealthRoutes {
                 guard services.readiness() else {
                     throw APIError.unavailable("Storage is not ready.")
                 }
-                return .json(200, .object([("status", .string("ready"))]))
+                var body: [(String, JSONValue)] = [("status", .string("ready"))]
+                // Push delivery never makes the instance unready: off or paused is a note.
+                if let push = services.pushStatus { body.append(("push", .string(push()))) }
+                return .json(200, .object(body))
             })
         router.add(
             "GET", "/metrics",
