@@ -52,6 +52,7 @@ PASSWORD = "bench-password-123"
 LOGGED_AT_OURS = "2026-01-01T00:00:00Z"
 LOGGED_AT_PB = "2026-01-01 00:00:00.000Z"
 PB_SKIP_TOTAL = False
+DEVICES = 0  # --devices
 
 LUA = r"""
 local method = os.getenv("WRK_METHOD") or "GET"
@@ -178,6 +179,15 @@ class Ours:
         self.email = email
         self.uid = b["user"]["id"]
         self.auth = "Bearer " + b["session"]["accessToken"]
+        for n in range(getattr(self, "devices", DEVICES)):
+            # Other devices with background tokens: every write queues their background refresh
+            # (no APNs key is configured, so nothing is sent; the bookkeeping is what is measured).
+            device = str(uuid.uuid4())
+            token = os.urandom(32).hex()
+            s, b = c.call("PUT", f"/v1/users/me/devices/{device}",
+                          {"platform": "ios", "bundleId": "app.suplash.bench", "environment": "production",
+                           "tokens": [{"pushType": "background", "token": token}]}, self.auth)
+            assert s == 201, (s, b)
         base = f"/v1/water_logs/{self.uid}/entries"
         made = 0
         batch_ok = True
@@ -594,8 +604,12 @@ def main():
     ap.add_argument("--postgres", action="store_true",
                     help="also run create/list/get/health/sync on PostgreSQL: 1 instance and 2 behind nginx")
     ap.add_argument("--no-pocketbase", action="store_true", help="leave PocketBase out (e.g. with --postgres)")
+    ap.add_argument("--devices", type=int, default=0,
+                    help="register this many other devices with background push tokens for each benchmark user"
+                         " (every write then queues their background refresh; no APNs key, so nothing is sent)")
     ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
-                    help="compare server binaries instead (repeat; e.g. before=/tmp/a after=.build/release/suplash-server):"
+                    help="compare server binaries instead (repeat; e.g. before=/tmp/a after=.build/release/suplash-server;"
+                         " NAME=PATH@3 registers 3 devices per user for that one):"
                          " each workload runs on each binary, alternating run by run, on SQLite and with --postgres"
                          " on PostgreSQL too (one instance, a fresh database each); PocketBase and nginx are left out")
     args = ap.parse_args()
@@ -605,8 +619,9 @@ def main():
     if args.quick:
         args.runs, args.duration, args.connections = 1, 5, "32"
     conns = [int(c) for c in args.connections.split(",")]
-    global PB_SKIP_TOTAL
+    global PB_SKIP_TOTAL, DEVICES
     PB_SKIP_TOTAL = args.pb_skip_total
+    DEVICES = args.devices
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
     if not args.skip_build:
@@ -646,18 +661,21 @@ def main():
 def compared_servers(pairs, workload, cluster):
     """`--compare`: one server per NAME=PATH on SQLite, and on PostgreSQL when a cluster runs."""
     servers = []
+    parsed = []
     for pair in pairs:
-        label, _, path = pair.partition("=")
-        if not path or not os.path.exists(path):
-            raise SystemExit(f"--compare {pair!r}: expected NAME=PATH to an existing binary")
+        label, _, rest = pair.partition("=")
+        path, _, devices = rest.partition("@")
+        if not path or not os.path.exists(path) or (devices and not devices.isdigit()):
+            raise SystemExit(f"--compare {pair!r}: expected NAME=PATH[@DEVICES] with an existing binary")
+        parsed.append((label, path, int(devices) if devices else DEVICES))
+    for label, path, devices in parsed:
         ours = Ours(path)
-        ours.name = f"suplash {label}"
+        ours.name, ours.devices = f"suplash {label}", devices
         servers.append(ours)
     if cluster and workload in POSTGRES_WORKLOADS:
-        for pair in pairs:
-            label, _, path = pair.partition("=")
+        for label, path, devices in parsed:
             pg = OursPostgres(path, cluster)
-            pg.name = f"suplash-pg {label}"
+            pg.name, pg.devices = f"suplash-pg {label}", devices
             servers.append(pg)
     return servers
 
