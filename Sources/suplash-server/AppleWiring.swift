@@ -51,10 +51,12 @@ final class AppleIDEndpoint: AppleCodeExchanging, Sendable {
             call(AppleIDRequestBuilder.tokenRequest(tokenURL: tokenURL, clientID: clientID, clientSecret: secret, code: code)))
         switch decision {
         case .succeeded:
-            guard let body = response?.body, let token = AppleTokenResponse(body: body)?.refreshToken, !token.isEmpty else {
+            guard let body = response?.body, let answer = AppleTokenResponse(body: body), let token = answer.refreshToken,
+                !token.isEmpty
+            else {
                 return .failed(code: Self.noRefreshToken)
             }
-            return .refreshToken(token)
+            return .refreshToken(token, subject: answer.idTokenSubject)
         case .invalidGrant:
             return .invalidGrant
         case .configurationError(let code):

@@ -89,9 +89,11 @@ final class AppleLifecycleTests: XCTestCase {
         return try sign(.object(claims))
     }
 
+    /// Signs in as `sub`; `code` is issued to `sub` (the mock's `<code>~<sub>`) unless it names
+    /// its Apple user itself.
     func signIn(sub: String, code: String? = nil, email: String? = nil) throws -> TestResponse {
         var body: [(String, JSONValue)] = [("identityToken", .string(try identityToken(sub: sub, email: email)))]
-        if let code { body.append(("authorizationCode", .string(code))) }
+        if let code { body.append(("authorizationCode", .string(code.contains("~") ? code : "\(code)~\(sub)"))) }
         return try srv().request("POST", "/v1/auth/apple", json: .object(body))
     }
 
@@ -168,8 +170,9 @@ final class AppleLifecycleTests: XCTestCase {
         let dir = TestServer.makeDataDir()
         let good = try TestServer(dataDir: dir, environment: Self.environment)
         let tag = "pause" + unique().prefix(8)
+        let sub = "000900.\(unique())"
         let body: JSONValue = .object([
-            ("identityToken", .string(try identityToken(sub: "000900.\(unique())"))), ("authorizationCode", .string("\(tag).1")),
+            ("identityToken", .string(try identityToken(sub: sub))), ("authorizationCode", .string("\(tag).1~\(sub)")),
         ])
         let r = try good.request("POST", "/v1/auth/apple", json: body)
         XCTAssertEqual(r.status, 201, r.text)
@@ -196,6 +199,32 @@ final class AppleLifecycleTests: XCTestCase {
         let fixed = try TestServer(dataDir: dir, environment: Self.environment)
         defer { fixed.stop() }
         XCTAssertTrue(try waitForRevocation(tag), "the job resumed once the configuration was fixed")
+    }
+
+    func testACodeIssuedToAnotherAppleUserKeepsNoToken() throws {
+        let s = try srv()
+        let tag = "other" + unique().prefix(12)
+        let sub = "000250.\(unique())"
+        // Apple's answer names another Apple user in its id_token: that user's refresh token
+        // must not be kept for this account (deleting it would revoke the other user's).
+        let r = try signIn(sub: sub, code: "\(tag).1~000251.\(unique())")
+        XCTAssertEqual(r.status, 201, r.text)
+        let uid = try XCTUnwrap(r.json?["user"]?["id"]?.stringValue)
+        let token = try XCTUnwrap(r.json?["session"]?["accessToken"]?.stringValue)
+        let export = try s.request("GET", "/v1/users/\(uid)/export", token: token)
+        XCTAssertEqual(export.json?["appleIdentities"]?.arrayValue?.first?["refreshTokenKept"]?.boolValue, false, export.text)
+        // Apple's answer without a user in its id_token: nothing kept either.
+        let tagless = "anon" + unique().prefix(12)
+        let sub2 = "000252.\(unique())"
+        let r2 = try signIn(sub: sub2, code: "\(tagless).1~")
+        XCTAssertEqual(r2.status, 201, r2.text)
+        let uid2 = try XCTUnwrap(r2.json?["user"]?["id"]?.stringValue)
+        let token2 = try XCTUnwrap(r2.json?["session"]?["accessToken"]?.stringValue)
+        let export2 = try s.request("GET", "/v1/users/\(uid2)/export", token: token2)
+        XCTAssertEqual(export2.json?["appleIdentities"]?.arrayValue?.first?["refreshTokenKept"]?.boolValue, false, export2.text)
+        let log = (try? String(contentsOfFile: s.stderrPath, encoding: .utf8)) ?? ""
+        XCTAssertTrue(log.contains("subject_mismatch"), "the refusal is logged by its reason")
+        XCTAssertFalse(log.contains("000251."), "the other Apple user is not logged")
     }
 
     func testARefusedCodeIs400AndStoresNothing() throws {
@@ -318,8 +347,9 @@ final class AppleLifecycleTests: XCTestCase {
         var environment = Self.environment
         let own = try TestServer(dataDir: dir, environment: environment)
         let tag = "rot" + unique().prefix(8)
+        let sub = "000800.\(unique())"
         let body: JSONValue = .object([
-            ("identityToken", .string(try identityToken(sub: "000800.\(unique())"))), ("authorizationCode", .string("\(tag).1")),
+            ("identityToken", .string(try identityToken(sub: sub))), ("authorizationCode", .string("\(tag).1~\(sub)")),
         ])
         let r = try own.request("POST", "/v1/auth/apple", json: body)
         XCTAssertEqual(r.status, 201, r.text)
