@@ -176,14 +176,21 @@ final class AppleRevokeSender: @unchecked Sendable {
         for (index, job) in jobs.enumerated() {
             let attempt = job.attempts + 1
             let token: String
-            do {
+            do throws(SealingError) {
                 token = try keyring.openText(
                     job.sealedRefreshToken,
                     context: SealingContext(table: "apple_identities", column: "refresh_token", rowID: job.sub))
             } catch {
                 logger.warning("apple_revoke_token_unopenable", .errorType(String(reflecting: type(of: error))))
-                record(job, attempt: attempt, .failed(errorCode: "unsealing_failed"))
-                count("given_up")
+                if case .unknownKeyID = error {
+                    // Sealed with a key this instance lacks (another instance already has the new
+                    // key of a rotation): left for one that can open it, attempts unchanged.
+                    record(job, attempt: job.attempts, .retry(nextAttemptAt: Self.now() + pauseMs, errorCode: "unsealing_failed"))
+                    count("retried")
+                } else {
+                    record(job, attempt: attempt, .failed(errorCode: "unsealing_failed"))
+                    count("given_up")
+                }
                 continue
             }
             let decision = endpoint.revoke(refreshToken: token, clientID: job.clientID)

@@ -1,6 +1,7 @@
 import Foundation
 import SuplashCrypto
 import SuplashJSON
+import SuplashStorage
 import XCTest
 
 /// Sign in with Apple's lifecycle against the real server and the mock of Apple's token,
@@ -225,6 +226,59 @@ final class AppleLifecycleTests: XCTestCase {
         let log = (try? String(contentsOfFile: s.stderrPath, encoding: .utf8)) ?? ""
         XCTAssertTrue(log.contains("subject_mismatch"), "the refusal is logged by its reason")
         XCTAssertFalse(log.contains("000251."), "the other Apple user is not logged")
+    }
+
+    func testAJobSealedUnderAKeyThisInstanceLacksWaitsInsteadOfGivingUp() throws {
+        guard Self.mock != nil else { throw XCTSkip("needs the Apple mock: scripts/with-apple-mock") }
+        // A rolling key rotation: another instance already seals with a new key this instance
+        // has not been given yet. Its revoke job must wait for an instance that can open it.
+        let dir = TestServer.makeDataDir()
+        let own = try TestServer(dataDir: dir, environment: Self.environment)
+        defer { _ = own.stop() }
+        let newKey = dir + "/new-sealing.key"
+        Self.writeKey(newKey)
+        let sub = "000260.\(unique())"
+        let envelope = try SealingKeyring.load(currentFile: newKey).seal(
+            "rt.newkey.\(unique())", context: SealingContext(table: "apple_identities", column: "refresh_token", rowID: sub))
+        let jobID = "1.\(sub)"
+        do {
+            let db = try SQLiteDatabase(path: dir + "/suplash.sqlite", readers: 1)
+            defer { db.close() }
+            _ = try db.write { context in
+                try context.connection.run(
+                    """
+                    INSERT INTO apple_revoke_jobs (id, sub, client_id, refresh_token, created_at, attempts, next_attempt_at)
+                    VALUES (?, ?, ?, ?, 1, 0, 1)
+                    """, [.text(jobID), .text(sub), .text(Self.audience), .text(envelope)])
+            }
+        }
+        // Another account's deletion wakes the revoke thread; its job is sent after the older one.
+        let tag = "wake" + unique().prefix(8)
+        let r = try own.request(
+            "POST", "/v1/auth/apple",
+            json: .object([
+                ("identityToken", .string(try identityToken(sub: "000261.\(unique())"))),
+                ("authorizationCode", .string("\(tag).1~000261.x")),
+            ]))
+        XCTAssertEqual(r.status, 201, r.text)
+        let uid = try XCTUnwrap(r.json?["user"]?["id"]?.stringValue)
+        let token = try XCTUnwrap(r.json?["session"]?["accessToken"]?.stringValue)
+        XCTAssertEqual(try own.request("DELETE", "/v1/users/\(uid)", token: token).status, 204)
+        let deadline = Date(timeIntervalSinceNow: 30)
+        var log = ""
+        while Date() < deadline, !log.contains("apple_revoke_token_unopenable") {
+            Thread.sleep(forTimeInterval: 0.1)
+            log = (try? String(contentsOfFile: own.stderrPath, encoding: .utf8)) ?? ""
+        }
+        XCTAssertTrue(log.contains("apple_revoke_token_unopenable"), log)
+        XCTAssertEqual(own.stop(), 0)
+        let db = try SQLiteDatabase(path: dir + "/suplash.sqlite", readers: 1)
+        defer { db.close() }
+        let row = try db.read { c in
+            try c.query("SELECT failed_at, refresh_token FROM apple_revoke_jobs WHERE id = ?", [.text(jobID)]).first
+        }
+        XCTAssertTrue(row?["failed_at"].isNull ?? false, "not given up")
+        XCTAssertEqual(row?["refresh_token"].text, envelope, "the sealed token is kept for an instance with the key")
     }
 
     func testARefusedCodeIs400AndStoresNothing() throws {
