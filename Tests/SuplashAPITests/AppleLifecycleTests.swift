@@ -98,10 +98,13 @@ final class AppleLifecycleTests: XCTestCase {
         return try srv().request("POST", "/v1/auth/apple", json: .object(body))
     }
 
-    func event(_ type: String, sub: String, email: String? = nil, jti: String = UUID().uuidString, aud: String = audience)
-        -> JSONValue
-    {
-        var members: [(String, JSONValue)] = [("type", .string(type)), ("sub", .string(sub)), ("event_time", .int(now * 1000))]
+    func event(
+        _ type: String, sub: String, email: String? = nil, jti: String = UUID().uuidString, aud: String = audience,
+        eventTime: Int64? = nil
+    ) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("type", .string(type)), ("sub", .string(sub)), ("event_time", .int(eventTime ?? now * 1000)),
+        ]
         if let email { members += [("email", .string(email)), ("is_private_email", "true")] }
         let events = String(decoding: JSONValue.object(members).serialized(), as: UTF8.self)
         return .object([
@@ -363,6 +366,21 @@ final class AppleLifecycleTests: XCTestCase {
         XCTAssertNil(MailFiles.latestCode(dataDir: s.dataDir, to: email, wait: 3), "mail to a held address waits")
         XCTAssertEqual(try notify(try sign(event("email-enabled", sub: sub, email: email))).status, 200)
         XCTAssertNotNil(MailFiles.latestCode(dataDir: s.dataDir, to: email, wait: 15), "released mail is sent")
+    }
+
+    func testAStaleEmailDisabledAfterEmailEnabledHoldsNothing() throws {
+        let s = try srv()
+        let sub = "000650.\(unique())"
+        let email = "relay\(unique().prefix(10))@privaterelay.appleid.com"
+        XCTAssertEqual(try signIn(sub: sub, email: email).status, 201)
+        // Apple retries a failed delivery later: the user's older `email-disabled` arrives after
+        // the newer `email-enabled`. The newer event decides: mail flows.
+        let enabledAt = now * 1000
+        XCTAssertEqual(try notify(try sign(event("email-enabled", sub: sub, email: email, eventTime: enabledAt))).status, 200)
+        XCTAssertEqual(
+            try notify(try sign(event("email-disabled", sub: sub, email: email, eventTime: enabledAt - 60_000))).status, 200)
+        XCTAssertEqual(try s.request("POST", "/v1/auth/password/forgot", json: ["email": .string(email)]).status, 202)
+        XCTAssertNotNil(MailFiles.latestCode(dataDir: s.dataDir, to: email, wait: 15), "a stale email-disabled holds nothing")
     }
 
     func testForgedMalformedAndUnknownNotifications() throws {

@@ -158,7 +158,22 @@ public struct AppleNotifications: Sendable {
         switch type {
         case "email-disabled", "email-enabled":
             guard let email else { throw Self.malformed("email") }
-            return (jti, type == "email-disabled" ? .emailDisabled(sub: sub, email: email) : .emailEnabled(sub: sub, email: email))
+            // Which of the two came last is decided by `event_time` (ms), not by arrival: Apple
+            // retries a failed delivery later. Without one, the notification's `iat`.
+            let eventTime: Int64
+            switch events["event_time"] {
+            case nil, .null?: eventTime = iat * 1000
+            case .number(let n)?:
+                guard let t = n.int64Value else { throw Self.malformed("event_time") }
+                eventTime = t
+            default: throw Self.malformed("event_time")
+            }
+            return (
+                jti,
+                type == "email-disabled"
+                    ? .emailDisabled(sub: sub, email: email, eventTime: eventTime)
+                    : .emailEnabled(sub: sub, email: email, eventTime: eventTime)
+            )
         case "consent-revoked":
             return (jti, .consentRevoked(sub: sub))
         case "account-delete":
