@@ -1,3 +1,4 @@
+import SuplashCrypto
 import SuplashHTTPClient
 import SuplashJSON
 
@@ -114,5 +115,18 @@ public struct AppleTokenResponse: Sendable, Hashable {
         }
         guard let refresh = optionalString("refresh_token"), let id = optionalString("id_token") else { return nil }
         self.init(refreshToken: refresh, idToken: id)
+    }
+
+    /// The `sub` claim of `idToken` — the Apple user the authorization code was issued to — or
+    /// nil when there is no identity token, it is not a compact JWS or has no string `sub`.
+    /// Read without checking the signature: the token came straight from Apple's token endpoint
+    /// over TLS (OpenID Connect Core 1.0 §3.1.3.7, item 6).
+    public var idTokenSubject: String? {
+        guard let idToken else { return nil }
+        let parts = idToken.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(bytes: parts[1]),
+            let claims = try? JSONParser.parse(payload, maxDepth: 8), case .object = claims
+        else { return nil }
+        return claims["sub"]?.stringValue
     }
 }

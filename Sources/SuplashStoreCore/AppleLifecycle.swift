@@ -80,18 +80,18 @@ extension AppleAccountEventRepository where Self: SQLStore {
             try tx.execute(AppleLifecycleSQL.forgetOldEvents, [.integer(now - AppleLifecycleSQL.eventRetentionMillis)])
             let sub: String
             switch event {
-            case .emailDisabled(let s, _), .emailEnabled(let s, _), .consentRevoked(let s), .accountDelete(let s): sub = s
+            case .emailDisabled(let s, _, _), .emailEnabled(let s, _, _), .consentRevoked(let s), .accountDelete(let s): sub = s
             }
             guard let userID = try tx.queryOne(AppleLifecycleSQL.userOfSub, [.text(sub)])?["user_id"].text else {
                 return .unknownAccount
             }
             switch event {
-            case .emailDisabled(_, let email):
-                try tx.execute(AppleLifecycleSQL.hold, [.text(email), .integer(now)])
-                return .mailHold(held: true)
-            case .emailEnabled(_, let email):
-                try tx.execute(AppleLifecycleSQL.release, [.text(email)])
-                return .mailHold(held: false)
+            case .emailDisabled(_, let email, let eventTime):
+                try tx.execute(AppleLifecycleSQL.hold, [.text(email), .integer(eventTime)])
+                return .mailHold(held: try Self.isHeld(tx, email))
+            case .emailEnabled(_, let email, let eventTime):
+                try tx.execute(AppleLifecycleSQL.release, [.text(email), .integer(eventTime)])
+                return .mailHold(held: try Self.isHeld(tx, email))
             case .consentRevoked:
                 let revoked = try tx.query(AppleLifecycleSQL.revokeSessions, [.integer(now), .text(userID)]).compactMap {
                     $0["id"].text
@@ -107,6 +107,13 @@ extension AppleAccountEventRepository where Self: SQLStore {
                 return .accountErased(userID: userID)
             }
         }
+    }
+}
+
+extension AppleAccountEventRepository where Self: SQLStore {
+    /// Whether mail to `address` is held now (`OutboxSQL.notHeld`).
+    static func isHeld(_ tx: some StoreTransaction, _ address: String) throws -> Bool {
+        try tx.queryOne(AppleLifecycleSQL.held, [.text(address)]) != nil
     }
 }
 
@@ -162,8 +169,22 @@ enum AppleLifecycleSQL {
     static let rememberEvent = SQLText(
         "INSERT INTO apple_notifications (jti, received_at) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING RETURNING jti")
     static let userOfSub = SQLText { d in "SELECT user_id FROM apple_identities WHERE sub = ?1 \(d.forUpdate())" }
-    static let hold = SQLText("INSERT INTO mail_holds (address, held_at) VALUES (?1, ?2) ON CONFLICT (address) DO NOTHING")
-    static let release = SQLText("DELETE FROM mail_holds WHERE address = ?1")
+    /// Each event time is kept when newer than the stored one: the newer of the latest
+    /// `email-disabled` (`held_at`) and `email-enabled` (`released_at`) decides, whatever order
+    /// they arrive in (an address first seen released gets `held_at` 0).
+    static let hold = SQLText(
+        """
+        INSERT INTO mail_holds (address, held_at) VALUES (?1, ?2)
+        ON CONFLICT (address) DO UPDATE SET held_at = excluded.held_at WHERE mail_holds.held_at < excluded.held_at
+        """)
+    static let release = SQLText(
+        """
+        INSERT INTO mail_holds (address, held_at, released_at) VALUES (?1, 0, ?2)
+        ON CONFLICT (address) DO UPDATE SET released_at = excluded.released_at
+        WHERE mail_holds.released_at IS NULL OR mail_holds.released_at < excluded.released_at
+        """)
+    static let held = SQLText(
+        "SELECT 1 FROM mail_holds WHERE address = ?1 AND (released_at IS NULL OR released_at < held_at)")
     static let revokeSessions = SQLText(
         """
         UPDATE sessions SET revoked_at = ?1, revoked_reason = 'apple_consent_revoked'

@@ -85,8 +85,12 @@ public struct OutboxClaim: Sendable {
 }
 
 enum OutboxSQL {
-    /// Mail to a held relay address (`mail_holds`) waits.
-    static let notHeld = " AND NOT EXISTS (SELECT 1 FROM mail_holds WHERE mail_holds.address = outbox.recipient)"
+    /// Mail to a held relay address (`mail_holds`: its latest `email-disabled` is newer than its
+    /// latest `email-enabled`) waits.
+    static let notHeld = """
+         AND NOT EXISTS (SELECT 1 FROM mail_holds WHERE mail_holds.address = outbox.recipient \
+        AND (mail_holds.released_at IS NULL OR mail_holds.released_at < mail_holds.held_at))
+        """
     static let claim = OutboxClaim(
         table: "outbox", returning: ["id", "recipient", "subject", "body", "created_at", "attempts"], condition: notHeld)
     static let insert = SQLText(

@@ -51,10 +51,12 @@ final class AppleIDEndpoint: AppleCodeExchanging, Sendable {
             call(AppleIDRequestBuilder.tokenRequest(tokenURL: tokenURL, clientID: clientID, clientSecret: secret, code: code)))
         switch decision {
         case .succeeded:
-            guard let body = response?.body, let token = AppleTokenResponse(body: body)?.refreshToken, !token.isEmpty else {
+            guard let body = response?.body, let answer = AppleTokenResponse(body: body), let token = answer.refreshToken,
+                !token.isEmpty
+            else {
                 return .failed(code: Self.noRefreshToken)
             }
-            return .refreshToken(token)
+            return .refreshToken(token, subject: answer.idTokenSubject)
         case .invalidGrant:
             return .invalidGrant
         case .configurationError(let code):
@@ -174,14 +176,21 @@ final class AppleRevokeSender: @unchecked Sendable {
         for (index, job) in jobs.enumerated() {
             let attempt = job.attempts + 1
             let token: String
-            do {
+            do throws(SealingError) {
                 token = try keyring.openText(
                     job.sealedRefreshToken,
                     context: SealingContext(table: "apple_identities", column: "refresh_token", rowID: job.sub))
             } catch {
                 logger.warning("apple_revoke_token_unopenable", .errorType(String(reflecting: type(of: error))))
-                record(job, attempt: attempt, .failed(errorCode: "unsealing_failed"))
-                count("given_up")
+                if case .unknownKeyID = error {
+                    // Sealed with a key this instance lacks (another instance already has the new
+                    // key of a rotation): left for one that can open it, attempts unchanged.
+                    record(job, attempt: job.attempts, .retry(nextAttemptAt: Self.now() + pauseMs, errorCode: "unsealing_failed"))
+                    count("retried")
+                } else {
+                    record(job, attempt: attempt, .failed(errorCode: "unsealing_failed"))
+                    count("given_up")
+                }
                 continue
             }
             let decision = endpoint.revoke(refreshToken: token, clientID: job.clientID)

@@ -37,7 +37,9 @@ Scripted answers:
   code `bad…` or a code used before   400 {"error": "invalid_grant"}
   code `c500…`                         500 (Apple down)
   other codes                          200 with a new refresh token `rt.<code tag>.<random>`,
-                                       where the tag is the code up to its first `.`
+                                       where the tag is the code up to its first `.`, and an
+                                       `id_token` (RS256, the key set's key) whose `sub` is
+                                       what follows `~` in the code (none without `~`)
   revoke of a token whose tag is `fail<N>x…` (e.g. code `fail2xab.1`): 500 for the first N
                                        attempts, then 200
   revoke of a token whose tag is `gone`: 400 {"error": "invalid_grant"}
@@ -148,8 +150,15 @@ class Mock:
         self.used_codes.add(code)
         refresh = f"rt.{code.split('.')[0]}.{secrets.token_hex(16)}"
         self.tokens[refresh] = 0
+        # The identity token of the Apple user the code was issued to: `sub` is what follows `~`
+        # in the code (the tests name it); without one, a token that names no user.
+        now = int(time.time())
+        claims = {"iss": AUDIENCE, "aud": form.get("client_id", ""), "iat": now, "exp": now + 600}
+        if "~" in code:
+            claims["sub"] = code.split("~", 1)[1]
+        id_token = sign_rs256(self.rsa_key, "mock-rsa-1", claims)
         return 200, {"access_token": secrets.token_hex(16), "token_type": "Bearer", "expires_in": 3600,
-                     "refresh_token": refresh, "id_token": "mock"}, {}
+                     "refresh_token": refresh, "id_token": id_token}, {}
 
     def revoke(self, form):
         secret_problem = self.check_secret(form.get("client_id", ""), form.get("client_secret", ""))

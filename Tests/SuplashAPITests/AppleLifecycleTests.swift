@@ -1,6 +1,7 @@
 import Foundation
 import SuplashCrypto
 import SuplashJSON
+import SuplashStorage
 import XCTest
 
 /// Sign in with Apple's lifecycle against the real server and the mock of Apple's token,
@@ -89,16 +90,21 @@ final class AppleLifecycleTests: XCTestCase {
         return try sign(.object(claims))
     }
 
+    /// Signs in as `sub`; `code` is issued to `sub` (the mock's `<code>~<sub>`) unless it names
+    /// its Apple user itself.
     func signIn(sub: String, code: String? = nil, email: String? = nil) throws -> TestResponse {
         var body: [(String, JSONValue)] = [("identityToken", .string(try identityToken(sub: sub, email: email)))]
-        if let code { body.append(("authorizationCode", .string(code))) }
+        if let code { body.append(("authorizationCode", .string(code.contains("~") ? code : "\(code)~\(sub)"))) }
         return try srv().request("POST", "/v1/auth/apple", json: .object(body))
     }
 
-    func event(_ type: String, sub: String, email: String? = nil, jti: String = UUID().uuidString, aud: String = audience)
-        -> JSONValue
-    {
-        var members: [(String, JSONValue)] = [("type", .string(type)), ("sub", .string(sub)), ("event_time", .int(now * 1000))]
+    func event(
+        _ type: String, sub: String, email: String? = nil, jti: String = UUID().uuidString, aud: String = audience,
+        eventTime: Int64? = nil
+    ) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("type", .string(type)), ("sub", .string(sub)), ("event_time", .int(eventTime ?? now * 1000)),
+        ]
         if let email { members += [("email", .string(email)), ("is_private_email", "true")] }
         let events = String(decoding: JSONValue.object(members).serialized(), as: UTF8.self)
         return .object([
@@ -168,8 +174,9 @@ final class AppleLifecycleTests: XCTestCase {
         let dir = TestServer.makeDataDir()
         let good = try TestServer(dataDir: dir, environment: Self.environment)
         let tag = "pause" + unique().prefix(8)
+        let sub = "000900.\(unique())"
         let body: JSONValue = .object([
-            ("identityToken", .string(try identityToken(sub: "000900.\(unique())"))), ("authorizationCode", .string("\(tag).1")),
+            ("identityToken", .string(try identityToken(sub: sub))), ("authorizationCode", .string("\(tag).1~\(sub)")),
         ])
         let r = try good.request("POST", "/v1/auth/apple", json: body)
         XCTAssertEqual(r.status, 201, r.text)
@@ -196,6 +203,85 @@ final class AppleLifecycleTests: XCTestCase {
         let fixed = try TestServer(dataDir: dir, environment: Self.environment)
         defer { fixed.stop() }
         XCTAssertTrue(try waitForRevocation(tag), "the job resumed once the configuration was fixed")
+    }
+
+    func testACodeIssuedToAnotherAppleUserKeepsNoToken() throws {
+        let s = try srv()
+        let tag = "other" + unique().prefix(12)
+        let sub = "000250.\(unique())"
+        // Apple's answer names another Apple user in its id_token: that user's refresh token
+        // must not be kept for this account (deleting it would revoke the other user's).
+        let r = try signIn(sub: sub, code: "\(tag).1~000251.\(unique())")
+        XCTAssertEqual(r.status, 201, r.text)
+        let uid = try XCTUnwrap(r.json?["user"]?["id"]?.stringValue)
+        let token = try XCTUnwrap(r.json?["session"]?["accessToken"]?.stringValue)
+        let export = try s.request("GET", "/v1/users/\(uid)/export", token: token)
+        XCTAssertEqual(export.json?["appleIdentities"]?.arrayValue?.first?["refreshTokenKept"]?.boolValue, false, export.text)
+        // Apple's answer without a user in its id_token: nothing kept either.
+        let tagless = "anon" + unique().prefix(12)
+        let sub2 = "000252.\(unique())"
+        let r2 = try signIn(sub: sub2, code: "\(tagless).1~")
+        XCTAssertEqual(r2.status, 201, r2.text)
+        let uid2 = try XCTUnwrap(r2.json?["user"]?["id"]?.stringValue)
+        let token2 = try XCTUnwrap(r2.json?["session"]?["accessToken"]?.stringValue)
+        let export2 = try s.request("GET", "/v1/users/\(uid2)/export", token: token2)
+        XCTAssertEqual(export2.json?["appleIdentities"]?.arrayValue?.first?["refreshTokenKept"]?.boolValue, false, export2.text)
+        let log = (try? String(contentsOfFile: s.stderrPath, encoding: .utf8)) ?? ""
+        XCTAssertTrue(log.contains("subject_mismatch"), "the refusal is logged by its reason")
+        XCTAssertFalse(log.contains("000251."), "the other Apple user is not logged")
+    }
+
+    func testAJobSealedUnderAKeyThisInstanceLacksWaitsInsteadOfGivingUp() throws {
+        guard Self.mock != nil else { throw XCTSkip("needs the Apple mock: scripts/with-apple-mock") }
+        // A rolling key rotation: another instance already seals with a new key this instance
+        // has not been given yet. Its revoke job must wait for an instance that can open it.
+        let dir = TestServer.makeDataDir()
+        let own = try TestServer(dataDir: dir, environment: Self.environment)
+        defer { _ = own.stop() }
+        let newKey = dir + "/new-sealing.key"
+        Self.writeKey(newKey)
+        let sub = "000260.\(unique())"
+        let envelope = try SealingKeyring.load(currentFile: newKey).seal(
+            "rt.newkey.\(unique())", context: SealingContext(table: "apple_identities", column: "refresh_token", rowID: sub))
+        let jobID = "1.\(sub)"
+        do {
+            let db = try SQLiteDatabase(path: dir + "/suplash.sqlite", readers: 1)
+            defer { db.close() }
+            _ = try db.write { context in
+                try context.connection.run(
+                    """
+                    INSERT INTO apple_revoke_jobs (id, sub, client_id, refresh_token, created_at, attempts, next_attempt_at)
+                    VALUES (?, ?, ?, ?, 1, 0, 1)
+                    """, [.text(jobID), .text(sub), .text(Self.audience), .text(envelope)])
+            }
+        }
+        // Another account's deletion wakes the revoke thread; its job is sent after the older one.
+        let tag = "wake" + unique().prefix(8)
+        let r = try own.request(
+            "POST", "/v1/auth/apple",
+            json: .object([
+                ("identityToken", .string(try identityToken(sub: "000261.\(unique())"))),
+                ("authorizationCode", .string("\(tag).1~000261.x")),
+            ]))
+        XCTAssertEqual(r.status, 201, r.text)
+        let uid = try XCTUnwrap(r.json?["user"]?["id"]?.stringValue)
+        let token = try XCTUnwrap(r.json?["session"]?["accessToken"]?.stringValue)
+        XCTAssertEqual(try own.request("DELETE", "/v1/users/\(uid)", token: token).status, 204)
+        let deadline = Date(timeIntervalSinceNow: 30)
+        var log = ""
+        while Date() < deadline, !log.contains("apple_revoke_token_unopenable") {
+            Thread.sleep(forTimeInterval: 0.1)
+            log = (try? String(contentsOfFile: own.stderrPath, encoding: .utf8)) ?? ""
+        }
+        XCTAssertTrue(log.contains("apple_revoke_token_unopenable"), log)
+        XCTAssertEqual(own.stop(), 0)
+        let db = try SQLiteDatabase(path: dir + "/suplash.sqlite", readers: 1)
+        defer { db.close() }
+        let row = try db.read { c in
+            try c.query("SELECT failed_at, refresh_token FROM apple_revoke_jobs WHERE id = ?", [.text(jobID)]).first
+        }
+        XCTAssertTrue(row?["failed_at"].isNull ?? false, "not given up")
+        XCTAssertEqual(row?["refresh_token"].text, envelope, "the sealed token is kept for an instance with the key")
     }
 
     func testARefusedCodeIs400AndStoresNothing() throws {
@@ -282,6 +368,21 @@ final class AppleLifecycleTests: XCTestCase {
         XCTAssertNotNil(MailFiles.latestCode(dataDir: s.dataDir, to: email, wait: 15), "released mail is sent")
     }
 
+    func testAStaleEmailDisabledAfterEmailEnabledHoldsNothing() throws {
+        let s = try srv()
+        let sub = "000650.\(unique())"
+        let email = "relay\(unique().prefix(10))@privaterelay.appleid.com"
+        XCTAssertEqual(try signIn(sub: sub, email: email).status, 201)
+        // Apple retries a failed delivery later: the user's older `email-disabled` arrives after
+        // the newer `email-enabled`. The newer event decides: mail flows.
+        let enabledAt = now * 1000
+        XCTAssertEqual(try notify(try sign(event("email-enabled", sub: sub, email: email, eventTime: enabledAt))).status, 200)
+        XCTAssertEqual(
+            try notify(try sign(event("email-disabled", sub: sub, email: email, eventTime: enabledAt - 60_000))).status, 200)
+        XCTAssertEqual(try s.request("POST", "/v1/auth/password/forgot", json: ["email": .string(email)]).status, 202)
+        XCTAssertNotNil(MailFiles.latestCode(dataDir: s.dataDir, to: email, wait: 15), "a stale email-disabled holds nothing")
+    }
+
     func testForgedMalformedAndUnknownNotifications() throws {
         let s = try srv()
         let sub = "000700.\(unique())"
@@ -318,8 +419,9 @@ final class AppleLifecycleTests: XCTestCase {
         var environment = Self.environment
         let own = try TestServer(dataDir: dir, environment: environment)
         let tag = "rot" + unique().prefix(8)
+        let sub = "000800.\(unique())"
         let body: JSONValue = .object([
-            ("identityToken", .string(try identityToken(sub: "000800.\(unique())"))), ("authorizationCode", .string("\(tag).1")),
+            ("identityToken", .string(try identityToken(sub: sub))), ("authorizationCode", .string("\(tag).1~\(sub)")),
         ])
         let r = try own.request("POST", "/v1/auth/apple", json: body)
         XCTAssertEqual(r.status, 201, r.text)

@@ -180,6 +180,19 @@ final class AppleIDRequestTests: XCTestCase {
         XCTAssertNil(AppleTokenResponse(body: Array(#"["refresh_token"]"#.utf8)))
         XCTAssertNil(AppleTokenResponse(body: Array("not json".utf8)))
     }
+
+    func testIdTokenSubject() {
+        func token(_ claims: String) -> String {
+            "eyJhbGciOiJSUzI1NiJ9." + Base64URL.encode(Array(claims.utf8)) + ".c2ln"
+        }
+        XCTAssertEqual(
+            AppleTokenResponse(refreshToken: "r", idToken: token(#"{"iss":"https://appleid.apple.com","sub":"001.abc"}"#))
+                .idTokenSubject, "001.abc")
+        XCTAssertNil(AppleTokenResponse(refreshToken: "r", idToken: token(#"{"sub":7}"#)).idTokenSubject)
+        XCTAssertNil(AppleTokenResponse(refreshToken: "r", idToken: token(#"["sub"]"#)).idTokenSubject)
+        XCTAssertNil(AppleTokenResponse(refreshToken: "r", idToken: "mock").idTokenSubject)
+        XCTAssertNil(AppleTokenResponse(refreshToken: "r", idToken: nil).idTokenSubject)
+    }
 }
 
 final class AppleIDResponseClassifierTests: XCTestCase {

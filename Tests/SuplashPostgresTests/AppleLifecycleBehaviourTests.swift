@@ -75,7 +75,7 @@ final class AppleLifecycleBehaviourTests: XCTestCase {
         record("sign in again") { try signIn("sub-d", "01930000-0000-7000-8000-0000000000c9", "", sealed: old) }
         let relay = "dan@privaterelay.appleid.com"
         record("disable") {
-            try store.applyAppleEvent(jti: "j3", event: .emailDisabled(sub: "sub-d", email: relay), now: t0 + 300)
+            try store.applyAppleEvent(jti: "j3", event: .emailDisabled(sub: "sub-d", email: relay, eventTime: t0 + 300), now: t0 + 300)
         }
         record("queue mail") {
             try store.issueCode(
@@ -85,9 +85,20 @@ final class AppleLifecycleBehaviourTests: XCTestCase {
         }
         record("held") { try store.claimDueMessages(now: t0 + 400, limit: 10, leaseMs: 1_000).map(\.id) }
         record("enable") {
-            try store.applyAppleEvent(jti: "j4", event: .emailEnabled(sub: "sub-d", email: relay), now: t0 + 500)
+            try store.applyAppleEvent(jti: "j4", event: .emailEnabled(sub: "sub-d", email: relay, eventTime: t0 + 500), now: t0 + 500)
         }
         record("released") { try store.claimDueMessages(now: t0 + 500, limit: 10, leaseMs: 1_000).map(\.id) }
+        // Apple's retry of an older `email-disabled` arrives after the `email-enabled`: no hold.
+        record("stale disable") {
+            try store.applyAppleEvent(jti: "j4b", event: .emailDisabled(sub: "sub-d", email: relay, eventTime: t0 + 450), now: t0 + 510)
+        }
+        record("queue after stale") {
+            try store.issueCode(
+                NewEmailCode(userID: dan, purpose: .verifyEmail, codeHash: [2], createdAt: t0 + 511, expiresAt: t0 + 900_000),
+                message: OutboxMessage(id: "m-after", recipient: relay, subject: "Code", text: "654321", createdAt: t0 + 511),
+                minIntervalMs: 0)
+        }
+        record("not held") { try store.claimDueMessages(now: t0 + 520, limit: 10, leaseMs: 1_000).map(\.id) }
         record("account delete") { try store.applyAppleEvent(jti: "j5", event: .accountDelete(sub: "sub-d"), now: t0 + 600) }
         record("gone") { try store.user(id: dan) as Any }
         record("no revoke job") { try store.revokeJobCounts() }
@@ -107,6 +118,7 @@ final class AppleLifecycleBehaviourTests: XCTestCase {
         XCTAssertTrue(sqlite.contains("duplicate: duplicate") && sqlite.contains("unknown: unknownAccount"), "\(sqlite)")
         XCTAssertTrue(sqlite.contains("sign in again: user=\(dan) created=false"), "\(sqlite)")
         XCTAssertTrue(sqlite.contains("held: []") && sqlite.contains("released: [\"m-held\"]"), "\(sqlite)")
+        XCTAssertTrue(sqlite.contains("stale disable: mailHold(held: false)") && sqlite.contains("not held: [\"m-after\"]"), "\(sqlite)")
         XCTAssertTrue(sqlite.contains("account delete: accountErased(userID: \"\(dan)\")"), "\(sqlite)")
         XCTAssertTrue(sqlite.contains("gone: nil") && sqlite.contains("no revoke job: (pending: 0, failed: 0)"), "\(sqlite)")
         guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {

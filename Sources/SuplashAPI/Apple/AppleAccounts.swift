@@ -15,8 +15,10 @@ public protocol AppleCodeExchanging: Sendable {
 
 /// What Apple answered to a code exchange.
 public enum AppleCodeExchangeResult: Sendable, Equatable {
-    /// 200 with a refresh token (plaintext: seal it before it goes anywhere).
-    case refreshToken(String)
+    /// 200 with a refresh token (plaintext: seal it before it goes anywhere) and the `sub` of
+    /// the identity token in the same answer (the Apple user the code was issued to; nil when
+    /// the answer named none).
+    case refreshToken(String, subject: String?)
     /// 400 `invalid_grant`: the code is invalid, expired or used.
     case invalidGrant
     /// Anything else (configuration, Apple down, a 200 without a refresh token): the sign-in
@@ -30,6 +32,8 @@ public struct AppleCodeExchange: Sendable {
     let endpoint: any AppleCodeExchanging
     let keyring: SealingKeyring
     let logger: Logger
+    /// The log reason when Apple's answer is for another Apple user than the identity token's.
+    static let subjectMismatch = "subject_mismatch"
 
     /// - Parameters:
     ///   - endpoint: Apple's token endpoint.
@@ -40,11 +44,17 @@ public struct AppleCodeExchange: Sendable {
         self.logger = logger
     }
 
-    /// The sealed refresh token for `sub`, or nil when Apple gave none (logged at warning).
+    /// The sealed refresh token for `sub`, or nil when Apple gave none or gave one of another
+    /// Apple user (its identity token's `sub` is not `sub`: warning `apple_code_exchange_failed`
+    /// with `subject_mismatch`; not kept: deleting this account would revoke that user's token).
     /// - Throws: 400 `invalid_authorization_code` when Apple refused the code (`invalid_grant`).
     func refreshToken(code: String, clientID: String, sub: String) throws(APIError) -> AppleRefreshToken? {
         switch endpoint.exchange(code: code, clientID: clientID) {
-        case .refreshToken(let token):
+        case .refreshToken(let token, let subject):
+            guard subject == sub else {
+                logger.warning("apple_code_exchange_failed", .code("appleError", Self.subjectMismatch))
+                return nil
+            }
             do {
                 let sealed = try keyring.seal(
                     token, context: SealingContext(table: "apple_identities", column: "refresh_token", rowID: sub))
@@ -148,7 +158,22 @@ public struct AppleNotifications: Sendable {
         switch type {
         case "email-disabled", "email-enabled":
             guard let email else { throw Self.malformed("email") }
-            return (jti, type == "email-disabled" ? .emailDisabled(sub: sub, email: email) : .emailEnabled(sub: sub, email: email))
+            // Which of the two came last is decided by `event_time` (ms), not by arrival: Apple
+            // retries a failed delivery later. Without one, the notification's `iat`.
+            let eventTime: Int64
+            switch events["event_time"] {
+            case nil, .null?: eventTime = iat * 1000
+            case .number(let n)?:
+                guard let t = n.int64Value else { throw Self.malformed("event_time") }
+                eventTime = t
+            default: throw Self.malformed("event_time")
+            }
+            return (
+                jti,
+                type == "email-disabled"
+                    ? .emailDisabled(sub: sub, email: email, eventTime: eventTime)
+                    : .emailEnabled(sub: sub, email: email, eventTime: eventTime)
+            )
         case "consent-revoked":
             return (jti, .consentRevoked(sub: sub))
         case "account-delete":

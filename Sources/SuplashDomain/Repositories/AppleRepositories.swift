@@ -100,10 +100,12 @@ public protocol SealedValueRepository: Sendable {
 
 /// One of Apple's account events (spec §9), already verified.
 public enum AppleAccountEvent: Sendable, Equatable {
-    /// `email-disabled`: mail to the relay `email` is held.
-    case emailDisabled(sub: String, email: String)
-    /// `email-enabled`: mail to the relay `email` is sent again.
-    case emailEnabled(sub: String, email: String)
+    /// `email-disabled`: mail to the relay `email` is held, unless a newer `email-enabled`
+    /// (by `eventTime`, Apple's `event_time`, ms since the epoch) was applied already.
+    case emailDisabled(sub: String, email: String, eventTime: Int64)
+    /// `email-enabled`: mail to the relay `email` is sent again, unless a newer
+    /// `email-disabled` (by `eventTime`, ms) was applied already.
+    case emailEnabled(sub: String, email: String, eventTime: Int64)
     /// `consent-revoked`: every session of the account is revoked; the link stays.
     case consentRevoked(sub: String)
     /// `account-delete`: the account is erased, without a revoke call.
