@@ -148,17 +148,25 @@ class Conn:
         return r.status, (json.loads(data) if data and data[:1] in b"{[" else None)
 
 
+def checkout_of(binary):
+    """The source tree a server binary was built in (`<tree>/.build/<config>/suplash-server`), whose
+    `config/` and `Migrations/` it reads from its working directory; this tree otherwise."""
+    tree = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(binary))))
+    return tree if os.path.exists(os.path.join(tree, "Package.swift")) else ROOT
+
+
 class Ours:
     name = "suplash"
 
     def __init__(self, binary):
         self.binary = binary
+        self.cwd = checkout_of(binary)
 
     def start(self):
         self.dir = tempfile.mkdtemp(prefix="bench-suplash-")
         env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning", **self.extra_env())
         self.proc = subprocess.Popen([self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.dir],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=ROOT)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=self.cwd)
         line = self.proc.stdout.readline()
         m = re.search(r":(\d+)\s*$", line.strip())
         if not m:
@@ -489,7 +497,7 @@ class OursPostgresPair(OursPostgres):
         self.first, self.first_port = self.proc, self.port
         env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning", **self.extra_env())
         self.second = subprocess.Popen([self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.dir],
-                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=ROOT)
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=self.cwd)
         m = re.search(r":(\d+)\s*$", self.second.stdout.readline().strip())
         if not m:
             raise SystemExit("second suplash-server did not start")

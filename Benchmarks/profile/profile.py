@@ -127,7 +127,7 @@ def drive(port, raw, total, connections, depth=1):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "suplash-server"))
-    ap.add_argument("--workload", default="get", choices=["get", "create", "list", "health"])
+    ap.add_argument("--workload", default="get", choices=["get", "create", "list", "health", "sync"])
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--connections", type=int, default=2)
@@ -185,6 +185,7 @@ def main():
         s, b = call(port, "GET", "/v1/sync?limit=1000", None, auth)
         while s == 200 and b.get("hasMore"):
             s, b = call(port, "GET", f"/v1/sync?limit=1000&since={b['nextToken']}", None, auth)
+        sync_token = b.get("nextToken") if s == 200 else None
         if args.memory:
             print(mem_line("synced", pid))
         body = json.dumps({"amountMl": 250, "loggedAt": LOGGED_AT, "source": "api"}).encode()
@@ -193,6 +194,8 @@ def main():
             raw = f"GET {base}/{entry_id} HTTP/1.1\r\n{hdr}\r\n".encode()
         elif args.workload == "list":
             raw = f"GET {base}?pageSize=20 HTTP/1.1\r\n{hdr}\r\n".encode()
+        elif args.workload == "sync":
+            raw = f"GET /v1/sync?since={sync_token} HTTP/1.1\r\n{hdr}\r\n".encode()
         elif args.workload == "health":
             raw = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
         else:

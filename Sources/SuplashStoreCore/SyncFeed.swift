@@ -9,7 +9,8 @@ import SuplashStoreRows
 /// positions up to its head, so a client that resumes after the last position it got misses
 /// nothing. On SQLite the reads share one read transaction.
 extension SyncRepository where Self: SQLStore {
-    public func changes(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) throws -> SyncPage {
+    /// `@inlinable`: each store specializes the page read for its row type (the hottest read).
+    @inlinable public func changes(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) throws -> SyncPage {
         let args: [SQLValue] = [
             .text(userID), .integer(after), .integer(Int64(limit + 1)), .integer(max(0, tombstonesAfter)),
         ]
@@ -73,7 +74,7 @@ public enum SyncFeedSource: CaseIterable, Sendable {
     }
 
     /// A row of `sql` as a change.
-    func change(_ row: some SQLRowValues) -> SyncChange {
+    @inlinable func change(_ row: some SQLRowValues) -> SyncChange {
         switch self {
         case .profile: StoreRows.profileChange(row)
         case .waterEntries: StoreRows.entryChange(row)
@@ -85,42 +86,48 @@ public enum SyncFeedSource: CaseIterable, Sendable {
 }
 
 /// The feed's statements. `CAST(?4 AS BIGINT)` in a source that lists no tombstones only gives
-/// PostgreSQL the parameter's type.
-enum SyncFeedSQL {
-    static let profileSource = SQLText(
+/// PostgreSQL the parameter's type (`typed4`).
+@usableFromInline enum SyncFeedSQL {
+    /// `?4` where only PostgreSQL needs its type spelled out (SQLite takes the bare parameter).
+    static func typed4(_ d: SQLDialect) -> String { d == .postgres ? "CAST(?4 AS BIGINT)" : "?4" }
+
+    @usableFromInline static let profileSource = SQLText { d in
         """
         SELECT \(StoreRows.userColumns), change_position FROM users
-        WHERE id = ?1 AND change_position > ?2 AND ?3 > 0 AND CAST(?4 AS BIGINT) >= 0
-        """)
-    static let waterEntries = SQLText(
+        WHERE id = ?1 AND change_position > ?2 AND ?3 > 0 AND \(typed4(d)) >= 0
+        """
+    }
+    @usableFromInline static let waterEntries = SQLText(
         """
         SELECT \(StoreRows.entryColumns), change_position FROM water_entries
         WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR change_position > ?4)
         ORDER BY change_position
         LIMIT ?3
         """)
-    static let bills = SQLText(
+    @usableFromInline static let bills = SQLText(
         """
         SELECT \(StoreRows.billColumns), change_position FROM bills
         WHERE user_id = ?1 AND change_position > ?2 AND (deleted = 0 OR change_position > ?4)
         ORDER BY change_position
         LIMIT ?3
         """)
-    static let days = SQLText(
+    @usableFromInline static let days = SQLText { d in
         """
         SELECT \(StoreRows.dayColumns), change_position FROM days
-        WHERE user_id = ?1 AND change_position > ?2 AND CAST(?4 AS BIGINT) >= 0
+        WHERE user_id = ?1 AND change_position > ?2 AND \(typed4(d)) >= 0
         ORDER BY change_position
         LIMIT ?3
-        """)
-    static let achievements = SQLText(
+        """
+    }
+    @usableFromInline static let achievements = SQLText { d in
         """
         SELECT \(StoreRows.achievementsColumns), change_position FROM achievements
-        WHERE user_id = ?1 AND change_position > ?2 AND CAST(?4 AS BIGINT) >= 0
+        WHERE user_id = ?1 AND change_position > ?2 AND \(typed4(d)) >= 0
         ORDER BY change_position
         LIMIT ?3
-        """)
-    static let head = SQLText("SELECT position FROM change_sequence WHERE singleton = 1")
-    static let horizon = SQLText("SELECT purge_horizon FROM sync_state WHERE singleton = 1")
-    static let databaseID = SQLText("SELECT database_id FROM database_identity WHERE singleton = 1")
+        """
+    }
+    @usableFromInline static let head = SQLText("SELECT position FROM change_sequence WHERE singleton = 1")
+    @usableFromInline static let horizon = SQLText("SELECT purge_horizon FROM sync_state WHERE singleton = 1")
+    @usableFromInline static let databaseID = SQLText("SELECT database_id FROM database_identity WHERE singleton = 1")
 }
