@@ -500,6 +500,12 @@ def convergence(a, b, seed):
                 d.local[m["key"]] = v
 
     def pull(d):
+        # A pull without a token is a snapshot: live documents only (spec §5), so the device
+        # rebuilds from it, keeping only what it has not pushed yet. Applied over the old copy, a
+        # document it pushed before its first pull and another device deleted since would stay.
+        snapshot = not d.token
+        if snapshot:
+            d.local = {}
         more = True
         while more:
             path = f"/v1/sync?limit={1 + rng.randrange(20)}" + (f"&since={d.token}" if d.token else "")
@@ -513,6 +519,13 @@ def convergence(a, b, seed):
                     d.achievements = change["data"]
             d.token = j["nextToken"]
             more = j["hasMore"]
+        if snapshot:
+            for m in d.outbox:
+                v = applied_value(m["key"], m["value"])
+                if v is None:
+                    d.local.pop(m["key"], None)
+                else:
+                    d.local[m["key"]] = v
 
     mutations = 0
     target = 240 + rng.randrange(120)
