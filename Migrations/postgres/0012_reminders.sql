@@ -36,3 +36,6 @@ CREATE INDEX reminders_due ON reminders (due_at) WHERE state = 'pending';
 CREATE UNIQUE INDEX reminders_next_hydration ON reminders (user_id) WHERE kind = 'hydration' AND state = 'pending';
 -- A user's history, newest first.
 CREATE INDEX reminders_history ON reminders (user_id, due_at DESC);
+
+-- The profile's `reminders` (spec §9): the JSON of `ReminderSettings.json`; `{}` reads as the defaults.
+ALTER TABLE users ADD COLUMN reminders TEXT NOT NULL DEFAULT '{}';

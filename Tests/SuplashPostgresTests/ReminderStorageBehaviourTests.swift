@@ -91,4 +91,28 @@ final class ReminderStorageBehaviourTests: XCTestCase {
         let postgres = try scenario(try helper.postgresStore().0)
         XCTAssertEqual(postgres, sqlite)
     }
+
+    /// The profile's `reminders` round-trips through the store on both engines.
+    func testReminderSettingsAreKeptWithTheProfile() throws {
+        func check(_ store: Store) throws {
+            try helper.makeUsers(store)
+            XCTAssertEqual(try store.user(id: helper.alice)?.profile.reminders, ReminderSettings())
+            let settings = ReminderSettings(
+                enabled: true, mode: .fixed, intervalMinutes: 45, maxPerDay: 12, quietStart: ClockTime(hour: 22, minute: 30),
+                quietEnd: ClockTime(hour: 6, minute: 0), billReminders: false)
+            let updated = try store.updateProfile(userID: helper.alice, now: helper.t0 + 1) { p in
+                var p = p
+                p.reminders = settings
+                return p
+            }
+            XCTAssertEqual(updated.reminders, settings)
+            XCTAssertEqual(try store.user(id: helper.alice)?.profile.reminders, settings)
+            XCTAssertEqual(try store.user(id: helper.bob)?.profile.reminders, ReminderSettings())
+        }
+        try check(try helper.sqliteStore().0)
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
+        }
+        try check(try helper.postgresStore().0)
+    }
 }
