@@ -68,6 +68,8 @@ public enum SQLiteToPostgresCopy {
         Table(name: "devices", primaryKey: ["user_id", "id"], positioned: false),
         Table(name: "device_tokens", primaryKey: ["user_id", "device_id", "push_type"], positioned: false),
         Table(name: "push_outbox", primaryKey: ["id"], positioned: false),
+        Table(name: "drinking_hours", primaryKey: ["user_id", "local_date", "hour"], positioned: false),
+        Table(name: "reminders", primaryKey: ["id"], positioned: false),
         Table(name: "idempotency_records", primaryKey: ["caller", "idempotency_key"], positioned: false),
     ]
 

@@ -159,3 +159,4 @@ extension PostgresStore: AppleRevokeJobRepository {}
 extension PostgresStore: SealedValueRepository {}
 extension PostgresStore: AppleAccountEventRepository {}
 extension PostgresStore: PushOutboxRepository {}
+extension PostgresStore: ReminderRepository {}

@@ -152,3 +152,4 @@ extension SQLiteStore: AppleRevokeJobRepository {}
 extension SQLiteStore: SealedValueRepository {}
 extension SQLiteStore: AppleAccountEventRepository {}
 extension SQLiteStore: PushOutboxRepository {}
+extension SQLiteStore: ReminderRepository {}

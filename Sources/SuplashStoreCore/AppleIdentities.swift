@@ -88,8 +88,8 @@ enum AppleSQL {
     static let insertUser = SQLText(
         """
         INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,
-            timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version,
+            timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version, reminders,
             id, password_hash, created_at, change_position, lww_at, lww_device)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, NULL, ?15, ?16, ?17, '')
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, ?16, ?17, ?18, '')
         """)
 }

@@ -43,6 +43,7 @@ public enum EntryBookkeeping {
             tx, userID: userID, profile: profile, clock: clock, days: byDay.keys.sorted(), now: now, deltas: byDay,
             watchWritten: DailyTotals.watchWritten(deltas),
             prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
+        try HourlyTotals.entriesChanged(tx, userID: userID, clock: clock, deltas: deltas, now: now)
     }
 
     /// The reads `entriesChanged` makes for `deltas` when the profile's zone is `timezone`, for a
@@ -85,11 +86,15 @@ public enum EntryBookkeeping {
         if zoneChanged {
             let clock = ZoneClocks.shared.clock(current.timezone)
             var totals: [LocalDate: (Int, Int)] = [:]
+            var live: [(loggedAt: Int64, ml: Int)] = []
             for row in try tx.query(BookkeepingSQL.liveEntries, [user]) {
-                let day = clock.localDate(of: row[0].int64 ?? 0)
+                let entry = (loggedAt: row[0].int64 ?? 0, ml: Int(row[1].int64 ?? 0))
+                let day = clock.localDate(of: entry.loggedAt)
                 let t = totals[day] ?? (0, 0)
-                totals[day] = (t.0 + Int(row[1].int64 ?? 0), t.1 + 1)
+                totals[day] = (t.0 + entry.ml, t.1 + 1)
+                live.append(entry)
             }
+            try HourlyTotals.rebuild(tx, userID: userID, clock: clock, live: live, now: now)
             try tx.execute(BookkeepingSQL.deleteTotals, [user])
             for (day, t) in totals {
                 let met = t.0 >= HydrationRules.dayGoalMl(baseGoalMl: base, context: contexts[day])

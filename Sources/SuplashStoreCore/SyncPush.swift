@@ -243,8 +243,8 @@ enum SyncPushSQL {
         """
         UPDATE users SET email = ?1, email_verified = ?2, display_name = ?3, weight_kg = ?4, activity_level = ?5,
             wake_time = ?6, sleep_time = ?7, timezone = ?8, locale = ?9, daily_goal_ml = ?10, cup_sizes_ml = ?11,
-            updated_at = ?12, version = ?13, change_position = ?14, lww_at = ?15, lww_device = ?16
-        WHERE id = ?17
+            updated_at = ?12, version = ?13, reminders = ?14, change_position = ?15, lww_at = ?16, lww_device = ?17
+        WHERE id = ?18
         """)
     static let bill = SQLText("SELECT \(StoreRows.billColumns), lww_device FROM bills WHERE user_id = ?1 AND id = ?2")
     static let billPosition = SQLText("SELECT change_position FROM bills WHERE user_id = ?1 AND id = ?2")

@@ -65,9 +65,9 @@ enum UserSQL {
     static let insert = SQLText(
         """
         INSERT INTO users (email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,
-            timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version,
+            timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version, reminders,
             id, password_hash, created_at, change_position, lww_at, lww_device)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, '')
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, '')
         """)
     static let byID = SQLText("SELECT \(StoreRows.userColumns) FROM users WHERE id = ?1")
     static let byEmail = SQLText("SELECT \(StoreRows.userColumns) FROM users WHERE email = ?1")
@@ -78,8 +78,8 @@ enum UserSQL {
         """
         UPDATE users SET email = ?1, email_verified = ?2, display_name = ?3, weight_kg = ?4, activity_level = ?5,
             wake_time = ?6, sleep_time = ?7, timezone = ?8, locale = ?9, daily_goal_ml = ?10, cup_sizes_ml = ?11,
-            updated_at = ?12, version = ?13, change_position = ?14, lww_at = ?15, lww_device = ''
-        WHERE id = ?16
+            updated_at = ?12, version = ?13, reminders = ?14, change_position = ?15, lww_at = ?16, lww_device = ''
+        WHERE id = ?17
         """)
     static let page = SQLText("SELECT \(StoreRows.userColumns) FROM users WHERE id > ?1 ORDER BY id LIMIT ?2")
     static let pageWithEmail = SQLText(

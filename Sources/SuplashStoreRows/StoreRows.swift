@@ -14,7 +14,7 @@ public enum StoreRows {
     /// The columns `user(_:)` reads from `users`.
     public static let userColumns = """
         id, email, email_verified, password_hash, display_name, weight_kg, activity_level, wake_time, sleep_time, \
-        timezone, locale, daily_goal_ml, cup_sizes_ml, created_at, updated_at, version
+        timezone, locale, daily_goal_ml, cup_sizes_ml, created_at, updated_at, version, reminders
         """
 
     /// The columns `entry(_:)` reads from `water_entries` (with `lww_at`).
@@ -53,6 +53,7 @@ public enum StoreRows {
         p.dailyGoalMl = row["daily_goal_ml"].int64.map { Int($0) }
         p.cupSizesMl = (row["cup_sizes_ml"].text ?? "").utf8.split(separator: UInt8(ascii: ","))
             .compactMap { Int(Substring($0)) }
+        p.reminders = ReminderSettings(stored: row["reminders"].text)
         p.updatedAt = row["updated_at"].int64 ?? p.createdAt
         p.version = row["version"].int64 ?? 1
         return StoredUser(profile: p, passwordHash: row["password_hash"].text)
@@ -188,15 +189,16 @@ public enum StoreRows {
         badges.map { "\($0.badge.rawValue):\($0.earnedAt)" }.joined(separator: ",")
     }
 
-    /// The 13 profile values of the `users` insert and update statements, in this order:
+    /// The 14 profile values of the `users` insert and update statements, in this order:
     /// email, email_verified, display_name, weight_kg, activity_level, wake_time, sleep_time,
-    /// timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version.
+    /// timezone, locale, daily_goal_ml, cup_sizes_ml, updated_at, version, reminders.
     public static func profileValues(_ p: UserProfile) -> [SQLValue] {
         [
             .text(p.email), .integer(p.emailVerified ? 1 : 0), .optionalText(p.displayName),
             .optionalReal(p.weightKg), .text(p.activityLevel.rawValue), .text(p.wakeTime),
             .text(p.sleepTime), .text(p.timezone), .text(p.locale), .optionalInteger(p.dailyGoalMl.map { Int64($0) }),
             .text(p.cupSizesMl.map(String.init).joined(separator: ",")), .integer(p.updatedAt), .integer(p.version),
+            .text(p.reminders.json.serializedString()),
         ]
     }
 

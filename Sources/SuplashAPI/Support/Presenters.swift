@@ -24,6 +24,7 @@ enum Presenter {
             ("locale", .string(p.locale)),
             ("dailyGoalMl", p.dailyGoalMl.map { int($0) } ?? .null),
             ("cupSizesMl", .array(p.cupSizesMl.map { int($0) })),
+            ("reminders", p.reminders.json),
             ("recommendedGoalMl", int(p.recommendedGoalMl)),
             ("createdAt", time(p.createdAt)),
             ("updatedAt", time(p.updatedAt)),

@@ -88,6 +88,19 @@ public struct ReminderSettings: Sendable, Equatable {
         self.billReminders = billReminders
     }
 
+    /// Settings stored as the text of `json` (the store's `users.reminders` column), read by
+    /// applying it as a merge patch to the defaults: a missing or unreadable value reads as the
+    /// defaults, a value missing members as the defaults for those.
+    public init(stored text: String?) {
+        guard let text, let value = try? JSONParser.parse(text),
+            let settings = try? ReminderSettingsValidation.applyMergePatch(value, to: ReminderSettings())
+        else {
+            self.init()
+            return
+        }
+        self = settings
+    }
+
     /// The quiet period, or nil when either end is unset.
     public var quietHours: QuietHours? {
         guard let quietStart, let quietEnd else { return nil }

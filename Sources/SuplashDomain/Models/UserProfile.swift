@@ -35,6 +35,8 @@ public struct UserProfile: Sendable, Equatable {
     public var dailyGoalMl: Int?
     /// Quick-add cup sizes in ml, 1–8 values of 50–2000.
     public var cupSizesMl: [Int]
+    /// Smart reminders' settings (spec §9 `reminders`; docs/reminders.md).
+    public var reminders: ReminderSettings
     public var createdAt: Int64
     public var updatedAt: Int64
     /// Starts at 1, +1 per write.
@@ -61,6 +63,7 @@ public struct UserProfile: Sendable, Equatable {
         self.locale = Self.defaultLocale
         self.dailyGoalMl = nil
         self.cupSizesMl = Self.defaultCupSizesMl
+        self.reminders = ReminderSettings()
         self.createdAt = now
         self.updatedAt = now
         self.version = 1

@@ -5,7 +5,7 @@ public enum ProfileValidation {
     /// Members a client may write.
     public static let writableFields: Set<String> = [
         "displayName", "weightKg", "activityLevel", "wakeTime", "sleepTime", "timezone", "locale",
-        "dailyGoalMl", "cupSizesMl",
+        "dailyGoalMl", "cupSizesMl", "reminders",
     ]
     /// Members the server owns (`read_only_field`).
     public static let readOnlyFields: Set<String> = [
@@ -100,6 +100,13 @@ public enum ProfileValidation {
                 }
             default:
                 r.fail("cupSizesMl", .invalidType, "must be an array of integers")
+            }
+        }
+        if let patch = r.member("reminders") {
+            do throws(ValidationFailure) {
+                p.reminders = try ReminderSettingsValidation.applyMergePatch(patch, to: p.reminders, pointer: r.pointer("reminders"))
+            } catch {
+                for e in error.errors { r.fail(pointer: e.pointer, e.code, e.message) }
             }
         }
         if !r.errors.isEmpty { throw ValidationFailure(r.errors) }

@@ -1,0 +1,88 @@
+import Foundation
+import SuplashDomain
+import SuplashSQL
+import SuplashSQLiteStore
+import SuplashStorage
+import SuplashStoreCore
+import XCTest
+
+/// Smart reminders' tables on SQLite: the claim and history reads use their indexes, at most one
+/// pending hydration reminder per user, and erasure leaves no reminder data behind.
+final class ReminderStoreTests: XCTestCase {
+    var db: SQLiteDatabase?
+
+    override func tearDown() {
+        db?.close()
+        db = nil
+    }
+
+    let uid = "01930000-0000-7000-8000-000000000001"
+    let now: Int64 = 1_790_000_000_000
+
+    func makeStore() throws -> SQLiteStore {
+        let dir = TestServer.makeDataDir()
+        let db = try SQLiteDatabase(path: dir + "/test.sqlite", readers: 2)
+        self.db = db
+        try Migrator.migrate(db, try Migrator.load(directory: TestServer.packageRoot + "/Migrations/sqlite"))
+        let store = SQLiteStore(database: db)
+        _ = try store.createUser(
+            UserProfile(id: uid, email: "a@example.test", displayName: nil, now: now), passwordHash: "x",
+            session: NewSession(id: "s", userID: uid, refreshTokenHash: [1], createdAt: now, refreshExpiresAt: now + 1))
+        return store
+    }
+
+    func insertReminder(_ id: String, kind: String = "hydration", state: String = "pending") throws {
+        let (uid, now) = (uid, now)
+        try XCTUnwrap(db).write { w in
+            try w.connection.execute(
+                """
+                INSERT INTO reminders (id, user_id, kind, due_at, state, local_date, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, '2026-09-21', ?, ?)
+                """, [.text(id), .text(uid), .text(kind), .integer(now), .text(state), .integer(now), .integer(now)])
+        }
+    }
+
+    func plan(_ sql: String, _ args: [SQLValue]) throws -> String {
+        try XCTUnwrap(db).read { c in
+            try c.query("EXPLAIN QUERY PLAN " + sql, args).map { String(describing: $0["detail"]) }.joined(separator: "\n")
+        }
+    }
+
+    func testClaimAndHistoryUseTheirIndexes() throws {
+        _ = try makeStore()
+        let due = try plan(
+            "SELECT id FROM reminders WHERE state = 'pending' AND due_at <= ? ORDER BY due_at LIMIT ?", [.integer(now), .integer(50)])
+        XCTAssertTrue(due.contains("reminders_due"), due)
+        XCTAssertFalse(due.contains("TEMP B-TREE"), due)
+        let history = try plan(
+            "SELECT id FROM reminders WHERE user_id = ? ORDER BY due_at DESC LIMIT ?", [.text(uid), .integer(51)])
+        XCTAssertTrue(history.contains("reminders_history"), history)
+        XCTAssertFalse(history.contains("TEMP B-TREE"), history)
+        let hours = try plan(HourlyTotals.bucketsSQL.sqlite, [.text(uid), .text("2026-09-07")])
+        XCTAssertTrue(hours.contains("USING PRIMARY KEY") || hours.contains("sqlite_autoindex_drinking_hours"), hours)
+    }
+
+    func testOnePendingHydrationReminderPerUser() throws {
+        _ = try makeStore()
+        try insertReminder("r1")
+        XCTAssertThrowsError(try insertReminder("r2"))
+        try insertReminder("r3", state: "sent")
+        try insertReminder("r4", kind: "bill")
+    }
+
+    func testErasureRemovesReminderData() throws {
+        let store = try makeStore()
+        _ = try store.createEntry(
+            userID: uid, id: "e1", content: WaterEntryContent(amountMl: 250, loggedAt: now - 86_400_000, source: .phone),
+            deviceID: nil, now: now)
+        try insertReminder("r1")
+        let counts = {
+            try XCTUnwrap(self.db).read { c in
+                try ["drinking_hours", "reminders"].map { try c.query("SELECT COUNT(*) FROM \($0)", [])[0][0] }
+            }
+        }
+        XCTAssertEqual(try counts(), [.integer(1), .integer(1)])
+        XCTAssertTrue(try store.eraseAccount(userID: uid, now: now))
+        XCTAssertEqual(try counts(), [.integer(0), .integer(0)])
+    }
+}
