@@ -50,7 +50,7 @@ extension PostgresConnection: SQLExecutor {
 }
 
 /// A PostgreSQL transaction of the store as the transaction of a use case: positions are taken
-/// at the commit (`PostgresTransaction.changePosition(for:)`), long polls are woken on every
+/// at the commit (`PostgresChangeSequence`), long polls are woken on every
 /// instance (`NOTIFY suplash_changes`) and in this process after the commit.
 ///
 /// Valid only during the body. Do not keep it.
