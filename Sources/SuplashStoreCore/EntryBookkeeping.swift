@@ -29,10 +29,12 @@ public enum EntryBookkeeping {
     ///     `deltas` under the zone `timezone`, which the caller sent after taking the user's lock
     ///     (in its own pipeline); used when `profile` still has that zone, else read again.
     ///   - now: ms since the epoch (the achievements' `updatedAt`, badges' `earnedAt`).
+    ///   - planReminders: false when the caller recomputes the next reminder itself, once for
+    ///     several writes (`ReminderPlanner`; the sync push).
     /// - Throws: the engine's error.
     @inlinable public static func entriesChanged<T: StoreTransaction>(
         _ tx: T, userID: String, profile: UserProfile? = nil, deltas: [EntryDelta], now: Int64,
-        prefetched: (timezone: String, results: ArraySlice<[T.Connection.Row]>)? = nil
+        prefetched: (timezone: String, results: ArraySlice<[T.Connection.Row]>)? = nil, planReminders: Bool = true
     ) throws {
         guard !deltas.isEmpty else { return }
         guard let profile = try profile ?? tx.queryOne(BookkeepingSQL.profile, [.text(userID)]).map({ StoreRows.user($0).profile })
@@ -44,6 +46,10 @@ public enum EntryBookkeeping {
             watchWritten: DailyTotals.watchWritten(deltas),
             prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
         try HourlyTotals.entriesChanged(tx, userID: userID, clock: clock, deltas: deltas, now: now)
+        if planReminders {
+            try ReminderPlanner.dayChanged(
+                tx, userID: userID, profile: profile, intakeWritten: deltas.contains { $0.count > 0 }, now: now)
+        }
     }
 
     /// The reads `entriesChanged` makes for `deltas` when the profile's zone is `timezone`, for a
@@ -58,22 +64,35 @@ public enum EntryBookkeeping {
     /// The hook for day-context writes (REST `PUT` of a day, sync pushes of days): recomputes the
     /// totals of `dates` (`YYYY-MM-DD` local days of `profile`'s zone) from their live entries
     /// and their goals from the stored contexts, then the achievements. Call it inside the write
-    /// transaction after writing the contexts, under the user's lock.
+    /// transaction after writing the contexts, under the user's lock; then the next reminder
+    /// (`ReminderPlanner`) unless `planReminders` is false.
     /// - Throws: the engine's error.
     public static func daysChanged(
-        _ tx: some StoreTransaction, userID: String, profile: UserProfile, dates: Set<LocalDate>, now: Int64
+        _ tx: some StoreTransaction, userID: String, profile: UserProfile, dates: Set<LocalDate>, now: Int64,
+        planReminders: Bool = true
     ) throws {
         try recompute(
             tx, userID: userID, profile: profile, clock: ZoneClocks.shared.clock(profile.timezone),
             days: dates.sorted(), now: now, deltas: nil)
+        if planReminders {
+            try ReminderPlanner.dayChanged(tx, userID: userID, profile: profile, intakeWritten: false, now: now)
+        }
     }
 
     /// The hook for profile writes (REST and sync): when the time zone changed, re-buckets every
     /// live entry into local days of the new zone; when the base goal changed, re-evaluates
     /// every day's goal. Then recomputes the achievements (badges are kept). Nothing is done
-    /// when neither changed.
+    /// when neither changed. Then the next reminder (`ReminderPlanner.profileChanged`) unless
+    /// `planReminders` is false.
     /// - Throws: the engine's error.
     public static func profileChanged(
+        _ tx: some StoreTransaction, previous: UserProfile, current: UserProfile, now: Int64, planReminders: Bool = true
+    ) throws {
+        try rebucket(tx, previous: previous, current: current, now: now)
+        if planReminders { try ReminderPlanner.profileChanged(tx, previous: previous, current: current, now: now) }
+    }
+
+    static func rebucket(
         _ tx: some StoreTransaction, previous: UserProfile, current: UserProfile, now: Int64
     ) throws {
         let zoneChanged = previous.timezone != current.timezone

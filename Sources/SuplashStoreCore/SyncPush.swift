@@ -23,15 +23,25 @@ extension SyncRepository where Self: SQLStore {
             tx.writerDeviceID = deviceID
             guard try UserLock.lock(tx, userID: userID) != nil else { throw RepositoryError.notFound }
             let push = SyncPushContext(userID: userID, deviceID: deviceID, now: now)
+            var changed: Set<String> = []
             let outcomes = try mutations.map { m -> SyncMutationOutcome in
-                switch m.collection {
-                case "water_entries": try push.entry(tx, m)
-                case "profile": try push.profile(tx, m, profilePatch)
-                case "bills": try push.bill(tx, m)
-                case "days": try push.day(tx, m)
-                case "achievements": .rejected(SyncRejection(code: "read_only_collection"))
-                default: .rejected(SyncRejection(code: "unknown_collection"))
-                }
+                let outcome: SyncMutationOutcome =
+                    switch m.collection {
+                    case "water_entries": try push.entry(tx, m)
+                    case "profile": try push.profile(tx, m, profilePatch)
+                    case "bills": try push.bill(tx, m)
+                    case "days": try push.day(tx, m)
+                    case "achievements": .rejected(SyncRejection(code: "read_only_collection"))
+                    default: .rejected(SyncRejection(code: "unknown_collection"))
+                    }
+                if case .applied = outcome { changed.insert(m.collection) }
+                return outcome
+            }
+            // The next reminder once for the whole push (not per mutation).
+            if !changed.isDisjoint(with: ["water_entries", "profile", "days"]) {
+                try ReminderPlanner.pushed(
+                    tx, userID: userID, intakeWritten: changed.contains("water_entries"),
+                    profileWritten: changed.contains("profile"), now: now)
             }
             return (outcomes, try tx.queryOne(SyncFeedSQL.head, [])?[0].int64 ?? 0)
         }
@@ -101,7 +111,8 @@ private struct SyncPushContext {
                     .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
         }
-        try EntryBookkeeping.entriesChanged(tx, userID: userID, deltas: SyncPush.entryDeltas(step, stored: stored), now: now)
+        try EntryBookkeeping.entriesChanged(
+            tx, userID: userID, deltas: SyncPush.entryDeltas(step, stored: stored), now: now, planReminders: false)
         return SyncPush.applied(
             step, collection: "water_entries", id: m.id, position: position, now: now, wrap: SyncDocument.waterEntry)
     }
@@ -132,7 +143,7 @@ private struct SyncPushContext {
         try tx.execute(
             SyncPushSQL.updateProfile,
             StoreRows.profileValues(next) + [.integer(position), .integer(m.clientUpdatedAt), .text(deviceID), .text(userID)])
-        try EntryBookkeeping.profileChanged(tx, previous: current, current: next, now: now)
+        try EntryBookkeeping.profileChanged(tx, previous: current, current: next, now: now, planReminders: false)
         return SyncPush.applied(step, collection: "profile", id: userID, position: position, now: now, wrap: SyncDocument.profile)
     }
 
@@ -209,7 +220,7 @@ private struct SyncPushContext {
                 content.activeMinutes.map { .integer(Int64($0)) } ?? .null, .integer(day.createdAt), .integer(now),
                 .integer(day.version), .integer(position), .integer(m.clientUpdatedAt), .text(deviceID),
             ])
-        try EntryBookkeeping.daysChanged(tx, userID: userID, profile: profile, dates: [date], now: now)
+        try EntryBookkeeping.daysChanged(tx, userID: userID, profile: profile, dates: [date], now: now, planReminders: false)
         return SyncPush.applied(step, collection: "days", id: key, position: position, now: now, wrap: SyncDocument.day)
     }
 }

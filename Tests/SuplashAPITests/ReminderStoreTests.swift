@@ -75,13 +75,14 @@ final class ReminderStoreTests: XCTestCase {
         _ = try store.createEntry(
             userID: uid, id: "e1", content: WaterEntryContent(amountMl: 250, loggedAt: now - 86_400_000, source: .phone),
             deviceID: nil, now: now)
-        try insertReminder("r1")
+        // The entry planned the next hydration reminder; a bill reminder joins it.
+        try insertReminder("r1", kind: "bill")
         let counts = {
             try XCTUnwrap(self.db).read { c in
                 try ["drinking_hours", "reminders"].map { try c.query("SELECT COUNT(*) FROM \($0)", [])[0][0] }
             }
         }
-        XCTAssertEqual(try counts(), [.integer(1), .integer(1)])
+        XCTAssertEqual(try counts(), [.integer(1), .integer(2)])
         XCTAssertTrue(try store.eraseAccount(userID: uid, now: now))
         XCTAssertEqual(try counts(), [.integer(0), .integer(0)])
     }

@@ -146,6 +146,9 @@ final class StartupChecksTests: XCTestCase {
     func testTruncatedMainFileWithItsWALKeptIsRefused() throws {
         let server = try TestServer(dataDir: try usedDataDir())
         let user = try server.signUp()
+        // Reminders off: the file's last pages (the reminders table, created last) stay as the
+        // migration left them, only in the main file — the pages the truncation below loses.
+        _ = try server.request("PATCH", "/v1/users/me", json: ["reminders": ["enabled": false]], token: user.token)
         let note = String(repeating: "x", count: 200)
         for _ in 0..<60 {
             _ = try server.request(

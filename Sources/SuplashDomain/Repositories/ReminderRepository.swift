@@ -1,6 +1,5 @@
-/// Smart reminders' storage (spec §9 "Reminders"; docs/reminders.md, "Storage"). So far the
-/// per-hour drinking history the adaptive schedule reads; the reminder rows and their routes
-/// come next.
+/// Smart reminders' storage (spec §9 "Reminders"; docs/reminders.md, "Storage"): the per-hour
+/// drinking history the adaptive schedule reads and the user's reminders with their outcomes.
 public protocol ReminderRepository: Sendable {
     /// The user's drinking per local hour over the complete days of the last 14 (the adaptive
     /// curve's input), bucketed in the profile's zone as of the writes that stored it.
@@ -8,4 +7,42 @@ public protocol ReminderRepository: Sendable {
     /// - Returns: nil when the user does not exist.
     /// - Throws: `RepositoryError`.
     func hourlyDrinking(userID: String, now: Int64) throws -> HourlyDrinking?
+
+    /// The user's next hydration reminder and the most recent reminders of every kind with
+    /// their outcomes, newest first (spec §9 `GET /v1/users/{uid}/reminders`).
+    /// - Parameter limit: how many recent ones (§9: 50).
+    /// - Throws: `RepositoryError`.
+    func reminderOverview(userID: String, limit: Int) throws -> ReminderOverview
+}
+
+/// The pending hydration reminder (spec §9 `next`). Instants in ms since the epoch.
+public struct NextReminder: Sendable, Equatable {
+    /// The reminder id (lower-case UUID).
+    public var id: String
+    /// When it is due.
+    public var dueAt: Int64
+    /// The suggested cup, ml.
+    public var suggestedAmountMl: Int
+
+    /// See the properties.
+    public init(id: String, dueAt: Int64, suggestedAmountMl: Int) {
+        self.id = id
+        self.dueAt = dueAt
+        self.suggestedAmountMl = suggestedAmountMl
+    }
+}
+
+/// What `GET /v1/users/{uid}/reminders` shows (spec §9).
+public struct ReminderOverview: Sendable, Equatable {
+    /// The pending hydration reminder, or nil.
+    public var next: NextReminder?
+    /// The most recent reminders, newest due first (a sent one without an outcome yet reads
+    /// `pending`, with its `sentAt`).
+    public var recent: [ReminderRecord]
+
+    /// See the properties.
+    public init(next: NextReminder?, recent: [ReminderRecord]) {
+        self.next = next
+        self.recent = recent
+    }
 }

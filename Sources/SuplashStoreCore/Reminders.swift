@@ -1,0 +1,246 @@
+import Foundation
+import SuplashDomain
+import SuplashSQL
+import SuplashStoreRows
+
+/// The next hydration reminder of a user (spec §9 "Reminders"; docs/reminders.md, "Storage"),
+/// kept in the one pending hydration row of `reminders` (`reminders_next_hydration`) and
+/// recomputed inside the transaction of every write that changes the user's day: entry writes
+/// (through `EntryBookkeeping.entriesChanged`), day contexts (`daysChanged`), profile writes
+/// (`profileChanged`) and sync pushes (once per push, `SyncPush`). The caller holds the user's
+/// lock. `HydrationSchedule.plan` decides; this enum gathers its inputs with one round trip of
+/// bounded reads and `enqueue`s the write (no round trip of its own on PostgreSQL). A user with
+/// reminders off costs nothing on entry writes.
+///
+/// A pending hydration row with `suggested_ml` NULL is a **re-plan mark**, not a reminder: the
+/// plan had none (goal met, window closed, …) and wants to be asked again at `recheckAt` (the
+/// window's end); the scheduler claims it like a reminder, sends nothing and plans again. It
+/// is not shown by `GET …/reminders`. A pending row with `subject_id` set is the reminder a
+/// `:snooze` created (`subject_id` = the snoozed one): only a water write replaces it.
+public enum ReminderPlanner {
+    /// How many reminders of the user's history the plan reads (spec §9's "50 most recent").
+    public static let historyLimit = 50
+
+    /// Recomputes after a write that changed the user's day (entries, day contexts).
+    /// - Parameters:
+    ///   - profile: the user's profile as the transaction leaves it.
+    ///   - intakeWritten: true when the write logged water (an entry version appeared): the
+    ///     write is the user's latest intake write (`lastIntakeWrittenAt` = `now`) and it
+    ///     answers a snooze.
+    ///   - now: ms since the epoch.
+    /// - Throws: the engine's error.
+    public static func dayChanged(
+        _ tx: some StoreTransaction, userID: String, profile: UserProfile, intakeWritten: Bool, now: Int64
+    ) throws {
+        guard profile.reminders.enabled else { return }
+        try replan(tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now)
+    }
+
+    /// Recomputes after a profile write when anything the schedule reads changed (reminder
+    /// settings, wake / sleep times, zone, cups, the goal's inputs); turning reminders off
+    /// cancels every pending reminder of the user (bills' included).
+    /// - Throws: the engine's error.
+    public static func profileChanged(
+        _ tx: some StoreTransaction, previous: UserProfile, current: UserProfile, now: Int64
+    ) throws {
+        guard previous.reminders.enabled || current.reminders.enabled else { return }
+        let same =
+            previous.reminders == current.reminders && previous.wakeTime == current.wakeTime
+            && previous.sleepTime == current.sleepTime && previous.timezone == current.timezone
+            && previous.cupSizesMl == current.cupSizesMl
+            && HydrationRules.baseGoalMl(previous) == HydrationRules.baseGoalMl(current)
+        guard !same else { return }
+        guard current.reminders.enabled else {
+            try tx.enqueue(ReminderSQL.dropMarks, [.text(current.id)])
+            try tx.enqueue(ReminderSQL.cancelAll, [.text(current.id), .integer(now)])
+            return
+        }
+        try replan(tx, userID: current.id, profile: current, intakeWrittenAt: nil, now: now)
+    }
+
+    /// Recomputes once after a sync push that applied entry, day or profile mutations (their
+    /// bookkeeping ran with `planReminders: false`): reads the profile as the push left it (one
+    /// statement). With reminders off, a profile write cancels every pending reminder.
+    /// - Throws: the engine's error.
+    public static func pushed(
+        _ tx: some StoreTransaction, userID: String, intakeWritten: Bool, profileWritten: Bool, now: Int64
+    ) throws {
+        guard let profile = try tx.queryOne(BookkeepingSQL.profile, [.text(userID)]).map({ StoreRows.user($0).profile })
+        else { return }
+        guard profile.reminders.enabled else {
+            guard profileWritten else { return }
+            try tx.enqueue(ReminderSQL.dropMarks, [.text(userID)])
+            try tx.enqueue(ReminderSQL.cancelAll, [.text(userID), .integer(now)])
+            return
+        }
+        try replan(tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now)
+    }
+
+    /// The reads of one plan (one round trip) and the decision; `intakeWrittenAt` nil reads the
+    /// latest intake write.
+    static func replan(
+        _ tx: some StoreTransaction, userID: String, profile: UserProfile, intakeWrittenAt: Int64?, now: Int64
+    ) throws {
+        let clock = ZoneClocks.shared.clock(profile.timezone)
+        guard let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) else { return }
+        let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
+        let today = clock.localDate(of: now)
+        let user = SQLValue.text(userID)
+        var reads = [
+            SQLStatement(HourlyTotals.bucketsSQL, [user, .text(HourlyDrinking.firstKeptDay(today: today).description)]),
+            SQLStatement(
+                EntryBookkeeping.contextsSQL, EntryBookkeeping.contextsArgs(userID: userID, from: window.day, to: window.day)),
+            SQLStatement(ReminderSQL.history, [user, .integer(Int64(historyLimit))]),
+        ]
+        if intakeWrittenAt == nil {
+            reads.append(SQLStatement(ReminderSQL.lastIntakeWrite, [user, .integer(window.dayStart - lookBackMs)]))
+        }
+        let rows = try tx.pipeline(reads)
+        let history = rows[2].map { ReminderSQL.stored($0) }
+        let pending = history.first { $0.kind == .hydration && $0.state == "pending" }
+        if intakeWrittenAt == nil, let pending, pending.snoozedFrom != nil { return }
+        let input = HydrationScheduleInput(
+            window: window, clock: clock, settings: profile.reminders, cupSizesMl: profile.cupSizesMl,
+            goalMl: HydrationRules.dayGoalMl(
+                baseGoalMl: HydrationRules.baseGoalMl(profile), context: EntryBookkeeping.contexts(rows[1])[window.day]),
+            intake: intake(rows[0], window: window, clock: clock),
+            lastIntakeWrittenAt: intakeWrittenAt ?? rows.last?.first?[0].int64,
+            hourly: HourlyTotals.drinking(rows[0], today: today), history: history.map(\.record), now: now)
+        let plan = HydrationSchedule.plan(input)
+        try save(tx, userID: userID, plan: plan, pending: pending, now: now)
+    }
+
+    /// Writes `plan` over the pending row: the reminder (moved in place, keeping its id), a
+    /// re-plan mark, or nothing (the pending one cancelled).
+    static func save(
+        _ tx: some StoreTransaction, userID: String, plan: HydrationPlan, pending: StoredReminder?, now: Int64
+    ) throws {
+        let next: (dueAt: Int64, suggested: Int?)? =
+            if let r = plan.reminder { (r.dueAt, r.suggestedAmountMl) } else { plan.recheckAt.map { ($0, nil) } }
+        if let pending, pending.dueAt == next?.dueAt, pending.suggestedMl == next?.suggested,
+            pending.localDate == plan.day.description, pending.snoozedFrom == nil
+        {
+            return
+        }
+        if let pending, pending.suggestedMl != nil, next?.suggested == nil {
+            try tx.enqueue(ReminderSQL.cancel, [.text(pending.id), .integer(now)])
+        } else if let pending, next == nil {
+            try tx.enqueue(ReminderSQL.dropMark, [.text(pending.id)])
+        }
+        guard let next else { return }
+        try tx.enqueue(
+            ReminderSQL.upsertNext,
+            [
+                .text(newID()), .text(userID), .integer(next.dueAt), next.suggested.map { .integer(Int64($0)) } ?? .null,
+                .text(plan.day.description), .integer(now),
+            ])
+    }
+
+    /// How far before the reminder day's start the latest intake write is looked for (entries
+    /// by `loggedAt`, through `water_entries_list`): two days, enough for the ignored streak.
+    static let lookBackMs: Int64 = 2 * 86_400_000
+
+    /// The reminder day's intake from the stored hourly buckets (`drinking_hours`, kept by the
+    /// same write): each bucket whose hour starts inside `dayStart ..< countEnd` counts as one
+    /// event at its start. Exact for the local day itself; after midnight, for a window that
+    /// crosses it, the hour `sleepAt` falls in counts whole.
+    static func intake(_ rows: [some SQLRowValues], window: WakingWindow, clock: ZoneClock) -> [IntakeEvent] {
+        rows.compactMap { row in
+            guard let date = row[0].text.flatMap(LocalDate.init(parsing:)), let hour = row[1].int64,
+                let time = ClockTime(hour: Int(hour), minute: 0)
+            else { return nil }
+            let start = clock.instant(of: date, at: time)
+            guard (window.dayStart..<window.countEnd).contains(start) else { return nil }
+            return IntakeEvent(loggedAt: start, amountMl: Int(row[2].int64 ?? 0))
+        }
+    }
+
+    /// A new reminder id: a lower-case UUID (`:drink` uses it as the entry's id).
+    public static func newID() -> String { UUID().uuidString.lowercased() }
+}
+
+/// One stored reminder row, as the planner and the routes read it.
+public struct StoredReminder: Sendable, Equatable {
+    /// The reminder id (lower-case UUID).
+    public var id: String
+    /// Hydration, bill or campaign.
+    public var kind: ReminderKind
+    /// Due instant, ms since the epoch.
+    public var dueAt: Int64
+    /// The stored state: `pending`, `sent` or an outcome.
+    public var state: String
+    /// The suggested cup (hydration), ml; nil for a re-plan mark or a bill / campaign reminder.
+    public var suggestedMl: Int?
+    /// The reminder day, `YYYY-MM-DD`.
+    public var localDate: String
+    /// Bill / campaign: its id; a snoozed-to hydration reminder: the snoozed one's id.
+    public var subjectID: String?
+    /// When it was handed to the push outbox, ms.
+    public var sentAt: Int64?
+
+    /// A pending hydration row with a `subject_id`: the reminder a `:snooze` created.
+    public var snoozedFrom: String? { kind == .hydration ? subjectID : nil }
+
+    /// True for a re-plan mark (a pending hydration row without a suggested cup).
+    public var isMark: Bool { kind == .hydration && state == "pending" && suggestedMl == nil }
+
+    /// As `HydrationSchedule` and §9 see it: `sent` (no outcome yet) reads as `pending`.
+    public var record: ReminderRecord {
+        ReminderRecord(
+            id: id, kind: kind, dueAt: dueAt, sentAt: sentAt,
+            outcome: ReminderOutcome(rawValue: state) ?? .pending)
+    }
+}
+
+enum ReminderSQL {
+    static let columns = "id, kind, due_at, state, suggested_ml, local_date, subject_id, sent_at"
+
+    /// The user's latest reminders (`reminders_history`); binds ?1 user, ?2 limit.
+    static let history = SQLText(
+        "SELECT \(columns) FROM reminders WHERE user_id = ?1 ORDER BY due_at DESC, id DESC LIMIT ?2")
+    /// The latest creation of a live entry drunk from ?2 on (`water_entries_list`).
+    static let lastIntakeWrite = SQLText(
+        "SELECT MAX(created_at) FROM water_entries WHERE user_id = ?1 AND deleted = 0 AND logged_at >= ?2")
+    /// Inserts the next hydration reminder, or moves the pending one (keeping its id); binds ?1
+    /// id, ?2 user, ?3 due, ?4 suggested ml (NULL: a re-plan mark), ?5 local date, ?6 now.
+    static let upsertNext = SQLText(
+        """
+        INSERT INTO reminders (id, user_id, kind, due_at, state, suggested_ml, local_date, subject_id, created_at, updated_at)
+        VALUES (?1, ?2, 'hydration', ?3, 'pending', ?4, ?5, NULL, ?6, ?6)
+        ON CONFLICT (user_id) WHERE kind = 'hydration' AND state = 'pending' DO UPDATE SET
+            due_at = excluded.due_at, suggested_ml = excluded.suggested_ml, local_date = excluded.local_date,
+            subject_id = NULL, updated_at = excluded.updated_at
+        """)
+    /// ?1 id, ?2 now.
+    static let cancel = SQLText(
+        "UPDATE reminders SET state = 'cancelled', updated_at = ?2 WHERE id = ?1 AND state = 'pending'")
+    /// ?1 id.
+    static let dropMark = SQLText("DELETE FROM reminders WHERE id = ?1 AND state = 'pending'")
+    /// ?1 user.
+    static let dropMarks = SQLText(
+        "DELETE FROM reminders WHERE user_id = ?1 AND kind = 'hydration' AND state = 'pending' AND suggested_ml IS NULL")
+    /// ?1 user, ?2 now.
+    static let cancelAll = SQLText(
+        "UPDATE reminders SET state = 'cancelled', updated_at = ?2 WHERE user_id = ?1 AND state = 'pending'")
+
+    static func stored(_ row: some SQLRowValues) -> StoredReminder {
+        StoredReminder(
+            id: row[0].text ?? "", kind: row[1].text.flatMap(ReminderKind.init(rawValue:)) ?? .hydration,
+            dueAt: row[2].int64 ?? 0, state: row[3].text ?? "pending", suggestedMl: row[4].int64.map { Int($0) },
+            localDate: row[5].text ?? "", subjectID: row[6].text, sentAt: row[7].int64)
+    }
+}
+
+extension ReminderRepository where Self: SQLStore {
+    public func reminderOverview(userID: String, limit: Int) throws -> ReminderOverview {
+        // One more than asked: a re-plan mark is not shown.
+        let rows = try reading { c in
+            try c.query(ReminderSQL.history, [.text(userID), .integer(Int64(limit + 1))]).map { ReminderSQL.stored($0) }
+        }
+        let shown = rows.filter { !$0.isMark }
+        let next = shown.first { $0.kind == .hydration && $0.state == "pending" }.map {
+            NextReminder(id: $0.id, dueAt: $0.dueAt, suggestedAmountMl: $0.suggestedMl ?? 0)
+        }
+        return ReminderOverview(next: next, recent: shown.prefix(limit).map(\.record))
+    }
+}

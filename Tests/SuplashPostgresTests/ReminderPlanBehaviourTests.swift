@@ -1,0 +1,143 @@
+import Foundation
+import SuplashDomain
+import SuplashPostgresStore
+import SuplashSQLiteStore
+import XCTest
+
+/// The next hydration reminder is recomputed inside every write that changes the user's day
+/// (entries from any device, day contexts, profile), on PostgreSQL exactly as on SQLite: one
+/// scenario, run on both, gives the same transcript (the SQLite run alone checks the figures; outcomes sorted, as
+/// reminders due at the same instant have no order).
+final class ReminderPlanBehaviourTests: XCTestCase {
+    typealias Store = AccountAndEntryStore & ReminderRepository & HydrationRepository
+
+    let helper = StoreFixtures()
+
+    override func tearDown() {
+        helper.close()
+    }
+
+    func scenario(_ store: Store) throws -> [String] {
+        let uid = helper.alice
+        try helper.makeUsers(store)
+        _ = try store.updateProfile(userID: uid, now: helper.t0) { p in
+            var p = p
+            p.timezone = "Europe/Berlin"
+            return p
+        }
+        let clock = ZoneClocks.shared.clock("Europe/Berlin")
+        let today = clock.localDate(of: helper.t0)
+        func at(_ hour: Int, _ minute: Int = 0) throws -> Int64 {
+            clock.instant(of: today, at: try XCTUnwrap(ClockTime(hour: hour, minute: minute)))
+        }
+        let now = try at(9)
+        var transcript: [String] = []
+        var ids: [String] = []
+        func note(_ label: String) throws {
+            let o = try store.reminderOverview(userID: uid, limit: 50)
+            let next = o.next.map { n in
+                ids.append(n.id)
+                let m = clock.wallMinuteOfDay(at: n.dueAt)
+                return String(format: "%02d:%02d/%d id%d", m / 60, m % 60, n.suggestedAmountMl, Set(ids).count)
+            }
+            transcript.append("\(label): next \(next ?? "none") recent \(o.recent.map(\.outcome.rawValue).sorted())")
+        }
+        var n = 0
+        func log(_ ml: Int, _ loggedAt: Int64, _ source: EntrySource) throws {
+            n += 1
+            _ = try store.createEntry(
+                userID: uid, id: "e\(n)", content: WaterEntryContent(amountMl: ml, loggedAt: loggedAt, source: source),
+                deviceID: nil, now: now)
+        }
+        func setEnabled(_ on: Bool) throws {
+            _ = try store.updateProfile(userID: uid, now: now) { p in
+                var p = p
+                p.reminders.enabled = on
+                return p
+            }
+        }
+        try note("start")
+        try log(250, try at(8), .phone)
+        try note("phone 250")
+        try log(500, now, .watch)
+        try note("watch 500")
+        try log(2000, now, .watch)
+        try note("goal met")
+        try store.deleteEntry(userID: uid, id: "e3", deviceID: nil, now: now, precondition: { _ in true })
+        try note("deleted")
+        try setEnabled(false)
+        try note("disabled")
+        try log(100, now, .phone)
+        try note("logged while disabled")
+        try setEnabled(true)
+        try note("enabled")
+        _ = try store.putDay(
+            userID: uid, date: today, content: DayContextContent(maxTemperatureC: 34, activeMinutes: 60), deviceID: nil,
+            now: now)
+        try note("hot day")
+        return transcript
+    }
+
+    func testSameTranscriptOnSQLiteAndPostgres() throws {
+        let sqlite = try scenario(try helper.sqliteStore().0)
+        XCTAssertEqual(
+            sqlite,
+            [
+                // The zone change at t0 (16:13 in Berlin, nothing logged) planned one at once.
+                "start: next 16:13/500 id1 recent [\"pending\"]",
+                // Goal 2500 ml over 07:30–22:00 (uniform curve, no history): 250 ml is behind at
+                // 09:00, so the reminder is due now; 330 ml covers an even share of what is left.
+                "phone 250: next 09:00/330 id1 recent [\"pending\"]",
+                // A glass on the watch moves the same reminder to when 750 ml falls behind.
+                "watch 500: next 11:51/330 id1 recent [\"pending\"]",
+                "goal met: next none recent [\"cancelled\"]",
+                "deleted: next 11:51/330 id2 recent [\"cancelled\", \"pending\"]",
+                "disabled: next none recent [\"cancelled\", \"cancelled\"]",
+                "logged while disabled: next none recent [\"cancelled\", \"cancelled\"]",
+                "enabled: next 12:26/330 id3 recent [\"cancelled\", \"cancelled\", \"pending\"]",
+                // Heat and activity raise the day's goal: the same 850 ml falls behind earlier.
+                "hot day: next 11:02/500 id3 recent [\"cancelled\", \"cancelled\", \"pending\"]",
+            ])
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
+        }
+        let postgres = try scenario(try helper.postgresStore().0)
+        XCTAssertEqual(postgres, sqlite)
+    }
+
+    /// The recompute's reads are one pipeline and its write is queued with the commit: an entry
+    /// of a user with reminders costs one round trip more than one of a user without.
+    func testRoundTripsOfAnEntryWrite() throws {
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set")
+        }
+        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
+        helper.cleanups.append { db.close() }
+        let store = PostgresStore(database: db)
+        try helper.makeUsers(store)
+        let (alice, bob, t0) = (helper.alice, helper.bob, helper.t0)
+        _ = try store.updateProfile(userID: bob, now: t0) { p in
+            var p = p
+            p.reminders.enabled = false
+            return p
+        }
+        func roundTrips(_ body: () throws -> Void) throws -> Int {
+            let before = try db.read { $0.roundTrips }
+            try body()
+            return try db.read { $0.roundTrips } - before
+        }
+        func log(_ user: String, _ id: String) throws {
+            _ = try store.createEntry(
+                userID: user, id: id, content: WaterEntryContent(amountMl: 200, loggedAt: t0 - 60_000, source: .watch),
+                deviceID: nil, now: t0)
+        }
+        // Warm-up: every statement prepared once.
+        try log(alice, "w")
+        try log(bob, "w")
+        let without = try roundTrips { try log(bob, "x") }
+        let with = try roundTrips { try log(alice, "x") }
+        XCTAssertEqual(with, without + 1)
+        XCTAssertNotNil(try store.reminderOverview(userID: alice, limit: 50).next)
+        XCTAssertEqual(try store.reminderOverview(userID: bob, limit: 50), ReminderOverview(next: nil, recent: []))
+    }
+}
