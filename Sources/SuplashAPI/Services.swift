@@ -40,6 +40,11 @@ public struct Services: Sendable {
     public var appleNotifications: AppleNotifications? = nil
     /// The device registry of push delivery (spec §9); nil = the device routes answer 503.
     public var devices: DeviceRegistry? = nil
+    /// Smart reminders (spec §9 "Reminders"); nil = the reminder routes answer 503 and the
+    /// export's `reminders` is empty.
+    public var reminders: (any ReminderRepository)? = nil
+    /// Counters of reminder events for `/metrics`; nil = not counted.
+    public var reminderCounters: ReminderCounters? = nil
     /// The push sender's state for the `/readyz` body (`push`: "off: …", "sending", "paused: …");
     /// nil = not reported.
     public var pushStatus: (@Sendable () -> String)? = nil

@@ -223,6 +223,27 @@ enum ReminderSQL {
     static let cancelAll = SQLText(
         "UPDATE reminders SET state = 'cancelled', updated_at = ?2 WHERE user_id = ?1 AND state = 'pending'")
 
+    /// One reminder of the user, locked; ?1 user, ?2 id.
+    static let byID = SQLText { d in "SELECT \(columns) FROM reminders WHERE user_id = ?1 AND id = ?2 \(d.forUpdate())" }
+    /// The user's pending hydration row; ?1 user.
+    static let pendingHydration = SQLText(
+        "SELECT \(columns) FROM reminders WHERE user_id = ?1 AND kind = 'hydration' AND state = 'pending'")
+    /// `:drink`: ?1 id, ?2 outcome, ?3 now (overwrites any earlier outcome).
+    static let setOutcome = SQLText("UPDATE reminders SET state = ?2, updated_at = ?3 WHERE id = ?1")
+    /// The first outcome of a reminder; ?1 id, ?2 outcome, ?3 now.
+    static let setOutcomeOnce = SQLText(
+        "UPDATE reminders SET state = ?2, updated_at = ?3 WHERE id = ?1 AND state IN ('pending', 'sent', 'ignored')")
+    /// The snoozed-to reminder (`subject_id` = the snoozed one, ?7), or the pending one moved to
+    /// it; binds as `upsertNext`.
+    static let upsertSnoozed = SQLText(
+        """
+        INSERT INTO reminders (id, user_id, kind, due_at, state, suggested_ml, local_date, subject_id, created_at, updated_at)
+        VALUES (?1, ?2, 'hydration', ?3, 'pending', ?4, ?5, ?7, ?6, ?6)
+        ON CONFLICT (user_id) WHERE kind = 'hydration' AND state = 'pending' DO UPDATE SET
+            due_at = excluded.due_at, suggested_ml = excluded.suggested_ml, local_date = excluded.local_date,
+            subject_id = excluded.subject_id, updated_at = excluded.updated_at
+        """)
+
     static func stored(_ row: some SQLRowValues) -> StoredReminder {
         StoredReminder(
             id: row[0].text ?? "", kind: row[1].text.flatMap(ReminderKind.init(rawValue:)) ?? .hydration,
@@ -242,5 +263,88 @@ extension ReminderRepository where Self: SQLStore {
             NextReminder(id: $0.id, dueAt: $0.dueAt, suggestedAmountMl: $0.suggestedMl ?? 0)
         }
         return ReminderOverview(next: next, recent: shown.prefix(limit).map(\.record))
+    }
+}
+
+/// The notification actions (spec §9): each locks the user first (as every write of the user's
+/// documents), then reads the reminder (and for `:drink` its entry) in the same round trip.
+extension ReminderRepository where Self: SQLStore {
+    public func drinkReminder(
+        userID: String, reminderID: String, amountMl: Int?, deviceID: String?, now: Int64
+    ) throws -> EntryCreateOutcome {
+        try transaction { tx in
+            tx.writerDeviceID = deviceID
+            let (profile, reminder, rows) = try Self.lockAndRead(
+                tx, userID: userID, reminderID: reminderID, also: [EntryStatements.fetch(userID: userID, id: reminderID, lock: true)])
+            guard reminder.kind == .hydration else { throw RepositoryError.conflict(code: "reminder_not_hydration") }
+            if let stored = EntryStatements.stamped(rows[0]) {
+                guard !stored.deleted else { throw RepositoryError.conflict(code: "reminder_entry_deleted") }
+                return .existing(stored.document)
+            }
+            let content = WaterEntryContent(
+                amountMl: amountMl ?? reminder.suggestedMl ?? profile.cupSizesMl.first ?? 250, loggedAt: now,
+                source: .notification)
+            try tx.positionedWrite(
+                of: .entry(userID, reminderID), userID: userID, EntrySQL.insert,
+                [
+                    .text(userID), .text(reminderID), .integer(Int64(content.amountMl)), .integer(now),
+                    .text(content.source.rawValue), .null, .null, .integer(now), .integer(now), .integer(now),
+                    .text(deviceID ?? ""),
+                ])
+            try tx.enqueue(ReminderSQL.setOutcome, [.text(reminderID), .text(ReminderOutcome.acted.rawValue), .integer(now)])
+            try EntryBookkeeping.entriesChanged(
+                tx, userID: userID, profile: profile, deltas: [EntryDelta(content, sign: 1)], now: now)
+            return .created(
+                WaterEntry(id: reminderID, userID: userID, content: content, createdAt: now, updatedAt: now, version: 1, deleted: false))
+        }
+    }
+
+    public func snoozeReminder(userID: String, reminderID: String, minutes: Int, now: Int64) throws -> NextReminder {
+        try transaction { tx in
+            let (profile, reminder, _) = try Self.lockAndRead(tx, userID: userID, reminderID: reminderID, also: [])
+            guard reminder.kind == .hydration else { throw RepositoryError.conflict(code: "reminder_not_hydration") }
+            try tx.enqueue(
+                ReminderSQL.setOutcomeOnce, [.text(reminderID), .text(ReminderOutcome.snoozed.rawValue), .integer(now)])
+            let suggested = reminder.suggestedMl ?? profile.cupSizesMl.first ?? 250
+            let due = now + Int64(minutes) * 60_000
+            let day = ZoneClocks.shared.clock(profile.timezone).localDate(of: due)
+            try tx.enqueue(
+                ReminderSQL.upsertSnoozed,
+                [
+                    .text(ReminderPlanner.newID()), .text(userID), .integer(due), .integer(Int64(suggested)),
+                    .text(day.description), .integer(now), .text(reminderID),
+                ])
+            // The row that is now pending (a moved one keeps its id).
+            guard let row = try tx.queryOne(ReminderSQL.pendingHydration, [.text(userID)]) else {
+                throw RepositoryError.conflict(code: "conflict")
+            }
+            let next = ReminderSQL.stored(row)
+            return NextReminder(id: next.id, dueAt: next.dueAt, suggestedAmountMl: next.suggestedMl ?? suggested)
+        }
+    }
+
+    public func recordReminderOutcome(userID: String, reminderID: String, outcome: ReminderOutcome, now: Int64) throws {
+        try transaction { tx in
+            let (profile, reminder, _) = try Self.lockAndRead(tx, userID: userID, reminderID: reminderID, also: [])
+            guard reminder.state == "pending" || reminder.state == "sent" || reminder.state == "ignored" else { return }
+            try tx.enqueue(ReminderSQL.setOutcomeOnce, [.text(reminderID), .text(outcome.rawValue), .integer(now)])
+            if reminder.state == "pending", reminder.kind == .hydration, profile.reminders.enabled {
+                try ReminderPlanner.replan(tx, userID: userID, profile: profile, intakeWrittenAt: nil, now: now)
+            }
+        }
+    }
+
+    /// The user's lock, the reminder (not a re-plan mark) and `also`, in one round trip.
+    /// - Throws: `RepositoryError.notFound` (no such user or not the user's reminder).
+    static func lockAndRead(
+        _ tx: Transaction, userID: String, reminderID: String, also: [SQLStatement]
+    ) throws -> (UserProfile, StoredReminder, [[Transaction.Connection.Row]]) {
+        let rows = try tx.pipeline(
+            [SQLStatement(UserLock.statement, [.text(userID)]), SQLStatement(ReminderSQL.byID, [.text(userID), .text(reminderID)])]
+                + also)
+        guard let profile = rows[0].first.map({ StoreRows.user($0).profile }),
+            let reminder = rows[1].first.map({ ReminderSQL.stored($0) }), !reminder.isMark
+        else { throw RepositoryError.notFound }
+        return (profile, reminder, Array(rows.dropFirst(2)))
     }
 }

@@ -2,8 +2,8 @@ import SuplashDomain
 import SuplashSQL
 import SuplashStoreRows
 
-/// Users and their profile (spec §4, "Profile"): sign-up with its first session, reads by id
-/// and email, the profile patch with its change position, and the admin listing. A profile
+/// Users and their profile (spec §4, "Profile"): sign-up with its first session (and first
+/// hydration reminder), reads by id and email, the profile patch with its change position, and the admin listing. A profile
 /// write reads the user's row `FOR UPDATE` on PostgreSQL, so concurrent patches of one user
 /// run one after the other.
 extension UserRepository where Self: SQLStore {
@@ -18,6 +18,8 @@ extension UserRepository where Self: SQLStore {
                     .text(p.id), .text(passwordHash), .integer(p.createdAt), .integer(position), .integer(p.updatedAt),
                 ])
             try SessionStatements.insert(tx.connection, session)
+            // The first hydration reminder (no history: the plan of a day with nothing logged).
+            try ReminderPlanner.dayChanged(tx, userID: p.id, profile: p, intakeWritten: false, now: p.createdAt)
             return p
         }
     }

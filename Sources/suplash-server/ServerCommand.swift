@@ -330,6 +330,10 @@ enum ServeCommand {
         let appleRevokes = try AppleWiring.install(
             into: &services, settings: settings, keyring: keyring, store: store, metrics: metrics, logger: logger)
         services.devices = DeviceRegistry(repository: store, bundleIDs: Set(settings.apns.bundleIds))
+        services.reminders = store
+        let reminderCounters = ReminderCounters()
+        reminderCounters.register(with: metrics)
+        services.reminderCounters = reminderCounters
         let pushSender = try PushWiring.install(into: &services, settings: settings, store: store, logger: logger)
 
         var api = APIConfiguration()

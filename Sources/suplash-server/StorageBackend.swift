@@ -11,7 +11,7 @@ typealias SuplashStore = UserRepository & SessionRepository & AdminKeyRepository
     & HydrationRepository & BillRepository & AccountDataRepository & EmailCodeRepository & OutboxRepository
     & AppleIdentityRepository & OperationsRepository & SyncRepository & IdempotencyRepository
     & WaterEntryBatchRepository & StorageWriteProbe & DeviceRepository & AppleRevokeJobRepository
-    & SealedValueRepository & AppleAccountEventRepository & PushOutboxRepository
+    & SealedValueRepository & AppleAccountEventRepository & PushOutboxRepository & ReminderRepository
 
 /// The configured store (`storage.driver`): its database, migrations and adapter.
 enum StorageBackend {

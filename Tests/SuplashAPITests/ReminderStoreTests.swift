@@ -64,6 +64,8 @@ final class ReminderStoreTests: XCTestCase {
 
     func testOnePendingHydrationReminderPerUser() throws {
         _ = try makeStore()
+        // Sign-up planned the first reminder: remove it to insert by hand.
+        try XCTUnwrap(db).write { w in try w.connection.execute("DELETE FROM reminders", []) }
         try insertReminder("r1")
         XCTAssertThrowsError(try insertReminder("r2"))
         try insertReminder("r3", state: "sent")

@@ -1,5 +1,6 @@
 import Foundation
 import SuplashDomain
+import SuplashPostgres
 import SuplashPostgresStore
 import SuplashSQLiteStore
 import XCTest
@@ -138,6 +139,45 @@ final class ReminderPlanBehaviourTests: XCTestCase {
         let with = try roundTrips { try log(alice, "x") }
         XCTAssertEqual(with, without + 1)
         XCTAssertNotNil(try store.reminderOverview(userID: alice, limit: 50).next)
-        XCTAssertEqual(try store.reminderOverview(userID: bob, limit: 50), ReminderOverview(next: nil, recent: []))
+        // Bob's sign-up reminder was cancelled when he turned reminders off; nothing since.
+        XCTAssertEqual(try store.reminderOverview(userID: bob, limit: 50).recent.map(\.outcome), [.cancelled])
+        XCTAssertNil(try store.reminderOverview(userID: bob, limit: 50).next)
+    }
+
+    /// `:drink` sent at once through two store objects (two pools, as two instances) from many
+    /// threads logs one entry: one call creates it, every other answers it.
+    func testConcurrentDrinksOnTwoInstancesLogOnce() throws {
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set")
+        }
+        let (store, _) = try helper.postgresStore()
+        let other = PostgresStore(database: try PostgresDatabase(url: try PostgresTestSupport.url(), poolSize: 4))
+        helper.cleanups.append { other.database.close() }
+        try helper.makeUsers(store)
+        let reminder = try XCTUnwrap(try store.reminderOverview(userID: helper.alice, limit: 50).next)
+        let (alice, t0) = (helper.alice, helper.t0)
+        let outcomes = Locked([String]())
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            let s: PostgresStore = i % 2 == 0 ? store : other
+            let outcome: String
+            do {
+                switch try s.drinkReminder(
+                    userID: alice, reminderID: reminder.id, amountMl: 200 + i, deviceID: nil, now: t0 + Int64(i))
+                {
+                case .created(let e): outcome = "created \(e.content.amountMl)"
+                case .existing(let e): outcome = "existing \(e.content.amountMl)"
+                }
+            } catch {
+                outcome = "failed \(type(of: error))"
+            }
+            outcomes.withLock { $0.append(outcome) }
+        }
+        let all = outcomes.current
+        XCTAssertEqual(all.filter { $0.hasPrefix("created") }.count, 1, "\(all)")
+        let amount = try XCTUnwrap(all.first { $0.hasPrefix("created") }?.split(separator: " ").last)
+        XCTAssertEqual(all.filter { $0 == "existing \(amount)" }.count, 7, "\(all)")
+        XCTAssertEqual(try store.listEntries(userID: helper.alice, from: nil, to: nil, after: nil, limit: 10).count, 1)
+        let o = try store.reminderOverview(userID: helper.alice, limit: 50)
+        XCTAssertEqual(o.recent.first { $0.id == reminder.id }?.outcome, .acted)
     }
 }

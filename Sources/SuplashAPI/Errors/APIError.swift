@@ -168,6 +168,10 @@ public struct APIError: Error, Sendable {
                 switch code {
                 case "entry_exists": self = .conflict(code, "An entry with this id exists with other content.")
                 case "entry_deleted": self = .conflict(code, "An entry with this id was deleted.")
+                case "reminder_entry_deleted":
+                    self = .conflict(.reminderEntryDeleted, "The entry this reminder logged was deleted.")
+                case "reminder_not_hydration":
+                    self = .conflict(.reminderNotHydration, "Only a hydration reminder can be drunk or snoozed.")
                 case "health_kit_uuid_exists": self = .conflict(code, "Another entry holds this healthKitUUID.")
                 default: self = .conflict(code, "The write conflicts with a stored document.")
                 }

@@ -80,6 +80,7 @@ public enum ProblemRegistry {
         // 409
         .emailTaken, .emailAlreadyVerified, .entryExists, .entryDeleted, .healthKitUUIDExists, .billExists,
         .billIDExists, .billDeleted, .idempotencyKeyInUse, .conflict, .adminKeyExists,
+        .reminderEntryDeleted, .reminderNotHydration,
         // 410, 412, 413, 414, 415
         .syncTokenExpired, .syncHistoryChanged, .preconditionFailed, .payloadTooLarge, .uriTooLong,
         .unsupportedMediaType, .unsupportedContentEncoding,
@@ -296,6 +297,12 @@ extension ProblemCode {
     public static let entryDeleted = ProblemCode(
         "entry_deleted", 409, "Conflict", .response,
         "The client-chosen entry id belongs to a deleted entry.")
+    public static let reminderEntryDeleted = ProblemCode(
+        "reminder_entry_deleted", 409, "Conflict", .response,
+        "`POST …/reminders/{reminderId}:drink` on a reminder whose entry (the reminder id is its id) was deleted.")
+    public static let reminderNotHydration = ProblemCode(
+        "reminder_not_hydration", 409, "Conflict", .response,
+        "`:drink` or `:snooze` on a bill or campaign reminder.")
     public static let healthKitUUIDExists = ProblemCode(
         "health_kit_uuid_exists", 409, "Conflict", .responseAndSyncMutation,
         "A PATCH would move an entry onto another live entry's `healthKitUUID`; in a sync "

@@ -71,6 +71,7 @@ enum AccountDataRoutes {
                 ("bills", .array(x.bills.map { DomainPresenter.bill($0, today: today, masked: masked) })),
                 ("achievements", DomainPresenter.achievements(x.achievements, today: today)),
                 ("devices", try DevicePresenter.export(uid, services)),
+                ("reminders", try ReminderPresenter.export(uid, services)),
                 (
                     "appleIdentities",
                     .array(

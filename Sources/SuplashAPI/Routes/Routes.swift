@@ -13,6 +13,7 @@ enum Routes {
         BillRoutes.register(into: &router, services: services)
         AccountDataRoutes.register(into: &router, services: services)
         DeviceRoutes.register(into: &router, services: services)
+        ReminderRoutes.register(into: &router, services: services)
         SyncRoutes.register(into: &router, services: services, configuration: configuration)
         OpenAPIRoutes.register(into: &router, services: services)
     }

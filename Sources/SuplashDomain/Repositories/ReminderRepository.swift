@@ -13,6 +13,28 @@ public protocol ReminderRepository: Sendable {
     /// - Parameter limit: how many recent ones (§9: 50).
     /// - Throws: `RepositoryError`.
     func reminderOverview(userID: String, limit: Int) throws -> ReminderOverview
+
+    /// `:drink` (spec §9): logs the reminder's glass once — an entry with the reminder id as its
+    /// id, `source: notification`, `loggedAt` = `now`, `amountMl` or else the suggested cup —
+    /// marks the reminder `acted` and plans the next one, in one transaction under the user's
+    /// lock. A repeat answers the same entry (`.existing`; the first call fixed amount and time).
+    /// - Throws: `RepositoryError.notFound` (not the user's reminder), `.conflict(code:
+    ///   "reminder_entry_deleted")` (its entry was deleted), `.conflict(code:
+    ///   "reminder_not_hydration")` (a bill or campaign reminder).
+    func drinkReminder(userID: String, reminderID: String, amountMl: Int?, deviceID: String?, now: Int64) throws
+        -> EntryCreateOutcome
+
+    /// `:snooze` (spec §9): marks the reminder `snoozed` and makes the user's next hydration
+    /// reminder due at `now + minutes` (suggesting the snoozed one's cup); only a water write
+    /// replaces it. Returns that next reminder.
+    /// - Throws: `RepositoryError.notFound`, `.conflict(code: "reminder_not_hydration")`.
+    func snoozeReminder(userID: String, reminderID: String, minutes: Int, now: Int64) throws -> NextReminder
+
+    /// `:dismiss` / `:open` (spec §9): records `outcome` (`.dismissed` or `.opened`) on a reminder
+    /// that has none yet (a later action does not overwrite an earlier one; `:drink` does);
+    /// a pending one is taken out of the schedule and the next one planned.
+    /// - Throws: `RepositoryError.notFound` (not the user's reminder).
+    func recordReminderOutcome(userID: String, reminderID: String, outcome: ReminderOutcome, now: Int64) throws
 }
 
 /// The pending hydration reminder (spec §9 `next`). Instants in ms since the epoch.
