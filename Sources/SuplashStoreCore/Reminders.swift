@@ -77,12 +77,14 @@ public enum ReminderPlanner {
     }
 
     /// The reads of one plan (one round trip) and the decision; `intakeWrittenAt` nil reads the
-    /// latest intake write.
-    static func replan(
+    /// latest intake write. Returns true when a reminder is pending afterwards.
+    @discardableResult static func replan(
         _ tx: some StoreTransaction, userID: String, profile: UserProfile, intakeWrittenAt: Int64?, now: Int64
-    ) throws {
+    ) throws -> Bool {
         let clock = ZoneClocks.shared.clock(profile.timezone)
-        guard let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) else { return }
+        guard let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) else {
+            return false
+        }
         let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
         let today = clock.localDate(of: now)
         let user = SQLValue.text(userID)
@@ -98,7 +100,7 @@ public enum ReminderPlanner {
         let rows = try tx.pipeline(reads)
         let history = rows[2].map { ReminderSQL.stored($0) }
         let pending = history.first { $0.kind == .hydration && $0.state == "pending" }
-        if intakeWrittenAt == nil, let pending, pending.snoozedFrom != nil { return }
+        if intakeWrittenAt == nil, let pending, pending.snoozedFrom != nil { return true }
         let input = HydrationScheduleInput(
             window: window, clock: clock, settings: profile.reminders, cupSizesMl: profile.cupSizesMl,
             goalMl: HydrationRules.dayGoalMl(
@@ -108,6 +110,7 @@ public enum ReminderPlanner {
             hourly: HourlyTotals.drinking(rows[0], today: today), history: history.map(\.record), now: now)
         let plan = HydrationSchedule.plan(input)
         try save(tx, userID: userID, plan: plan, pending: pending, now: now)
+        return plan.reminder != nil
     }
 
     /// Writes `plan` over the pending row: the reminder (moved in place, keeping its id), a

@@ -317,7 +317,7 @@ enum ServeCommand {
             openAPIDocument: try Environment.loadOpenAPIDocument(settings.server.openapiPath))
         // The alert message catalogue is checked at start, so a bad file refuses start-up
         // before any reminder needs it; the reminder sender of push delivery will take it from here.
-        _ = try MessageFiles.load(settings.reminders.messagesDir, logger: logger)
+        let messages = try MessageFiles.load(settings.reminders.messagesDir, logger: logger)
         let maintenance = SyncMaintenance(
             repository: store, idempotency: store,
             retentionDays: settings.sync.tombstoneRetentionDays,
@@ -334,6 +334,8 @@ enum ServeCommand {
         let reminderCounters = ReminderCounters()
         reminderCounters.register(with: metrics)
         services.reminderCounters = reminderCounters
+        let reminderScheduler = ReminderWiring.install(
+            settings: settings, store: store, messages: messages, counters: reminderCounters, logger: logger)
         let pushSender = try PushWiring.install(into: &services, settings: settings, store: store, logger: logger)
 
         var api = APIConfiguration()
@@ -399,6 +401,7 @@ enum ServeCommand {
         outbox.start()
         appleRevokes?.start()
         pushSender?.start()
+        reminderScheduler?.start()
         let port = try server.start()
         let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
         // The readiness line is the one thing on stdout; logs go to stderr.
@@ -414,6 +417,7 @@ enum ServeCommand {
         storageMonitor.stop()
         outbox.stop()
         appleRevokes?.stop()
+        reminderScheduler?.stop()
         pushSender?.stop()
         if case .sqlite(let database) = backend {
             do {

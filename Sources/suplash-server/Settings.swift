@@ -87,6 +87,9 @@ struct Settings: Sendable, Equatable {
     /// `reminders.*`.
     struct Reminders: Sendable, Equatable {
         var messagesDir = ""
+        var schedulerEnabled = true
+        var pollIntervalMs = 1000
+        var batchSize = 200
     }
 
     /// `sync.*`: tombstone retention and the maintenance job.
@@ -280,6 +283,13 @@ struct Settings: Sendable, Equatable {
             Field(
                 "reminders.messagesDir", \.reminders.messagesDir, shown: "found upward",
                 "`config/messages`: alert message catalogue, one JSON file per language ([reminders](reminders.md#messages))"),
+            Field(
+                "reminders.schedulerEnabled", \.reminders.schedulerEnabled,
+                "run this instance's reminder scheduler (due reminders → push outbox; [reminders](reminders.md#scheduler))"),
+            Field(
+                "reminders.pollIntervalMs", \.reminders.pollIntervalMs,
+                "how often the scheduler looks for due reminders when the last batch was not full, ms"),
+            Field("reminders.batchSize", \.reminders.batchSize, "due reminders claimed per scheduler transaction"),
             Field(
                 "sync.tombstoneRetentionDays", \.sync.tombstoneRetentionDays,
                 "days tombstones are kept; older ones are purged and older sync tokens get 410"),

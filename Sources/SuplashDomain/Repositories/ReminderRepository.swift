@@ -35,6 +35,31 @@ public protocol ReminderRepository: Sendable {
     /// a pending one is taken out of the schedule and the next one planned.
     /// - Throws: `RepositoryError.notFound` (not the user's reminder).
     func recordReminderOutcome(userID: String, reminderID: String, outcome: ReminderOutcome, now: Int64) throws
+
+    /// The scheduler's step (docs/reminders.md, "Scheduler"): claims up to `limit` pending
+    /// reminders due at `now` through `reminders_due` (`SKIP LOCKED` on PostgreSQL: instances
+    /// never claim one row together; a user whose row another transaction holds is left for the
+    /// next step), and in the same transaction turns each into `alert` rows of the push outbox
+    /// (text from `messages` in the profile's locale), marks it sent, marks the user's earlier
+    /// sent hydration reminders without an answer `ignored`, and plans the next one.
+    /// - Parameter now: ms since the epoch (the caller's clock).
+    /// - Throws: `RepositoryError`.
+    func dispatchDueReminders(now: Int64, limit: Int, messages: MessageCatalogue) throws -> ReminderDispatchReport
+}
+
+/// What one scheduler step did (counts for `/metrics`).
+public struct ReminderDispatchReport: Sendable, Equatable {
+    /// Due rows claimed (re-plan marks and rows of users held by another writer included).
+    public var claimed = 0
+    /// Reminders turned into pushes (recorded as sent; a user with no alert device gets none).
+    public var sent = 0
+    /// Earlier hydration reminders found ignored.
+    public var ignored = 0
+    /// Next hydration reminders planned.
+    public var scheduled = 0
+
+    /// All zero.
+    public init() {}
 }
 
 /// The pending hydration reminder (spec §9 `next`). Instants in ms since the epoch.

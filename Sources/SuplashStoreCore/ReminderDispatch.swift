@@ -1,0 +1,187 @@
+import SuplashDomain
+import SuplashJSON
+import SuplashSQL
+import SuplashStoreRows
+
+/// The reminder scheduler's step (docs/reminders.md, "Scheduler"), for both engines: one
+/// transaction claims due pending rows (`reminders_due`, `FOR UPDATE SKIP LOCKED` on
+/// PostgreSQL), takes their users' locks without waiting (`SKIP LOCKED`: a user in the middle of
+/// a write is left for the next step, so the scheduler never waits on a writer that waits on a
+/// claimed row), reads what the pushes need in one round trip, queues the push outbox rows and
+/// state changes with the commit, and plans each user's next reminder (`ReminderPlanner`, one
+/// round trip per user).
+extension ReminderRepository where Self: SQLStore {
+    public func dispatchDueReminders(now: Int64, limit: Int, messages: MessageCatalogue) throws -> ReminderDispatchReport {
+        try transaction { tx in
+            var report = ReminderDispatchReport()
+            let claimed = try tx.query(DispatchSQL.claim, [.integer(now), .integer(Int64(limit))]).map {
+                (user: $0[8].text ?? "", reminder: ReminderSQL.stored($0))
+            }
+            report.claimed = claimed.count
+            guard !claimed.isEmpty else { return report }
+            var users: [String] = []
+            for c in claimed where !users.contains(c.user) { users.append(c.user) }
+            var reads: [SQLStatement] = []
+            for user in users {
+                reads.append(SQLStatement(DispatchSQL.lockUser, [.text(user)]))
+                reads.append(SQLStatement(DispatchSQL.alertTargets, [.text(user)]))
+                reads.append(SQLStatement(ReminderSQL.lastIntakeWrite, [.text(user), .integer(now - 3 * 86_400_000)]))
+            }
+            for c in claimed {
+                reads.append(SQLStatement(DispatchSQL.dayTotal, [.text(c.user), .text(c.reminder.localDate)]))
+                reads.append(SQLStatement(DispatchSQL.dayContext, [.text(c.user), .text(c.reminder.localDate)]))
+                reads.append(SQLStatement(DispatchSQL.bill, [.text(c.user), .text(c.reminder.subjectID ?? "")]))
+            }
+            let rows = try tx.pipeline(reads)
+            for (u, user) in users.enumerated() {
+                guard let profile = rows[3 * u].first.map({ StoreRows.user($0).profile }) else { continue }
+                let mine = claimed.enumerated().filter { $0.element.user == user }
+                guard profile.reminders.enabled else {
+                    try tx.enqueue(ReminderSQL.dropMarks, [.text(user)])
+                    try tx.enqueue(ReminderSQL.cancelAll, [.text(user), .integer(now)])
+                    continue
+                }
+                let targets = DispatchSQL.targets(rows[3 * u + 1])
+                let lastIntake = rows[3 * u + 2].first?[0].int64
+                var replan = false
+                for (i, c) in mine {
+                    let r = c.reminder
+                    let base = 3 * users.count + 3 * i
+                    if r.isMark {
+                        try tx.enqueue(ReminderSQL.dropMark, [.text(r.id)])
+                        replan = true
+                        continue
+                    }
+                    let alert: RenderedAlert
+                    var extra: [(String, JSONValue)] = []
+                    switch r.kind {
+                    case .hydration:
+                        let logged = Int(rows[base].first?[0].int64 ?? 0)
+                        let context = rows[base + 1].first.map {
+                            DayContextContent(maxTemperatureC: $0[0].double, activeMinutes: $0[1].int64.map { Int($0) })
+                        }
+                        let goal = HydrationRules.dayGoalMl(baseGoalMl: HydrationRules.baseGoalMl(profile), context: context)
+                        let suggested = r.suggestedMl ?? profile.cupSizesMl.first ?? 250
+                        alert = messages.hydrationAlert(locale: profile.locale, loggedMl: logged, goalMl: goal, suggestedMl: suggested)
+                        extra.append(("suggestedAmountMl", .number(JSONNumber(Int64(suggested)))))
+                        let ignored = lastIntake.map { [SQLValue.integer($0)] } ?? [.integer(-1)]
+                        report.ignored += try tx.execute(DispatchSQL.markIgnored, [.text(user), .text(r.id), .integer(now)] + ignored)
+                        replan = true
+                    case .bill, .campaign:
+                        // Bill reminders: `BillReminders` (their own step); a campaign row is not
+                        // written by this version. Either is cancelled when it cannot be rendered.
+                        guard let bill = rows[base + 2].first, r.kind == .bill,
+                            let due = bill[3].text.flatMap(LocalDate.init(parsing:)),
+                            let day = LocalDate(parsing: r.localDate)
+                        else {
+                            try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
+                            continue
+                        }
+                        alert = messages.billAlert(
+                            locale: profile.locale, provider: bill[0].text ?? "", amountMinor: bill[1].int64 ?? 0,
+                            currency: bill[2].text ?? "TRY", daysBeforeDue: due.dayNumber - day.dayNumber)
+                        extra.append(("billId", .string(r.subjectID ?? "")))
+                    }
+                    let payload = DispatchSQL.payload(alert, reminderID: r.id, kind: r.kind, extra: extra)
+                    for device in targets {
+                        try tx.enqueue(
+                            DispatchSQL.insertPush,
+                            [
+                                .text(PushSQL.newID()), .text(user), .text(device), .text(payload),
+                                .text("suplash-reminder-\(r.localDate)"), .integer(now),
+                                .integer(max(r.dueAt, now) + DispatchSQL.lifetimeMs),
+                            ])
+                    }
+                    try tx.enqueue(DispatchSQL.markSent, [.text(r.id), .integer(now)])
+                    report.sent += 1
+                }
+                if replan {
+                    if try ReminderPlanner.replan(tx, userID: user, profile: profile, intakeWrittenAt: nil, now: now) {
+                        report.scheduled += 1
+                    }
+                }
+            }
+            return report
+        }
+    }
+}
+
+enum DispatchSQL {
+    /// `apns-expiration`: 30 minutes after the due time (or after a late send).
+    static let lifetimeMs: Int64 = 30 * 60_000
+
+    /// Due pending reminders, oldest due first (`reminders_due`); ?1 now, ?2 limit. Columns as
+    /// `ReminderSQL.columns`, then `user_id`.
+    static let claim = SQLText { d in
+        """
+        SELECT \(ReminderSQL.columns), user_id FROM reminders
+        WHERE state = 'pending' AND due_at <= ?1 ORDER BY due_at LIMIT ?2 \(d.forUpdate(skipLocked: true))
+        """
+    }
+    /// The user's row, locked unless another transaction holds it (then no row).
+    static let lockUser = SQLText { d in
+        "SELECT \(StoreRows.userColumns) FROM users WHERE id = ?1 \(d == .postgres ? "FOR NO KEY UPDATE SKIP LOCKED" : "")"
+    }
+    /// The user's devices holding an alert token, with their platform.
+    static let alertTargets = SQLText(
+        """
+        SELECT t.device_id, d.platform FROM device_tokens t JOIN devices d ON d.user_id = t.user_id AND d.id = t.device_id
+        WHERE t.user_id = ?1 AND t.push_type = 'alert' ORDER BY t.device_id
+        """)
+    static let dayTotal = SQLText("SELECT total_ml FROM daily_totals WHERE user_id = ?1 AND local_date = ?2")
+    static let dayContext = SQLText("SELECT max_temperature_c, active_minutes FROM days WHERE user_id = ?1 AND local_date = ?2")
+    /// A live unpaid bill (`provider, amount_minor, currency, due_date`).
+    static let bill = SQLText(
+        """
+        SELECT provider, amount_minor, currency, due_date FROM bills
+        WHERE user_id = ?1 AND id = ?2 AND deleted = 0 AND paid_at IS NULL
+        """)
+    /// An alert row; ?1 id, ?2 user, ?3 device, ?4 payload,
+    /// ?5 collapse id, ?6 now, ?7 expiry. A pending alert of the device is replaced.
+    static let insertPush = SQLText(
+        """
+        INSERT INTO push_outbox (id, user_id, device_id, push_type, payload, collapse_id, due_at, expires_at,
+            attempts, next_attempt_at, state, created_at)
+        VALUES (?1, ?2, ?3, 'alert', ?4, ?5, ?6, ?7, 0, ?6, 'pending', ?6)
+        ON CONFLICT (user_id, device_id, push_type) WHERE \(PushSQL.pending)
+        DO UPDATE SET payload = excluded.payload, collapse_id = excluded.collapse_id, expires_at = excluded.expires_at
+        """)
+    /// ?1 id, ?2 now.
+    static let markSent = SQLText("UPDATE reminders SET state = 'sent', sent_at = ?2, updated_at = ?2 WHERE id = ?1")
+    /// The user's earlier sent hydration reminders without an answer and with no water written
+    /// since they were sent; ?1 user, ?2 the one being sent, ?3 now, ?4 the latest intake write
+    /// (−1: none).
+    static let markIgnored = SQLText(
+        """
+        UPDATE reminders SET state = 'ignored', updated_at = ?3
+        WHERE user_id = ?1 AND kind = 'hydration' AND state = 'sent' AND id <> ?2 AND sent_at > ?4
+        """)
+
+    /// Phones (iOS) with an alert token; the watch only when there is none (iPhone alerts reach
+    /// a paired watch); other devices (iPad, Mac) only when there is neither.
+    static func targets(_ rows: [some SQLRowValues]) -> [String] {
+        let devices = rows.map { (id: $0[0].text ?? "", platform: $0[1].text.flatMap(DevicePlatform.init(rawValue:))) }
+        for wanted in [[DevicePlatform.ios], [.watchos], [.ipados, .macos]] {
+            let found = devices.filter { $0.platform.map(wanted.contains) ?? false }.map(\.id)
+            if !found.isEmpty { return found }
+        }
+        return []
+    }
+
+    /// The alert payload: `aps.alert` {title, body}, `aps.category` `SUPLASH_REMINDER`, the
+    /// default sound, then `reminderId`, `kind` and `extra`.
+    static func payload(_ alert: RenderedAlert, reminderID: String, kind: ReminderKind, extra: [(String, JSONValue)]) -> String {
+        JSONValue.object(
+            [
+                (
+                    "aps",
+                    .object([
+                        ("alert", .object([("title", .string(alert.title)), ("body", .string(alert.body))])),
+                        ("sound", "default"), ("category", "SUPLASH_REMINDER"),
+                    ])
+                ),
+                ("reminderId", .string(reminderID)), ("kind", .string(kind.rawValue)),
+            ] + extra
+        ).serializedString()
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import SuplashAPI
+import SuplashDomain
+import SuplashLogging
+
+/// Wires the reminder scheduler (docs/reminders.md, "Scheduler") from the `reminders.*` keys:
+/// one `ReminderScheduler` thread per instance; several instances share the work through the
+/// claim's `SKIP LOCKED`.
+enum ReminderWiring {
+    /// The scheduler (not started), or nil when `reminders.schedulerEnabled` is false.
+    static func install(
+        settings: Settings, store: any ReminderRepository, messages: MessageCatalogue, counters: ReminderCounters,
+        logger: Logger
+    ) -> ReminderScheduler? {
+        guard settings.reminders.schedulerEnabled else { return nil }
+        return ReminderScheduler(
+            repository: store, messages: messages, counters: counters,
+            batchSize: max(1, settings.reminders.batchSize),
+            pollIntervalMs: Int64(max(10, settings.reminders.pollIntervalMs)), clock: ReminderScheduler.wallClock,
+            logger: logger)
+    }
+}
+
+/// The reminder scheduler of one server instance: one thread that runs
+/// `ReminderRepository.dispatchDueReminders` with the time of `clock` — a full batch is followed
+/// at once by the next, else it waits `pollIntervalMs` — and counts what it did. The pushes it
+/// queues are sent by the push sender (`PushSender`).
+final class ReminderScheduler: @unchecked Sendable {
+    /// ms since the epoch, the production clock.
+    static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    private let repository: any ReminderRepository
+    private let messages: MessageCatalogue
+    private let counters: ReminderCounters
+    private let batchSize: Int
+    private let pollIntervalMs: Int64
+    private let clock: @Sendable () -> Int64
+    private let logger: Logger
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var stopped = false
+    private var started = false
+    private var done = false
+
+    init(
+        repository: any ReminderRepository, messages: MessageCatalogue, counters: ReminderCounters, batchSize: Int,
+        pollIntervalMs: Int64, clock: @escaping @Sendable () -> Int64, logger: Logger
+    ) {
+        self.repository = repository
+        self.messages = messages
+        self.counters = counters
+        self.batchSize = batchSize
+        self.pollIntervalMs = pollIntervalMs
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Starts the thread (once).
+    func start() {
+        let first = condition.withLock {
+            defer { started = true }
+            return !started
+        }
+        guard first else { return }
+        let thread = Thread { [self] in run() }
+        thread.name = "suplash-reminders"
+        thread.start()
+    }
+
+    /// Stops the thread after the batch in hand and waits for it.
+    func stop() {
+        condition.withLock {
+            stopped = true
+            condition.broadcast()
+            while started && !done { condition.wait() }
+        }
+    }
+
+    /// One step at `clock()`: what it did.
+    /// - Throws: `RepositoryError`.
+    @discardableResult func step() throws -> ReminderDispatchReport {
+        let report = try repository.dispatchDueReminders(now: clock(), limit: batchSize, messages: messages)
+        counters.add(.sent, report.sent)
+        counters.add(.ignored, report.ignored)
+        counters.add(.scheduled, report.scheduled)
+        return report
+    }
+
+    private func run() {
+        defer {
+            condition.withLock {
+                done = true
+                condition.broadcast()
+            }
+        }
+        while condition.withLock({ !stopped }) {
+            var full = false
+            do {
+                full = try step().claimed >= batchSize
+            } catch {
+                logger.warning("reminder_dispatch_failed", .errorType(String(reflecting: type(of: error))))
+            }
+            if full { continue }
+            let keepGoing = condition.withLock {
+                let deadline = Date(timeIntervalSinceNow: Double(pollIntervalMs) / 1000)
+                while !stopped { if !condition.wait(until: deadline) { break } }
+                return !stopped
+            }
+            guard keepGoing else { return }
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import SuplashDomain
+import SuplashJSON
+import SuplashPostgres
+import SuplashPostgresStore
+import SuplashSQLiteStore
+import XCTest
+
+/// The reminder scheduler's step, driven by the test's clock (`dispatchDueReminders(now:)`), on
+/// PostgreSQL exactly as on SQLite: a due reminder becomes one alert push for the phone (the
+/// watch only without a phone), with the catalogue's text, its category and id; the next one is
+/// planned; a glass logged on the watch before that is due cancels it; unanswered reminders are
+/// marked ignored.
+final class ReminderDispatchBehaviourTests: XCTestCase {
+    typealias Store = AccountAndEntryStore & ReminderRepository & DeviceRepository & PushOutboxRepository
+
+    let helper = StoreFixtures()
+
+    override func tearDown() {
+        helper.close()
+    }
+
+    static let phone = "0193e000-0000-4000-8000-000000000001"
+    static let watch = "0193e000-0000-4000-8000-000000000002"
+    static let bobWatch = "0193e000-0000-4000-8000-000000000003"
+
+    static func messages() throws -> MessageCatalogue {
+        let dir = PostgresTestSupport.packageRoot + "/config/messages"
+        return try MessageCatalogue(
+            try FileManager.default.contentsOfDirectory(atPath: dir).sorted().map { name in
+                let data = try XCTUnwrap(FileManager.default.contents(atPath: dir + "/" + name))
+                return try LocaleMessages(json: try JSONParser.parse(Array(data)))
+            })
+    }
+
+    func register(_ store: Store, _ user: String, _ device: String, _ platform: DevicePlatform, _ token: UInt8) throws {
+        _ = try store.registerDevice(
+            userID: user, deviceID: device, sessionID: nil,
+            registration: DeviceRegistration(
+                platform: platform, bundleID: "app.suplash.ios", environment: .production, locale: nil, appVersion: nil,
+                tokens: [PushToken(pushType: .alert, token: [UInt8](repeating: token, count: 32))]),
+            now: helper.t0)
+    }
+
+    func scenario(_ store: Store) throws -> [String] {
+        let (alice, bob, t0) = (helper.alice, helper.bob, helper.t0)
+        let messages = try Self.messages()
+        try helper.makeUsers(store)
+        _ = try store.updateProfile(userID: alice, now: t0) { p in
+            var p = p
+            p.timezone = "Europe/Berlin"
+            p.locale = "en-GB"
+            return p
+        }
+        try register(store, alice, Self.phone, .ios, 0xA1)
+        try register(store, alice, Self.watch, .watchos, 0xA2)
+        try register(store, bob, Self.bobWatch, .watchos, 0xB1)
+        let clock = ZoneClocks.shared.clock("Europe/Berlin")
+        var transcript: [String] = []
+        func minute(_ t: Int64) -> String {
+            let m = clock.wallMinuteOfDay(at: t)
+            return String(format: "%02d:%02d", m / 60, m % 60)
+        }
+        func step(_ label: String, at t: Int64) throws {
+            let next = try store.reminderOverview(userID: alice, limit: 50).next
+            let r = try store.dispatchDueReminders(now: t, limit: 10, messages: messages)
+            transcript.append(
+                "\(label) \(minute(t)): claimed \(r.claimed) sent \(r.sent) ignored \(r.ignored) scheduled \(r.scheduled)")
+            let pushes = try store.claimDuePushes(now: t + 1, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000)
+            for p in pushes.sorted(by: { $0.deviceID < $1.deviceID }) {
+                let payload = try JSONParser.parse(Array(p.payload.utf8))
+                let id = payload["reminderId"]?.stringValue
+                transcript.append(
+                    "  push \(p.deviceID.suffix(1)) \(p.pushType.rawValue) \(payload["aps"]?["category"]?.stringValue ?? "-") "
+                        + "\(p.collapseID ?? "-") expires +\((p.expiresAt - t) / 60_000)m "
+                        + "\(id != nil && id == next?.id ? "alice's next" : id.map { _ in "other" } ?? "no id") "
+                        + "\"\(payload["aps"]?["alert"]?["title"]?.stringValue ?? "")\" "
+                        + "suggested \(payload["suggestedAmountMl"]?.int64Value ?? 0)")
+                try store.recordPushSent(id: p.id, payload: p.payload, now: t + 2)
+            }
+            let o = try store.reminderOverview(userID: alice, limit: 50)
+            transcript.append(
+                "  alice next \(o.next.map { minute($0.dueAt) } ?? "none") recent \(o.recent.map { "\($0.outcome.rawValue)\($0.sentAt == nil ? "" : "+sent")" })"
+            )
+        }
+        try step("before due", at: t0 - 60_000)
+        try step("due", at: t0 + 1000)
+        // A glass on the watch that meets the goal: the pending reminder is cancelled.
+        _ = try store.createEntry(
+            userID: alice, id: "0193e000-0000-4000-8000-0000000000e1",
+            content: WaterEntryContent(amountMl: 2600, loggedAt: t0 + 600_000, source: .watch), deviceID: Self.watch,
+            now: t0 + 600_000)
+        try step("after the watch glass", at: t0 + 90 * 60_000 + 1000)
+        try step("bob's third", at: t0 + 180 * 60_000 + 1000)
+        try step("after bob's window", at: t0 + 300 * 60_000)
+        let bobs = try store.reminderOverview(userID: bob, limit: 50).recent.map(\.outcome.rawValue)
+        transcript.append("bob \(bobs)")
+        return transcript
+    }
+
+    func testSameTranscriptOnSQLiteAndPostgres() throws {
+        let sqlite = try scenario(try helper.sqliteStore().0)
+        XCTAssertEqual(
+            sqlite,
+            [
+                "before due 16:12: claimed 0 sent 0 ignored 0 scheduled 0",
+                "  alice next 16:13 recent [\"pending\"]",
+                // Alice's phone gets hers (not the watch), in English (en-GB); Bob has only a
+                // watch, and Turkish (tr-TR).
+                "due 16:13: claimed 2 sent 2 ignored 0 scheduled 2",
+                "  push 1 alert SUPLASH_REMINDER suplash-reminder-2026-09-21 expires +30m alice's next \"Time for water\" suggested 500",
+                "  push 3 alert SUPLASH_REMINDER suplash-reminder-2026-09-21 expires +30m other \"Su zamanı\" suggested 500",
+                "  alice next 17:43 recent [\"pending\", \"pending+sent\"]",
+                // The watch glass met Alice's goal: her 17:43 reminder was cancelled. Bob's second
+                // goes; his first, unanswered, is ignored.
+                "after the watch glass 17:43: claimed 1 sent 1 ignored 1 scheduled 1",
+                "  push 3 alert SUPLASH_REMINDER suplash-reminder-2026-09-21 expires +30m other \"Su zamanı\" suggested 500",
+                "  alice next none recent [\"cancelled\", \"pending+sent\"]",
+                // Three unanswered in a row: the gap doubles to 3 h, past Bob's window (22:00
+                // Istanbul), so only a re-plan mark at the window's end.
+                "bob's third 19:13: claimed 1 sent 1 ignored 1 scheduled 0",
+                "  push 3 alert SUPLASH_REMINDER suplash-reminder-2026-09-21 expires +30m other \"Su zamanı\" suggested 500",
+                "  alice next none recent [\"cancelled\", \"pending+sent\"]",
+                // The mark is claimed after the window: tomorrow's first reminder is planned.
+                "after bob's window 21:13: claimed 1 sent 0 ignored 0 scheduled 1",
+                "  alice next none recent [\"cancelled\", \"pending+sent\"]",
+                "bob [\"pending\", \"pending\", \"ignored\", \"ignored\"]",
+            ])
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
+        }
+        let postgres = try scenario(try helper.postgresStore().0)
+        XCTAssertEqual(postgres, sqlite)
+    }
+
+    /// Two store objects (two pools, as two instances) dispatching at once from many threads:
+    /// every due reminder is sent exactly once, one alert each.
+    func testTwoInstancesNeverSendOneReminderTwice() throws {
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set")
+        }
+        let (store, _) = try helper.postgresStore()
+        let other = PostgresStore(database: try PostgresDatabase(url: try PostgresTestSupport.url(), poolSize: 4))
+        helper.cleanups.append { other.database.close() }
+        let t0 = helper.t0
+        let messages = try Self.messages()
+        for i in 0..<20 {
+            let user = String(format: "01930000-0000-7000-8000-%012d", 100 + i)
+            _ = try store.createUser(
+                UserProfile(id: user, email: "u\(i)@example.test", displayName: nil, now: t0), passwordHash: "$argon2id$x",
+                session: helper.session("s\(i)", user, hash: UInt8(i)))
+            try register(store, user, String(format: "0193e000-0000-4000-8000-%012d", 100 + i), .ios, UInt8(i))
+        }
+        let sent = Locked(0)
+        let failures = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            let s: PostgresStore = i % 2 == 0 ? store : other
+            while true {
+                do {
+                    let r = try s.dispatchDueReminders(now: t0 + 1000, limit: 3, messages: messages)
+                    if r.claimed == 0 { return }
+                    sent.withLock { $0 += r.sent }
+                } catch {
+                    failures.withLock { $0 += 1 }
+                    return
+                }
+            }
+        }
+        XCTAssertEqual(failures.current, 0)
+        XCTAssertEqual(sent.current, 20)
+        let pushes = try store.claimDuePushes(now: t0 + 2000, limit: 100, leaseMs: 60_000, backgroundWindowMs: 300_000)
+        XCTAssertEqual(pushes.filter { $0.pushType == .alert }.count, 20)
+        XCTAssertEqual(Set(pushes.map(\.userID)).count, 20)
+    }
+}
