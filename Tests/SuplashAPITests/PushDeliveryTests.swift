@@ -29,6 +29,8 @@ final class PushDeliveryTests: XCTestCase {
                 "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(sandbox)", "SUPLASH_APNS_CA_FILE": ca,
                 "SUPLASH_APNS_BUNDLE_IDS": bundle, "SUPLASH_APNS_BACKGROUND_WINDOW_SECONDS": "10",
                 "SUPLASH_APNS_POLL_INTERVAL_MS": "50", "SUPLASH_RATELIMIT_ENABLED": "false",
+                // Reminder alerts are ReminderDeliveryTests' subject, not these tests'.
+                "SUPLASH_REMINDERS_SCHEDULER_ENABLED": "false",
             ])
         } catch {
             startError = "\(error)"
@@ -208,7 +210,7 @@ final class PushPausedTests: XCTestCase {
             "SUPLASH_APNS_PRODUCTION_URL": "https://127.0.0.1:\(try XCTUnwrap(info["productionPort"]?.int64Value))",
             "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(try XCTUnwrap(info["sandboxPort"]?.int64Value))",
             "SUPLASH_APNS_CA_FILE": try XCTUnwrap(info["caFile"]?.stringValue), "SUPLASH_APNS_BUNDLE_IDS": bundle,
-            "SUPLASH_APNS_POLL_INTERVAL_MS": "50",
+            "SUPLASH_APNS_POLL_INTERVAL_MS": "50", "SUPLASH_REMINDERS_SCHEDULER_ENABLED": "false",
         ])
         defer { s.stop() }
         let u = try s.signUp()

@@ -70,6 +70,11 @@ final class ReminderRoutesTests: XCTestCase {
         XCTAssertEqual(gone.status, 409)
         XCTAssertEqual(gone.json?["code"]?.stringValue, "reminder_entry_deleted")
 
+        // `/metrics` counts the action rate's numerator (this instance, since start).
+        let metrics = try s.request("GET", "/metrics").text
+        let acted = metrics.split(separator: "\n").first { $0.hasPrefix("suplash_reminders_total{event=\"acted\"}") }
+        XCTAssertGreaterThanOrEqual(Double(acted?.split(separator: " ").last ?? "") ?? 0, 1, metrics)
+
         let export = try s.request("GET", "/v1/users/me/export", token: u.token)
         let exported = export.json?["reminders"]?.arrayValue ?? []
         XCTAssertTrue(exported.contains { $0["id"]?.stringValue == id && $0["outcome"]?.stringValue == "acted" }, export.text)
