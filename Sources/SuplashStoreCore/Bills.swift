@@ -11,7 +11,7 @@ extension BillRepository where Self: SQLStore {
     public func createBill(userID: String, id: String, content: BillContent, deviceID: String?, now: Int64) throws -> BillCreateOutcome {
         try transaction { tx in
             tx.writerDeviceID = deviceID
-            let stored = try BillStatements.lockUserAndFetch(tx, userID: userID, id: id, lock: false)
+            let (profile, stored) = try BillStatements.lockUserAndFetch(tx, userID: userID, id: id, lock: false)
             if let existing = try DocumentWrites.existing(
                 stored, content: content, storedContent: \.content,
                 deletedCode: "bill_deleted", existsCode: "bill_id_exists")
@@ -24,6 +24,7 @@ extension BillRepository where Self: SQLStore {
                 StoreRows.billValues(content) + [
                     .text(userID), .text(id), .integer(now), .integer(now), .integer(now), .text(deviceID ?? ""),
                 ])
+            try BillReminders.billChanged(tx, userID: userID, profile: profile, billID: id, bill: content, deleted: false, now: now)
             return .created(Bill(id: id, userID: userID, content: content, createdAt: now, updatedAt: now, version: 1))
         }
     }
@@ -39,7 +40,7 @@ extension BillRepository where Self: SQLStore {
     ) throws -> Bill {
         try transaction { tx in
             tx.writerDeviceID = deviceID
-            let stored = try BillStatements.lockUserAndFetch(tx, userID: userID, id: id, lock: true)
+            let (profile, stored) = try BillStatements.lockUserAndFetch(tx, userID: userID, id: id, lock: true)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             let content = try transform(current.content)
@@ -50,6 +51,7 @@ extension BillRepository where Self: SQLStore {
                 StoreRows.billValues(content) + [
                     .integer(now), .integer(next.version), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
+            try BillReminders.billChanged(tx, userID: userID, profile: profile, billID: id, bill: content, deleted: false, now: now)
             return next
         }
     }
@@ -60,12 +62,14 @@ extension BillRepository where Self: SQLStore {
     ) throws {
         try transaction { tx in
             tx.writerDeviceID = deviceID
-            let stored = try BillStatements.lockUserAndFetch(tx, userID: userID, id: id, lock: true)
-            _ = try DocumentWrites.target(stored, precondition: precondition)
+            let (profile, stored) = try BillStatements.lockUserAndFetch(tx, userID: userID, id: id, lock: true)
+            let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
             try tx.positionedWrite(
                 of: .bill(userID, id), userID: userID, BillSQL.delete,
                 [.integer(now), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id)])
+            try BillReminders.billChanged(
+                tx, userID: userID, profile: profile, billID: id, bill: current.content, deleted: true, now: now)
         }
     }
 
@@ -137,16 +141,16 @@ public enum BillStatements {
 
     /// Locks the user's row (`UserLock`; `RepositoryError.notFound` when there is no such
     /// user), then reads the bill — locked with `FOR UPDATE` on PostgreSQL when `lock` — in one
-    /// pipeline (one round trip on PostgreSQL).
+    /// pipeline (one round trip on PostgreSQL). Returns the profile too (bill reminders read it).
     static func lockUserAndFetch(_ tx: some StoreTransaction, userID: String, id: String, lock: Bool) throws
-        -> Stamped<Bill>?
+        -> (profile: UserProfile, stored: Stamped<Bill>?)
     {
         let results = try tx.pipeline([
             SQLStatement(UserLock.statement, [.text(userID)]),
             SQLStatement(lock ? BillSQL.stampedForUpdate : BillSQL.stamped, [.text(userID), .text(id)]),
         ])
-        if results[0].isEmpty { throw RepositoryError.notFound }
-        return results[1].first.map { stamped($0) }
+        guard let profile = results[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
+        return (profile, results[1].first.map { stamped($0) })
     }
 
     private static func stamped(_ row: some SQLRowValues) -> Stamped<Bill> {

@@ -35,7 +35,10 @@ extension ReminderRepository where Self: SQLStore {
             let rows = try tx.pipeline(reads)
             for (u, user) in users.enumerated() {
                 guard let profile = rows[3 * u].first.map({ StoreRows.user($0).profile }) else { continue }
+                // Bills first: a device holds one pending alert, so a hydration reminder due in the
+                // same step waits `collisionDelayMs` instead of replacing the bill's.
                 let mine = claimed.enumerated().filter { $0.element.user == user }
+                    .sorted { ($0.element.reminder.kind == .bill ? 0 : 1, $0.offset) < ($1.element.reminder.kind == .bill ? 0 : 1, $1.offset) }
                 guard profile.reminders.enabled else {
                     try tx.enqueue(ReminderSQL.dropMarks, [.text(user)])
                     try tx.enqueue(ReminderSQL.cancelAll, [.text(user), .integer(now)])
@@ -44,6 +47,7 @@ extension ReminderRepository where Self: SQLStore {
                 let targets = DispatchSQL.targets(rows[3 * u + 1])
                 let lastIntake = rows[3 * u + 2].first?[0].int64
                 var replan = false
+                var sentBills: [Bill] = []
                 for (i, c) in mine {
                     let r = c.reminder
                     let base = 3 * users.count + 3 * i
@@ -56,6 +60,10 @@ extension ReminderRepository where Self: SQLStore {
                     var extra: [(String, JSONValue)] = []
                     switch r.kind {
                     case .hydration:
+                        guard sentBills.isEmpty || targets.isEmpty else {
+                            try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
+                            continue
+                        }
                         let logged = Int(rows[base].first?[0].int64 ?? 0)
                         let context = rows[base + 1].first.map {
                             DayContextContent(maxTemperatureC: $0[0].double, activeMinutes: $0[1].int64.map { Int($0) })
@@ -70,17 +78,17 @@ extension ReminderRepository where Self: SQLStore {
                     case .bill, .campaign:
                         // Bill reminders: `BillReminders` (their own step); a campaign row is not
                         // written by this version. Either is cancelled when it cannot be rendered.
-                        guard let bill = rows[base + 2].first, r.kind == .bill,
-                            let due = bill[3].text.flatMap(LocalDate.init(parsing:)),
-                            let day = LocalDate(parsing: r.localDate)
+                        guard let bill = rows[base + 2].first.map({ StoreRows.bill($0) }), r.kind == .bill,
+                            profile.reminders.billReminders, let day = LocalDate(parsing: r.localDate)
                         else {
                             try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
                             continue
                         }
                         alert = messages.billAlert(
-                            locale: profile.locale, provider: bill[0].text ?? "", amountMinor: bill[1].int64 ?? 0,
-                            currency: bill[2].text ?? "TRY", daysBeforeDue: due.dayNumber - day.dayNumber)
-                        extra.append(("billId", .string(r.subjectID ?? "")))
+                            locale: profile.locale, provider: bill.content.provider, amountMinor: bill.content.amountMinor,
+                            currency: bill.content.currency, daysBeforeDue: bill.content.dueDate.dayNumber - day.dayNumber)
+                        extra.append(("billId", .string(bill.id)))
+                        sentBills.append(bill)
                     }
                     let payload = DispatchSQL.payload(alert, reminderID: r.id, kind: r.kind, extra: extra)
                     for device in targets {
@@ -94,6 +102,10 @@ extension ReminderRepository where Self: SQLStore {
                     }
                     try tx.enqueue(DispatchSQL.markSent, [.text(r.id), .integer(now)])
                     report.sent += 1
+                }
+                for bill in sentBills {
+                    try BillReminders.billChanged(
+                        tx, userID: user, profile: profile, billID: bill.id, bill: bill.content, deleted: false, now: now)
                 }
                 if replan {
                     if try ReminderPlanner.replan(tx, userID: user, profile: profile, intakeWrittenAt: nil, now: now) {
@@ -109,6 +121,10 @@ extension ReminderRepository where Self: SQLStore {
 enum DispatchSQL {
     /// `apns-expiration`: 30 minutes after the due time (or after a late send).
     static let lifetimeMs: Int64 = 30 * 60_000
+    /// How long a hydration reminder waits behind a bill reminder sent in the same step.
+    static let collisionDelayMs: Int64 = 5 * 60_000
+    /// ?1 id, ?2 new due time.
+    static let postpone = SQLText("UPDATE reminders SET due_at = ?2 WHERE id = ?1 AND state = 'pending'")
 
     /// Due pending reminders, oldest due first (`reminders_due`); ?1 now, ?2 limit. Columns as
     /// `ReminderSQL.columns`, then `user_id`.
@@ -130,12 +146,9 @@ enum DispatchSQL {
         """)
     static let dayTotal = SQLText("SELECT total_ml FROM daily_totals WHERE user_id = ?1 AND local_date = ?2")
     static let dayContext = SQLText("SELECT max_temperature_c, active_minutes FROM days WHERE user_id = ?1 AND local_date = ?2")
-    /// A live unpaid bill (`provider, amount_minor, currency, due_date`).
+    /// A live unpaid bill (`StoreRows.billColumns`).
     static let bill = SQLText(
-        """
-        SELECT provider, amount_minor, currency, due_date FROM bills
-        WHERE user_id = ?1 AND id = ?2 AND deleted = 0 AND paid_at IS NULL
-        """)
+        "SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = ?1 AND id = ?2 AND deleted = 0 AND paid_at IS NULL")
     /// An alert row; ?1 id, ?2 user, ?3 device, ?4 payload,
     /// ?5 collapse id, ?6 now, ?7 expiry. A pending alert of the device is replaced.
     static let insertPush = SQLText(

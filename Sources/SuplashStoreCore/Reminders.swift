@@ -37,16 +37,17 @@ public enum ReminderPlanner {
     }
 
     /// Recomputes after a profile write when anything the schedule reads changed (reminder
-    /// settings, wake / sleep times, zone, cups, the goal's inputs); turning reminders off
-    /// cancels every pending reminder of the user (bills' included).
+    /// settings, wake / sleep times, zone, cups, the goal's inputs), and the bills' reminders
+    /// when the settings or the zone changed; turning reminders off cancels every pending
+    /// reminder of the user (bills' included).
     /// - Throws: the engine's error.
     public static func profileChanged(
         _ tx: some StoreTransaction, previous: UserProfile, current: UserProfile, now: Int64
     ) throws {
         guard previous.reminders.enabled || current.reminders.enabled else { return }
+        let bills = previous.reminders != current.reminders || previous.timezone != current.timezone
         let same =
-            previous.reminders == current.reminders && previous.wakeTime == current.wakeTime
-            && previous.sleepTime == current.sleepTime && previous.timezone == current.timezone
+            !bills && previous.wakeTime == current.wakeTime && previous.sleepTime == current.sleepTime
             && previous.cupSizesMl == current.cupSizesMl
             && HydrationRules.baseGoalMl(previous) == HydrationRules.baseGoalMl(current)
         guard !same else { return }
@@ -56,14 +57,17 @@ public enum ReminderPlanner {
             return
         }
         try replan(tx, userID: current.id, profile: current, intakeWrittenAt: nil, now: now)
+        if bills { try BillReminders.replanAll(tx, userID: current.id, profile: current, now: now) }
     }
 
-    /// Recomputes once after a sync push that applied entry, day or profile mutations (their
-    /// bookkeeping ran with `planReminders: false`): reads the profile as the push left it (one
-    /// statement). With reminders off, a profile write cancels every pending reminder.
+    /// Recomputes once after a sync push that applied entry, day, profile or bill mutations
+    /// (their bookkeeping ran with `planReminders: false`): reads the profile as the push left it
+    /// (one statement); the bills' reminders when bills or the profile were written. With
+    /// reminders off, a profile write cancels every pending reminder.
     /// - Throws: the engine's error.
     public static func pushed(
-        _ tx: some StoreTransaction, userID: String, intakeWritten: Bool, profileWritten: Bool, now: Int64
+        _ tx: some StoreTransaction, userID: String, intakeWritten: Bool, daysWritten: Bool, profileWritten: Bool,
+        billsWritten: Bool, now: Int64
     ) throws {
         guard let profile = try tx.queryOne(BookkeepingSQL.profile, [.text(userID)]).map({ StoreRows.user($0).profile })
         else { return }
@@ -73,7 +77,10 @@ public enum ReminderPlanner {
             try tx.enqueue(ReminderSQL.cancelAll, [.text(userID), .integer(now)])
             return
         }
-        try replan(tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now)
+        if intakeWritten || daysWritten || profileWritten {
+            try replan(tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now)
+        }
+        if billsWritten || profileWritten { try BillReminders.replanAll(tx, userID: userID, profile: profile, now: now) }
     }
 
     /// The reads of one plan (one round trip) and the decision; `intakeWrittenAt` nil reads the

@@ -38,10 +38,10 @@ extension SyncRepository where Self: SQLStore {
                 return outcome
             }
             // The next reminder once for the whole push (not per mutation).
-            if !changed.isDisjoint(with: ["water_entries", "profile", "days"]) {
+            if !changed.isDisjoint(with: ["water_entries", "profile", "days", "bills"]) {
                 try ReminderPlanner.pushed(
-                    tx, userID: userID, intakeWritten: changed.contains("water_entries"),
-                    profileWritten: changed.contains("profile"), now: now)
+                    tx, userID: userID, intakeWritten: changed.contains("water_entries"), daysWritten: changed.contains("days"),
+                    profileWritten: changed.contains("profile"), billsWritten: changed.contains("bills"), now: now)
             }
             return (outcomes, try tx.queryOne(SyncFeedSQL.head, [])?[0].int64 ?? 0)
         }

@@ -98,6 +98,89 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
         return transcript
     }
 
+    /// Bill-due reminders: 10:00 local three days and one day before the due date, each sent by
+    /// the scheduler (which plans the next), none after the bill is paid.
+    func billScenario(_ store: Store & BillRepository) throws -> [String] {
+        let (alice, t0) = (helper.alice, helper.t0)
+        let messages = try Self.messages()
+        try helper.makeUsers(store)
+        _ = try store.updateProfile(userID: alice, now: t0) { p in
+            var p = p
+            p.timezone = "Europe/Berlin"
+            p.locale = "en-GB"
+            return p
+        }
+        try register(store, alice, Self.phone, .ios, 0xA1)
+        let clock = ZoneClocks.shared.clock("Europe/Berlin")
+        let today = clock.localDate(of: t0)
+        func at(_ days: Int, _ hour: Int, _ minute: Int = 0) throws -> Int64 {
+            clock.instant(of: today.adding(days: days), at: try XCTUnwrap(ClockTime(hour: hour, minute: minute)))
+        }
+        var transcript: [String] = []
+        func bills() throws -> String {
+            try store.reminderOverview(userID: alice, limit: 50).recent.filter { $0.kind == .bill }.map { r in
+                let m = clock.wallMinuteOfDay(at: r.dueAt)
+                return "\(clock.localDate(of: r.dueAt)) \(String(format: "%02d:%02d", m / 60, m % 60)) \(r.outcome.rawValue)"
+            }.description
+        }
+        func step(_ label: String, at t: Int64) throws {
+            let r = try store.dispatchDueReminders(now: t, limit: 10, messages: messages)
+            var line = "\(label): sent \(r.sent)"
+            for p in try store.claimDuePushes(now: t + 1, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000)
+            where p.pushType == .alert {
+                let payload = try JSONParser.parse(Array(p.payload.utf8))
+                line +=
+                    " | \(payload["kind"]?.stringValue ?? "-") \"\(payload["aps"]?["alert"]?["title"]?.stringValue ?? "")\" "
+                    + "\"\(payload["aps"]?["alert"]?["body"]?.stringValue ?? "")\""
+                try store.recordPushSent(id: p.id, payload: p.payload, now: t + 2)
+            }
+            transcript.append(line)
+            transcript.append("  bills \(try bills())")
+        }
+        let content = BillContent(
+            provider: "ISKI", subscriberNo: "1", period: today.yearMonth, consumptionMilliM3: 12_000, amountMinor: 45_050,
+            dueDate: today.adding(days: 4))
+        _ = try store.createBill(userID: alice, id: "0193e000-0000-4000-8000-0000000000b1", content: content, deviceID: nil, now: t0)
+        transcript.append("created: bills \(try bills())")
+        try step("three days before", at: try at(1, 10, 0) + 1000)
+        let paidAt = try at(2, 12)
+        _ = try store.updateBill(
+            userID: alice, id: "0193e000-0000-4000-8000-0000000000b1", deviceID: nil, now: paidAt, precondition: { _ in true }
+        ) { c in
+            var c = c
+            c.paidAt = paidAt
+            return c
+        }
+        transcript.append("paid: bills \(try bills())")
+        try step("one day before", at: try at(3, 10, 0) + 1000)
+        return transcript
+    }
+
+    func testBillRemindersOnSQLiteAndPostgres() throws {
+        let sqlite = try billScenario(try helper.sqliteStore().0)
+        XCTAssertEqual(
+            sqlite,
+            [
+                // Due in four days: the first is three days before, at 10:00. (The amount is
+                // Foundation's currency format: a no-break space after the code.)
+                "created: bills [\"2026-09-22 10:00 pending\"]",
+                // Sent (Bob's overdue hydration reminder too, without a device: no push); Alice's
+                // own overdue hydration reminder waits behind the bill's alert. The next bill
+                // reminder is one day before.
+                "three days before: sent 2 | bill \"ISKI bill due soon\" \"Your ISKI bill (TRY\u{00A0}450.50) is due in 3 days.\"",
+                "  bills [\"2026-09-24 10:00 pending\", \"2026-09-22 10:00 pending\"]",
+                "paid: bills [\"2026-09-24 10:00 cancelled\", \"2026-09-22 10:00 pending\"]",
+                // Paid: no bill reminder; the waiting hydration reminder goes.
+                "one day before: sent 2 | hydration \"Time for water\" \"Start the day with water: today's goal is 2,500 ml. Have 500 ml to begin.\"",
+                "  bills [\"2026-09-24 10:00 cancelled\", \"2026-09-22 10:00 pending\"]",
+            ])
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
+        }
+        let postgres = try billScenario(try helper.postgresStore().0)
+        XCTAssertEqual(postgres, sqlite)
+    }
+
     func testSameTranscriptOnSQLiteAndPostgres() throws {
         let sqlite = try scenario(try helper.sqliteStore().0)
         XCTAssertEqual(

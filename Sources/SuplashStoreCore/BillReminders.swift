@@ -1,0 +1,104 @@
+import SuplashDomain
+import SuplashSQL
+import SuplashStoreRows
+
+/// Bill-due reminders (docs/reminders.md, "Bill reminders"): each unpaid bill has at most one
+/// pending `bill` row in `reminders` (`subject_id` = the bill id), recomputed by
+/// `BillReminderSchedule.next` inside every write of the bill (REST create / revise / delete,
+/// sync pushes), when the profile's reminder settings or zone change, and after the scheduler
+/// sent the bill's previous one. The caller holds the user's lock. With reminders or bill
+/// reminders off nothing is read (turning them off cancels the pending rows,
+/// `ReminderPlanner.profileChanged`).
+public enum BillReminders {
+    /// Recomputes `billID`'s next reminder after a write of it: one read (its reminders,
+    /// `reminders_subject`), one queued write.
+    /// - Parameters:
+    ///   - bill: the bill's content as the write leaves it; `deleted` for a tombstone.
+    ///   - now: ms since the epoch.
+    /// - Throws: the engine's error.
+    public static func billChanged(
+        _ tx: some StoreTransaction, userID: String, profile: UserProfile, billID: String, bill: BillContent,
+        deleted: Bool, now: Int64
+    ) throws {
+        guard profile.reminders.enabled, profile.reminders.billReminders else { return }
+        let rows = try tx.query(BillReminderSQL.ofBill, [.text(userID), .text(billID)])
+        try save(tx, userID: userID, profile: profile, billID: billID, bill: bill, deleted: deleted, rows: rows, now: now)
+    }
+
+    /// Recomputes every unpaid live bill's next reminder (a profile or sync write changed the
+    /// settings, the zone or bills): reads the bills and their reminders in one round trip.
+    /// - Throws: the engine's error.
+    public static func replanAll(_ tx: some StoreTransaction, userID: String, profile: UserProfile, now: Int64) throws {
+        guard profile.reminders.enabled, profile.reminders.billReminders else {
+            try tx.enqueue(BillReminderSQL.cancelAll, [.text(userID), .integer(now)])
+            return
+        }
+        let rows = try tx.pipeline([
+            SQLStatement(BillReminderSQL.unpaid, [.text(userID)]), SQLStatement(BillReminderSQL.ofUser, [.text(userID)]),
+        ])
+        let bills = rows[0].map { StoreRows.bill($0) }
+        for bill in bills {
+            try save(
+                tx, userID: userID, profile: profile, billID: bill.id, bill: bill.content, deleted: false,
+                rows: rows[1].filter { $0[4].text == bill.id }, now: now)
+        }
+        // Pending reminders of bills that are no longer unpaid and live.
+        let live = Set(bills.map(\.id))
+        for row in rows[1] where row[1].text == "pending" && !live.contains(row[4].text ?? "") {
+            try tx.enqueue(ReminderSQL.cancel, [.text(row[0].text ?? ""), .integer(now)])
+        }
+    }
+
+    /// The decision over the bill's reminder rows (`id, state, sent_at, due_at, subject_id`).
+    static func save(
+        _ tx: some StoreTransaction, userID: String, profile: UserProfile, billID: String, bill: BillContent,
+        deleted: Bool, rows: [some SQLRowValues], now: Int64
+    ) throws {
+        let pending = rows.first { $0[1].text == "pending" }
+        let plan = BillReminderSchedule.next(
+            billID: billID, bill: bill, deleted: deleted, settings: profile.reminders,
+            clock: ZoneClocks.shared.clock(profile.timezone), sentAt: rows.compactMap { $0[2].int64 }, now: now)
+        switch (plan, pending) {
+        case (nil, nil):
+            return
+        case (nil, let pending?):
+            try tx.enqueue(ReminderSQL.cancel, [pending[0], .integer(now)])
+        case (let plan?, let pending?):
+            guard pending[3].int64 != plan.dueAt else { return }
+            try tx.enqueue(
+                BillReminderSQL.move, [pending[0], .integer(plan.dueAt), .text(plan.localDate.description), .integer(now)])
+        case (let plan?, nil):
+            try tx.enqueue(
+                BillReminderSQL.insert,
+                [
+                    .text(ReminderPlanner.newID()), .text(userID), .integer(plan.dueAt), .text(plan.localDate.description),
+                    .text(billID), .integer(now),
+                ])
+        }
+    }
+}
+
+enum BillReminderSQL {
+    static let columns = "id, state, sent_at, due_at, subject_id"
+    /// One bill's reminders (`reminders_subject`); ?1 user, ?2 bill id.
+    static let ofBill = SQLText(
+        "SELECT \(columns) FROM reminders WHERE user_id = ?1 AND subject_id = ?2 AND kind = 'bill'")
+    /// Every bill reminder of the user (`reminders_subject`); ?1 user.
+    static let ofUser = SQLText(
+        "SELECT \(columns) FROM reminders WHERE user_id = ?1 AND subject_id IS NOT NULL AND kind = 'bill'")
+    /// The user's live unpaid bills.
+    static let unpaid = SQLText(
+        "SELECT \(StoreRows.billColumns) FROM bills WHERE user_id = ?1 AND deleted = 0 AND paid_at IS NULL")
+    /// ?1 id, ?2 user, ?3 due, ?4 local date, ?5 bill id, ?6 now.
+    static let insert = SQLText(
+        """
+        INSERT INTO reminders (id, user_id, kind, due_at, state, suggested_ml, local_date, subject_id, created_at, updated_at)
+        VALUES (?1, ?2, 'bill', ?3, 'pending', NULL, ?4, ?5, ?6, ?6)
+        """)
+    /// ?1 id, ?2 due, ?3 local date, ?4 now.
+    static let move = SQLText(
+        "UPDATE reminders SET due_at = ?2, local_date = ?3, updated_at = ?4 WHERE id = ?1 AND state = 'pending'")
+    /// ?1 user, ?2 now.
+    static let cancelAll = SQLText(
+        "UPDATE reminders SET state = 'cancelled', updated_at = ?2 WHERE user_id = ?1 AND kind = 'bill' AND state = 'pending'")
+}
