@@ -58,6 +58,13 @@ final class ReminderStoreTests: XCTestCase {
             "SELECT id FROM reminders WHERE user_id = ? ORDER BY due_at DESC LIMIT ?", [.text(uid), .integer(51)])
         XCTAssertTrue(history.contains("reminders_history"), history)
         XCTAssertFalse(history.contains("TEMP B-TREE"), history)
+        let subject = try plan(
+            "SELECT id FROM reminders WHERE user_id = ? AND subject_id = ? AND kind = 'bill'", [.text(uid), .text("b")])
+        XCTAssertTrue(subject.contains("reminders_subject"), subject)
+        let intake = try plan(
+            "SELECT MAX(created_at) FROM water_entries WHERE user_id = ? AND deleted = 0 AND logged_at >= ?",
+            [.text(uid), .integer(now)])
+        XCTAssertTrue(intake.contains("water_entries_list"), intake)
         let hours = try plan(HourlyTotals.bucketsSQL.sqlite, [.text(uid), .text("2026-09-07")])
         XCTAssertTrue(hours.contains("USING PRIMARY KEY") || hours.contains("sqlite_autoindex_drinking_hours"), hours)
     }
