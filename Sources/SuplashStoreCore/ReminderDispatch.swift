@@ -34,7 +34,10 @@ extension ReminderRepository where Self: SQLStore {
             }
             let rows = try tx.pipeline(reads)
             for (u, user) in users.enumerated() {
-                guard let profile = rows[3 * u].first.map({ StoreRows.user($0).profile }) else { continue }
+                guard let profile = rows[3 * u].first.map({ StoreRows.user($0).profile }) else {
+                    report.skipped += claimed.filter { $0.user == user }.count
+                    continue
+                }
                 // Bills first: a device holds one pending alert, so a hydration reminder due in the
                 // same step waits `collisionDelayMs` instead of replacing the bill's.
                 let mine = claimed.enumerated().filter { $0.element.user == user }

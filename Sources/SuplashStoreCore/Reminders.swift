@@ -243,6 +243,13 @@ enum ReminderSQL {
     /// The first outcome of a reminder; ?1 id, ?2 outcome, ?3 now.
     static let setOutcomeOnce = SQLText(
         "UPDATE reminders SET state = ?2, updated_at = ?3 WHERE id = ?1 AND state IN ('pending', 'sent', 'ignored')")
+    /// `:dismiss` / `:open`: the first outcome, and a pending reminder counts as seen (`sent_at`
+    /// = now); ?1 id, ?2 outcome, ?3 now.
+    static let setOutcomeSeen = SQLText(
+        """
+        UPDATE reminders SET state = ?2, sent_at = COALESCE(sent_at, ?3), updated_at = ?3
+        WHERE id = ?1 AND state IN ('pending', 'sent', 'ignored')
+        """)
     /// The snoozed-to reminder (`subject_id` = the snoozed one, ?7), or the pending one moved to
     /// it; binds as `upsertNext`.
     static let upsertSnoozed = SQLText(
@@ -337,7 +344,8 @@ extension ReminderRepository where Self: SQLStore {
         try transaction { tx in
             let (profile, reminder, _) = try Self.lockAndRead(tx, userID: userID, reminderID: reminderID, also: [])
             guard reminder.state == "pending" || reminder.state == "sent" || reminder.state == "ignored" else { return }
-            try tx.enqueue(ReminderSQL.setOutcomeOnce, [.text(reminderID), .text(outcome.rawValue), .integer(now)])
+            // A pending one answered from the app counts as seen now (its gap and `maxPerDay`).
+            try tx.enqueue(ReminderSQL.setOutcomeSeen, [.text(reminderID), .text(outcome.rawValue), .integer(now)])
             if reminder.state == "pending", reminder.kind == .hydration, profile.reminders.enabled {
                 try ReminderPlanner.replan(tx, userID: userID, profile: profile, intakeWrittenAt: nil, now: now)
             }

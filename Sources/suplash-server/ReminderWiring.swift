@@ -96,7 +96,8 @@ final class ReminderScheduler: @unchecked Sendable {
         while condition.withLock({ !stopped }) {
             var full = false
             do {
-                full = try step().claimed >= batchSize
+                let report = try step()
+                full = report.claimed >= batchSize && report.skipped < report.claimed
             } catch {
                 logger.warning("reminder_dispatch_failed", .errorType(String(reflecting: type(of: error))))
             }

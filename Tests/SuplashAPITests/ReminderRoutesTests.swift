@@ -119,7 +119,13 @@ final class ReminderRoutesTests: XCTestCase {
 
         // :dismiss / :open record the first outcome; later ones keep it.
         let third = try XCTUnwrap(twice.json?["id"]?.stringValue)
+        let thirdDue = try XCTUnwrap(twice.json?["dueAt"]?.stringValue.flatMap(RFC3339.parse))
         XCTAssertEqual(try act(s, third, "dismiss", token: u.token).status, 204)
+        // Dismissed before it was sent: it counts as seen, and the next keeps the gap after it.
+        let afterDismiss = try overview(s, token: u.token)
+        let nextDue = try XCTUnwrap(afterDismiss["next"]?["dueAt"]?.stringValue.flatMap(RFC3339.parse), afterDismiss.serializedString())
+        XCTAssertGreaterThanOrEqual(nextDue, thirdDue + 90 * 60_000)
+        XCTAssertNotNil(afterDismiss["recent"]?.arrayValue?.first { $0["id"]?.stringValue == third }?["sentAt"])
         XCTAssertEqual(try act(s, third, "open", .object([]), token: u.token).status, 204)
         XCTAssertEqual(
             try overview(s, token: u.token)["recent"]?.arrayValue?.first { $0["id"]?.stringValue == third }?["outcome"]?.stringValue,
@@ -146,5 +152,35 @@ final class ReminderRoutesTests: XCTestCase {
         let viaAdmin = try overview(s, u.id, token: admin)
         XCTAssertEqual(viaAdmin["recent"]?.arrayValue?.count, try overview(s, token: u.token)["recent"]?.arrayValue?.count)
         XCTAssertEqual(try act(s, third, "open", token: admin, uid: u.id).status, 204)
+    }
+
+    /// A sync push recomputes once for all its mutations: a glass meeting the goal, pushed from
+    /// the watch, cancels the pending reminder; a bill pushed with it gets its reminder.
+    func testASyncPushRecomputes() throws {
+        let s = try srv()
+        let u = try s.signUp()
+        let pending = try XCTUnwrap(try overview(s, token: u.token)["next"]?["id"]?.stringValue)
+        let now = rfc3339(Date())
+        let watch = UUID().uuidString.lowercased()
+        let r = try s.request(
+            "POST", "/v1/sync",
+            json: .object([
+                (
+                    "mutations",
+                    .array([
+                        .object([
+                            ("collection", "water_entries"), ("id", .string(UUID().uuidString.lowercased())), ("op", "upsert"),
+                            ("data", .object([("amountMl", 5000), ("loggedAt", .string(now)), ("source", "watch")])),
+                            ("clientUpdatedAt", .string(now)),
+                        ])
+                    ])
+                )
+            ]), token: u.token, headers: [("X-Device-ID", watch)])
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertEqual(r.json?["results"]?.arrayValue?.first?["status"]?.stringValue, "applied", r.text)
+        let after = try overview(s, token: u.token)
+        XCTAssertEqual(after["next"], .null, after.serializedString())
+        XCTAssertEqual(
+            after["recent"]?.arrayValue?.first { $0["id"]?.stringValue == pending }?["outcome"]?.stringValue, "cancelled")
     }
 }

@@ -32,7 +32,8 @@ public protocol ReminderRepository: Sendable {
 
     /// `:dismiss` / `:open` (spec §9): records `outcome` (`.dismissed` or `.opened`) on a reminder
     /// that has none yet (a later action does not overwrite an earlier one; `:drink` does);
-    /// a pending one is taken out of the schedule and the next one planned.
+    /// a pending one counts as seen now (`sentAt`: the gap to the next and `maxPerDay`), is
+    /// taken out of the schedule and the next one planned.
     /// - Throws: `RepositoryError.notFound` (not the user's reminder).
     func recordReminderOutcome(userID: String, reminderID: String, outcome: ReminderOutcome, now: Int64) throws
 
@@ -57,6 +58,8 @@ public struct ReminderDispatchReport: Sendable, Equatable {
     public var ignored = 0
     /// Next hydration reminders planned.
     public var scheduled = 0
+    /// Claimed rows left pending because another transaction held their user.
+    public var skipped = 0
 
     /// All zero.
     public init() {}
