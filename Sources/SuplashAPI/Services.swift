@@ -43,6 +43,8 @@ public struct Services: Sendable {
     /// Smart reminders (spec §9 "Reminders"); nil = the reminder routes answer 503 and the
     /// export's `reminders` is empty.
     public var reminders: (any ReminderRepository)? = nil
+    /// Admin campaigns (spec §8 `…/admin/notifications`); nil = those routes answer 503.
+    public var campaigns: (any CampaignRepository)? = nil
     /// Counters of reminder events for `/metrics`; nil = not counted.
     public var reminderCounters: ReminderCounters? = nil
     /// The push sender's state for the `/readyz` body (`push`: "off: …", "sending", "paused: …");

@@ -70,6 +70,7 @@ public enum SQLiteToPostgresCopy {
         Table(name: "push_outbox", primaryKey: ["id"], positioned: false),
         Table(name: "drinking_hours", primaryKey: ["user_id", "local_date", "hour"], positioned: false),
         Table(name: "reminders", primaryKey: ["id"], positioned: false),
+        Table(name: "campaigns", primaryKey: ["id"], positioned: false),
         Table(name: "idempotency_records", primaryKey: ["caller", "idempotency_key"], positioned: false),
     ]
 

@@ -160,3 +160,4 @@ extension PostgresStore: SealedValueRepository {}
 extension PostgresStore: AppleAccountEventRepository {}
 extension PostgresStore: PushOutboxRepository {}
 extension PostgresStore: ReminderRepository {}
+extension PostgresStore: CampaignRepository {}

@@ -153,3 +153,4 @@ extension SQLiteStore: SealedValueRepository {}
 extension SQLiteStore: AppleAccountEventRepository {}
 extension SQLiteStore: PushOutboxRepository {}
 extension SQLiteStore: ReminderRepository {}
+extension SQLiteStore: CampaignRepository {}

@@ -31,6 +31,7 @@ extension ReminderRepository where Self: SQLStore {
                 reads.append(SQLStatement(DispatchSQL.dayTotal, [.text(c.user), .text(c.reminder.localDate)]))
                 reads.append(SQLStatement(DispatchSQL.dayContext, [.text(c.user), .text(c.reminder.localDate)]))
                 reads.append(SQLStatement(DispatchSQL.bill, [.text(c.user), .text(c.reminder.subjectID ?? "")]))
+                reads.append(SQLStatement(CampaignSQL.texts, [.text(c.reminder.kind == .campaign ? c.reminder.subjectID ?? "" : "")]))
             }
             let rows = try tx.pipeline(reads)
             for (u, user) in users.enumerated() {
@@ -38,10 +39,12 @@ extension ReminderRepository where Self: SQLStore {
                     report.skipped += claimed.filter { $0.user == user }.count
                     continue
                 }
-                // Bills first: a device holds one pending alert, so a hydration reminder due in the
-                // same step waits `collisionDelayMs` instead of replacing the bill's.
+                // Bills and campaigns first: a device holds one pending alert, so a hydration
+                // reminder due in the same step waits `collisionDelayMs` instead of replacing theirs.
                 let mine = claimed.enumerated().filter { $0.element.user == user }
-                    .sorted { ($0.element.reminder.kind == .bill ? 0 : 1, $0.offset) < ($1.element.reminder.kind == .bill ? 0 : 1, $1.offset) }
+                    .sorted {
+                        ($0.element.reminder.kind == .hydration ? 1 : 0, $0.offset) < ($1.element.reminder.kind == .hydration ? 1 : 0, $1.offset)
+                    }
                 guard profile.reminders.enabled else {
                     try tx.enqueue(ReminderSQL.dropMarks, [.text(user)])
                     try tx.enqueue(ReminderSQL.cancelAll, [.text(user), .integer(now)])
@@ -51,9 +54,10 @@ extension ReminderRepository where Self: SQLStore {
                 let lastIntake = rows[3 * u + 2].first?[0].int64
                 var replan = false
                 var sentBills: [Bill] = []
+                var alerted = false
                 for (i, c) in mine {
                     let r = c.reminder
-                    let base = 3 * users.count + 3 * i
+                    let base = 3 * users.count + 4 * i
                     if r.isMark {
                         try tx.enqueue(ReminderSQL.dropMark, [.text(r.id)])
                         replan = true
@@ -63,7 +67,7 @@ extension ReminderRepository where Self: SQLStore {
                     var extra: [(String, JSONValue)] = []
                     switch r.kind {
                     case .hydration:
-                        guard sentBills.isEmpty || targets.isEmpty else {
+                        guard !alerted || targets.isEmpty else {
                             try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
                             continue
                         }
@@ -78,9 +82,18 @@ extension ReminderRepository where Self: SQLStore {
                         let ignored = lastIntake.map { [SQLValue.integer($0)] } ?? [.integer(-1)]
                         report.ignored += try tx.execute(DispatchSQL.markIgnored, [.text(user), .text(r.id), .integer(now)] + ignored)
                         replan = true
-                    case .bill, .campaign:
-                        // Bill reminders: `BillReminders` (their own step); a campaign row is not
-                        // written by this version. Either is cancelled when it cannot be rendered.
+                    case .campaign:
+                        guard let text = rows[base + 3].first?[0].text, case .object(let members)? = try? JSONParser.parse(Array(text.utf8))
+                        else {
+                            try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
+                            continue
+                        }
+                        var texts: [String: String] = [:]
+                        for (language, value) in members { if case .string(let s) = value { texts[language] = s } }
+                        alert = messages.campaignAlert(locale: profile.locale, texts: texts)
+                        extra.append(("campaignId", .string(r.subjectID ?? "")))
+                    case .bill:
+                        // Cancelled when the bill is gone, paid, or bill reminders are off.
                         guard let bill = rows[base + 2].first.map({ StoreRows.bill($0) }), r.kind == .bill,
                             profile.reminders.billReminders, let day = LocalDate(parsing: r.localDate)
                         else {
@@ -99,12 +112,14 @@ extension ReminderRepository where Self: SQLStore {
                             DispatchSQL.insertPush,
                             [
                                 .text(PushSQL.newID()), .text(user), .text(device), .text(payload),
-                                .text("suplash-reminder-\(r.localDate)"), .integer(now),
+                                .text(r.kind == .campaign ? "suplash-campaign-\(r.subjectID ?? "")" : "suplash-reminder-\(r.localDate)"),
+                                .integer(now),
                                 .integer(max(r.dueAt, now) + DispatchSQL.lifetimeMs),
                             ])
                     }
                     try tx.enqueue(DispatchSQL.markSent, [.text(r.id), .integer(now)])
                     report.sent += 1
+                    alerted = alerted || !targets.isEmpty
                 }
                 for bill in sentBills {
                     try BillReminders.billChanged(

@@ -9,12 +9,12 @@ import SuplashLogging
 enum ReminderWiring {
     /// The scheduler (not started), or nil when `reminders.schedulerEnabled` is false.
     static func install(
-        settings: Settings, store: any ReminderRepository, messages: MessageCatalogue, counters: ReminderCounters,
-        logger: Logger
+        settings: Settings, store: any ReminderRepository, campaigns: any CampaignRepository, messages: MessageCatalogue,
+        counters: ReminderCounters, logger: Logger
     ) -> ReminderScheduler? {
         guard settings.reminders.schedulerEnabled else { return nil }
         return ReminderScheduler(
-            repository: store, messages: messages, counters: counters,
+            repository: store, campaigns: campaigns, messages: messages, counters: counters,
             batchSize: max(1, settings.reminders.batchSize),
             pollIntervalMs: Int64(max(10, settings.reminders.pollIntervalMs)), clock: ReminderScheduler.wallClock,
             logger: logger)
@@ -30,6 +30,7 @@ final class ReminderScheduler: @unchecked Sendable {
     static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     private let repository: any ReminderRepository
+    private let campaigns: any CampaignRepository
     private let messages: MessageCatalogue
     private let counters: ReminderCounters
     private let batchSize: Int
@@ -43,10 +44,12 @@ final class ReminderScheduler: @unchecked Sendable {
     private var done = false
 
     init(
-        repository: any ReminderRepository, messages: MessageCatalogue, counters: ReminderCounters, batchSize: Int,
-        pollIntervalMs: Int64, clock: @escaping @Sendable () -> Int64, logger: Logger
+        repository: any ReminderRepository, campaigns: any CampaignRepository, messages: MessageCatalogue,
+        counters: ReminderCounters, batchSize: Int, pollIntervalMs: Int64, clock: @escaping @Sendable () -> Int64,
+        logger: Logger
     ) {
         self.repository = repository
+        self.campaigns = campaigns
         self.messages = messages
         self.counters = counters
         self.batchSize = batchSize
@@ -76,9 +79,11 @@ final class ReminderScheduler: @unchecked Sendable {
         }
     }
 
-    /// One step at `clock()`: what it did.
+    /// One step at `clock()`: reaches up to `batchSize` users of a campaign, then sends what is
+    /// due; what it sent.
     /// - Throws: `RepositoryError`.
     @discardableResult func step() throws -> ReminderDispatchReport {
+        _ = try campaigns.expandCampaigns(now: clock(), limit: batchSize)
         let report = try repository.dispatchDueReminders(now: clock(), limit: batchSize, messages: messages)
         counters.add(.sent, report.sent)
         counters.add(.ignored, report.ignored)

@@ -331,11 +331,13 @@ enum ServeCommand {
             into: &services, settings: settings, keyring: keyring, store: store, metrics: metrics, logger: logger)
         services.devices = DeviceRegistry(repository: store, bundleIDs: Set(settings.apns.bundleIds))
         services.reminders = store
+        services.campaigns = store
         let reminderCounters = ReminderCounters()
         reminderCounters.register(with: metrics)
         services.reminderCounters = reminderCounters
         let reminderScheduler = ReminderWiring.install(
-            settings: settings, store: store, messages: messages, counters: reminderCounters, logger: logger)
+            settings: settings, store: store, campaigns: store, messages: messages, counters: reminderCounters,
+            logger: logger)
         let pushSender = try PushWiring.install(into: &services, settings: settings, store: store, logger: logger)
 
         var api = APIConfiguration()

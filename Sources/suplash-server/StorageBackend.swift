@@ -12,6 +12,7 @@ typealias SuplashStore = UserRepository & SessionRepository & AdminKeyRepository
     & AppleIdentityRepository & OperationsRepository & SyncRepository & IdempotencyRepository
     & WaterEntryBatchRepository & StorageWriteProbe & DeviceRepository & AppleRevokeJobRepository
     & SealedValueRepository & AppleAccountEventRepository & PushOutboxRepository & ReminderRepository
+    & CampaignRepository
 
 /// The configured store (`storage.driver`): its database, migrations and adapter.
 enum StorageBackend {

@@ -20,6 +20,19 @@ final class ReminderRoutesTests: XCTestCase {
 
     func srv() throws -> TestServer { try XCTUnwrap(Self.server, "server did not start") }
 
+    nonisolated(unsafe) static var admin: String?
+
+    /// One admin key for the class (a running server picks up a new key at most so often).
+    func adminKey(_ s: TestServer) throws -> String {
+        if let key = Self.admin { return key }
+        let (status, key, _) = try TestServer.runCLI([
+            "admin-key", "create", "--name", "reminders-\(UUID().uuidString.prefix(6))", "--data-dir", s.dataDir,
+        ])
+        XCTAssertEqual(status, 0)
+        Self.admin = key.trimmingCharacters(in: .whitespacesAndNewlines)
+        return try XCTUnwrap(Self.admin)
+    }
+
     func overview(_ s: TestServer, _ uid: String = "me", token: String) throws -> JSONValue {
         let r = try s.request("GET", "/v1/users/\(uid)/reminders", token: token)
         XCTAssertEqual(r.status, 200, r.text)
@@ -144,11 +157,7 @@ final class ReminderRoutesTests: XCTestCase {
         XCTAssertEqual(try s.request("GET", "/v1/users/\(u.id)/reminders", token: other.token).status, 403)
 
         // An admin key reads and acts for any user.
-        let (status, key, _) = try TestServer.runCLI([
-            "admin-key", "create", "--name", "reminders-\(UUID().uuidString.prefix(6))", "--data-dir", s.dataDir,
-        ])
-        XCTAssertEqual(status, 0)
-        let admin = key.trimmingCharacters(in: .whitespacesAndNewlines)
+        let admin = try adminKey(s)
         let viaAdmin = try overview(s, u.id, token: admin)
         XCTAssertEqual(viaAdmin["recent"]?.arrayValue?.count, try overview(s, token: u.token)["recent"]?.arrayValue?.count)
         XCTAssertEqual(try act(s, third, "open", token: admin, uid: u.id).status, 204)
@@ -182,5 +191,40 @@ final class ReminderRoutesTests: XCTestCase {
         XCTAssertEqual(after["next"], .null, after.serializedString())
         XCTAssertEqual(
             after["recent"]?.arrayValue?.first { $0["id"]?.stringValue == pending }?["outcome"]?.stringValue, "cancelled")
+    }
+
+    /// `POST /v1/admin/notifications` (spec §8): admin keys only, strict validation, 202 with
+    /// the id, then its counts.
+    func testCampaignRoutes() throws {
+        let s = try srv()
+        let u = try s.signUp()
+        let admin = try adminKey(s)
+        let body: JSONValue = ["segment": "morning", "texts": ["tr": "Serin kal", "en": "Stay cool"]]
+        XCTAssertEqual(try s.request("POST", "/v1/admin/notifications", json: body, token: u.token).status, 403)
+        for (bad, pointer, code) in [
+            (JSONValue.object([("segment", "night"), ("texts", ["en": "x"])]), "/segment", "invalid_format"),
+            (["segment": "all"], "/texts", "required"),
+            (["segment": "all", "texts": [:]], "/texts", "required"),
+            (["segment": "all", "texts": ["EN": "x"]], "/texts/EN", "invalid_format"),
+            (["segment": "all", "texts": ["en": 5]], "/texts/en", "invalid_type"),
+            (["segment": "all", "texts": ["en": .string(String(repeating: "x", count: 241))]], "/texts/en", "too_long"),
+            (["segment": "all", "texts": ["en": "x"], "sendAt": "tomorrow"], "/sendAt", "invalid_format"),
+            (["segment": "all", "texts": ["en": "x"], "when": "now"], "/when", "unknown_field"),
+        ] {
+            let r = try s.request("POST", "/v1/admin/notifications", json: bad, token: admin)
+            XCTAssertEqual(r.status, 422, r.text)
+            XCTAssertEqual(r.json?["errors"]?.arrayValue?.first?["pointer"]?.stringValue, pointer, r.text)
+            XCTAssertEqual(r.json?["errors"]?.arrayValue?.first?["code"]?.stringValue, code, r.text)
+        }
+        let created = try s.request("POST", "/v1/admin/notifications", json: body, token: admin)
+        XCTAssertEqual(created.status, 202, created.text)
+        let id = try XCTUnwrap(created.json?["id"]?.stringValue)
+        let figures = try s.request("GET", "/v1/admin/notifications/\(id)", token: admin)
+        XCTAssertEqual(figures.status, 200, figures.text)
+        XCTAssertNotNil(figures.json?["queued"]?.int64Value, figures.text)
+        XCTAssertNotNil(figures.json?["sent"]?.int64Value)
+        XCTAssertNotNil(figures.json?["failed"]?.int64Value)
+        XCTAssertEqual(try s.request("GET", "/v1/admin/notifications/\(UUID().uuidString)", token: admin).status, 404)
+        XCTAssertEqual(try s.request("GET", "/v1/admin/notifications/\(id)", token: u.token).status, 403)
     }
 }

@@ -181,6 +181,73 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
         XCTAssertEqual(postgres, sqlite)
     }
 
+    /// A campaign reaches its users in batches (those with reminders on), each at the start of
+    /// the segment in their own zone, as one alert with the campaign's text.
+    func campaignScenario(_ store: Store & CampaignRepository) throws -> [String] {
+        let (alice, bob, t0) = (helper.alice, helper.bob, helper.t0)
+        let messages = try Self.messages()
+        try helper.makeUsers(store)
+        _ = try store.updateProfile(userID: alice, now: t0) { p in
+            var p = p
+            p.timezone = "Europe/Berlin"
+            p.locale = "en-GB"
+            p.reminders.mode = .fixed
+            p.reminders.maxPerDay = 1
+            return p
+        }
+        _ = try store.updateProfile(userID: bob, now: t0) { p in
+            var p = p
+            p.reminders.enabled = false
+            return p
+        }
+        try register(store, alice, Self.phone, .ios, 0xA1)
+        let clock = ZoneClocks.shared.clock("Europe/Berlin")
+        let id = "0193e000-0000-4000-8000-0000000000c1"
+        try store.createCampaign(
+            id: id, campaign: NewCampaign(segment: .morning, texts: ["en": "Stay cool", "tr": "Serin kal"], sendAt: nil), now: t0)
+        var transcript: [String] = []
+        for n in 1...3 { transcript.append("expand \(n): \(try store.expandCampaigns(now: t0, limit: 1))") }
+        func figures() throws -> String {
+            let f = try XCTUnwrap(try store.campaignFigures(id: id))
+            return "queued \(f.queued) sent \(f.sent) failed \(f.failed)"
+        }
+        transcript.append("figures: \(try figures())")
+        let due = try XCTUnwrap(try store.reminderOverview(userID: alice, limit: 50).recent.first { $0.kind == .campaign })
+        let m = clock.wallMinuteOfDay(at: due.dueAt)
+        transcript.append("alice's at \(clock.localDate(of: due.dueAt)) \(String(format: "%02d:%02d", m / 60, m % 60))")
+        _ = try store.dispatchDueReminders(now: due.dueAt, limit: 10, messages: messages)
+        for p in try store.claimDuePushes(now: due.dueAt + 1, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000)
+        where p.pushType == .alert {
+            let payload = try JSONParser.parse(Array(p.payload.utf8))
+            transcript.append(
+                "push \(payload["kind"]?.stringValue ?? "-") \(p.collapseID == "suplash-campaign-\(id)") "
+                    + "\"\(payload["aps"]?["alert"]?["title"]?.stringValue ?? "")\" \"\(payload["aps"]?["alert"]?["body"]?.stringValue ?? "")\"")
+        }
+        transcript.append("figures: \(try figures())")
+        XCTAssertNil(try store.campaignFigures(id: "0193e000-0000-4000-8000-0000000000c2"))
+        return transcript
+    }
+
+    func testCampaignsOnSQLiteAndPostgres() throws {
+        let sqlite = try campaignScenario(try helper.sqliteStore().0)
+        XCTAssertEqual(
+            sqlite,
+            [
+                // One user per step: Alice (reminders on), then Bob (off: none), then the end.
+                "expand 1: 1", "expand 2: 0", "expand 3: 0",
+                "figures: queued 1 sent 0 failed 0",
+                // Created at 16:13 in Berlin, after Alice's morning (07:00–11:00): tomorrow's.
+                "alice's at 2026-09-22 07:00",
+                "push campaign true \"Suplash\" \"Stay cool\"",
+                "figures: queued 0 sent 1 failed 0",
+            ])
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
+        }
+        let postgres = try campaignScenario(try helper.postgresStore().0)
+        XCTAssertEqual(postgres, sqlite)
+    }
+
     func testSameTranscriptOnSQLiteAndPostgres() throws {
         let sqlite = try scenario(try helper.sqliteStore().0)
         XCTAssertEqual(

@@ -14,6 +14,7 @@ enum Routes {
         AccountDataRoutes.register(into: &router, services: services)
         DeviceRoutes.register(into: &router, services: services)
         ReminderRoutes.register(into: &router, services: services)
+        CampaignRoutes.register(into: &router, services: services)
         SyncRoutes.register(into: &router, services: services, configuration: configuration)
         OpenAPIRoutes.register(into: &router, services: services)
     }
