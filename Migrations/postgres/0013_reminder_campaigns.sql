@@ -1,4 +1,4 @@
--- Suplash Sync, PostgreSQL schema v13 (mirrors Migrations/sqlite/0013_reminder_subjects.sql): smart
+-- Suplash Sync, PostgreSQL schema v13 (mirrors Migrations/sqlite/0013_reminder_campaigns.sql): smart
 -- reminders by subject (docs/reminders.md, "Bill reminders"). A bill's reminders (and the reminder a
 -- snooze replaced) are found by (user, subject) without walking the user's whole reminder history:
 -- every bill write reads them.
