@@ -12,7 +12,8 @@ import XCTest
 /// planned; a glass logged on the watch before that is due cancels it; unanswered reminders are
 /// marked ignored.
 final class ReminderDispatchBehaviourTests: XCTestCase {
-    typealias Store = AccountAndEntryStore & ReminderRepository & DeviceRepository & PushOutboxRepository
+    typealias Store = AccountAndEntryStore & ReminderRepository & DeviceRepository & PushOutboxRepository & BillRepository
+        & CampaignRepository
 
     let helper = StoreFixtures()
 
@@ -45,14 +46,7 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
     func scenario(_ store: Store) throws -> [String] {
         let (alice, bob, t0) = (helper.alice, helper.bob, helper.t0)
         let messages = try Self.messages()
-        try helper.makeUsers(store)
-        _ = try store.updateProfile(userID: alice, now: t0) { p in
-            var p = p
-            p.timezone = "Europe/Berlin"
-            p.locale = "en-GB"
-            return p
-        }
-        try register(store, alice, Self.phone, .ios, 0xA1)
+        try aliceInBerlin(store)
         try register(store, alice, Self.watch, .watchos, 0xA2)
         try register(store, bob, Self.bobWatch, .watchos, 0xB1)
         let clock = ZoneClocks.shared.clock("Europe/Berlin")
@@ -100,17 +94,10 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
 
     /// Bill-due reminders: 10:00 local three days and one day before the due date, each sent by
     /// the scheduler (which plans the next), none after the bill is paid.
-    func billScenario(_ store: Store & BillRepository) throws -> [String] {
+    func billScenario(_ store: Store) throws -> [String] {
         let (alice, t0) = (helper.alice, helper.t0)
         let messages = try Self.messages()
-        try helper.makeUsers(store)
-        _ = try store.updateProfile(userID: alice, now: t0) { p in
-            var p = p
-            p.timezone = "Europe/Berlin"
-            p.locale = "en-GB"
-            return p
-        }
-        try register(store, alice, Self.phone, .ios, 0xA1)
+        try aliceInBerlin(store)
         let clock = ZoneClocks.shared.clock("Europe/Berlin")
         let today = clock.localDate(of: t0)
         func at(_ days: Int, _ hour: Int, _ minute: Int = 0) throws -> Int64 {
@@ -157,9 +144,8 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
     }
 
     func testBillRemindersOnSQLiteAndPostgres() throws {
-        let sqlite = try billScenario(try helper.sqliteStore().0)
-        XCTAssertEqual(
-            sqlite,
+        try onBothEngines(
+            billScenario,
             [
                 // Due in four days: the first is three days before, at 10:00. (The amount is
                 // Foundation's currency format: a no-break space after the code.)
@@ -174,33 +160,19 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
                 "one day before: sent 2 | hydration \"Time for water\" \"Start the day with water: today's goal is 2,500 ml. Have 500 ml to begin.\"",
                 "  bills [\"2026-09-24 10:00 cancelled\", \"2026-09-22 10:00 pending\"]",
             ])
-        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
-            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
-        }
-        let postgres = try billScenario(try helper.postgresStore().0)
-        XCTAssertEqual(postgres, sqlite)
     }
 
     /// A campaign reaches its users in batches (those with reminders on), each at the start of
     /// the segment in their own zone, as one alert with the campaign's text.
-    func campaignScenario(_ store: Store & CampaignRepository) throws -> [String] {
+    func campaignScenario(_ store: Store) throws -> [String] {
         let (alice, bob, t0) = (helper.alice, helper.bob, helper.t0)
         let messages = try Self.messages()
-        try helper.makeUsers(store)
-        _ = try store.updateProfile(userID: alice, now: t0) { p in
-            var p = p
-            p.timezone = "Europe/Berlin"
-            p.locale = "en-GB"
-            p.reminders.mode = .fixed
-            p.reminders.maxPerDay = 1
-            return p
-        }
+        try aliceInBerlin(store)
         _ = try store.updateProfile(userID: bob, now: t0) { p in
             var p = p
             p.reminders.enabled = false
             return p
         }
-        try register(store, alice, Self.phone, .ios, 0xA1)
         let clock = ZoneClocks.shared.clock("Europe/Berlin")
         let id = "0193e000-0000-4000-8000-0000000000c1"
         try store.createCampaign(
@@ -229,9 +201,8 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
     }
 
     func testCampaignsOnSQLiteAndPostgres() throws {
-        let sqlite = try campaignScenario(try helper.sqliteStore().0)
-        XCTAssertEqual(
-            sqlite,
+        try onBothEngines(
+            campaignScenario,
             [
                 // One user per step: Alice (reminders on), then Bob (off: none), then the end.
                 "expand 1: 1", "expand 2: 0", "expand 3: 0",
@@ -241,17 +212,36 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
                 "push campaign true \"Suplash\" \"Stay cool\"",
                 "figures: queued 0 sent 1 failed 0",
             ])
+    }
+
+    /// Runs `scenario` on SQLite and checks its transcript, then on PostgreSQL (when there is
+    /// one) and checks it is the same.
+    func onBothEngines(
+        _ scenario: (Store) throws -> [String], _ expected: [String], file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let sqlite = try scenario(try helper.sqliteStore().0)
+        XCTAssertEqual(sqlite, expected, file: file, line: line)
         guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
             throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
         }
-        let postgres = try campaignScenario(try helper.postgresStore().0)
-        XCTAssertEqual(postgres, sqlite)
+        XCTAssertEqual(try scenario(try helper.postgresStore().0), sqlite, file: file, line: line)
+    }
+
+    /// Alice in Berlin reading English, with her phone registered; Bob as created.
+    func aliceInBerlin(_ store: Store) throws {
+        try helper.makeUsers(store)
+        _ = try store.updateProfile(userID: helper.alice, now: helper.t0) { p in
+            var p = p
+            p.timezone = "Europe/Berlin"
+            p.locale = "en-GB"
+            return p
+        }
+        try register(store, helper.alice, Self.phone, .ios, 0xA1)
     }
 
     func testSameTranscriptOnSQLiteAndPostgres() throws {
-        let sqlite = try scenario(try helper.sqliteStore().0)
-        XCTAssertEqual(
-            sqlite,
+        try onBothEngines(
+            scenario,
             [
                 "before due 16:12: claimed 0 sent 0 ignored 0 scheduled 0",
                 "  alice next 16:13 recent [\"pending\"]",
@@ -276,11 +266,6 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
                 "  alice next none recent [\"cancelled\", \"pending+sent\"]",
                 "bob [\"pending\", \"pending\", \"ignored\", \"ignored\"]",
             ])
-        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
-            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
-        }
-        let postgres = try scenario(try helper.postgresStore().0)
-        XCTAssertEqual(postgres, sqlite)
     }
 
     /// Two store objects (two pools, as two instances) dispatching at once from many threads:
