@@ -28,6 +28,10 @@ extension WaterEntryRepository where Self: SQLStore {
             let checked = try tx.pipeline(checks)
             guard let user = checked[0].first else { throw RepositoryError.notFound }
             let zone = user[0].text ?? UserProfile.defaultTimezone
+            // The next reminder's reads travel with the lock (reminders on: no round trip more).
+            let reminders = ReminderPlanner.prefetch(
+                userID: userID, timezone: zone, wakeTime: user[1].text ?? "", sleepTime: user[2].text ?? "",
+                reminders: user[3].text, now: now)
             if let existing = try DocumentWrites.existing(
                 EntryStatements.stamped(checked[1]), content: content, storedContent: \.content,
                 deletedCode: "entry_deleted", existsCode: "entry_exists")
@@ -36,9 +40,9 @@ extension WaterEntryRepository where Self: SQLStore {
             }
             if checked.count > 2, let holder = checked[2].first.map(StoreRows.entry) { return .existing(holder) }
             let deltas = [EntryDelta(content, sign: 1)]
+            let bookkeeping = EntryBookkeeping.recomputeReads(userID: userID, timezone: zone, deltas: deltas)
             let locked = try tx.pipeline(
-                [SQLStatement(UserLock.statement, [.text(userID)])]
-                    + EntryBookkeeping.recomputeReads(userID: userID, timezone: zone, deltas: deltas))
+                [SQLStatement(UserLock.statement, [.text(userID)])] + bookkeeping + (reminders?.statements ?? []))
             guard let profile = locked[0].first.map({ StoreRows.user($0).profile }) else { throw RepositoryError.notFound }
             try tx.positionedWrite(
                 of: .entry(userID, id), userID: userID, EntrySQL.insert,
@@ -48,7 +52,9 @@ extension WaterEntryRepository where Self: SQLStore {
                     .integer(now), .integer(now), .integer(now), .text(deviceID ?? ""),
                 ])
             try EntryBookkeeping.entriesChanged(
-                tx, userID: userID, profile: profile, deltas: deltas, now: now, prefetched: (zone, locked[1...]))
+                tx, userID: userID, profile: profile, deltas: deltas, now: now,
+                prefetched: (zone, locked[1...bookkeeping.count]),
+                reminders: reminders.map { ($0, locked[(bookkeeping.count + 1)...]) })
             return .created(
                 WaterEntry(id: id, userID: userID, content: content, createdAt: now, updatedAt: now, version: 1, deleted: false))
         }
@@ -161,7 +167,9 @@ public enum EntryStatements {
 }
 
 @usableFromInline enum EntrySQL {
-    @usableFromInline static let timezone = SQLText("SELECT timezone FROM users WHERE id = ?1")
+    /// What an entry create needs before the lock: the zone (the entry's day) and what the next
+    /// reminder's reads depend on.
+    @usableFromInline static let timezone = SQLText("SELECT timezone, wake_time, sleep_time, reminders FROM users WHERE id = ?1")
     @usableFromInline static let fetch = SQLText(
         "SELECT \(StoreRows.entryColumns), lww_device FROM water_entries WHERE user_id = ?1 AND id = ?2")
     @usableFromInline static let fetchLocked = SQLText { d in

@@ -31,10 +31,13 @@ public enum EntryBookkeeping {
     ///   - now: ms since the epoch (the achievements' `updatedAt`, badges' `earnedAt`).
     ///   - planReminders: false when the caller recomputes the next reminder itself, once for
     ///     several writes (`ReminderPlanner`; the sync push).
+    ///   - reminders: the rows of `ReminderPlanner.prefetch(…)`'s statements, which the caller
+    ///     sent in its lock's pipeline (the recompute then costs no round trip).
     /// - Throws: the engine's error.
     @inlinable public static func entriesChanged<T: StoreTransaction>(
         _ tx: T, userID: String, profile: UserProfile? = nil, deltas: [EntryDelta], now: Int64,
-        prefetched: (timezone: String, results: ArraySlice<[T.Connection.Row]>)? = nil, planReminders: Bool = true
+        prefetched: (timezone: String, results: ArraySlice<[T.Connection.Row]>)? = nil, planReminders: Bool = true,
+        reminders: (prefetch: ReminderPlanner.Prefetch, rows: ArraySlice<[T.Connection.Row]>)? = nil
     ) throws {
         guard !deltas.isEmpty else { return }
         guard let profile = try profile ?? tx.queryOne(BookkeepingSQL.profile, [.text(userID)]).map({ StoreRows.user($0).profile })
@@ -48,7 +51,8 @@ public enum EntryBookkeeping {
         try HourlyTotals.entriesChanged(tx, userID: userID, clock: clock, deltas: deltas, now: now)
         if planReminders {
             try ReminderPlanner.dayChanged(
-                tx, userID: userID, profile: profile, intakeWritten: deltas.contains { $0.count > 0 }, now: now)
+                tx, userID: userID, profile: profile, intakeWritten: deltas.contains { $0.count > 0 }, now: now,
+                prefetched: reminders.map { ($0.prefetch, $0.rows, deltas) })
         }
     }
 

@@ -29,11 +29,13 @@ public enum ReminderPlanner {
     ///     answers a snooze.
     ///   - now: ms since the epoch.
     /// - Throws: the engine's error.
-    public static func dayChanged(
-        _ tx: some StoreTransaction, userID: String, profile: UserProfile, intakeWritten: Bool, now: Int64
+    public static func dayChanged<T: StoreTransaction>(
+        _ tx: T, userID: String, profile: UserProfile, intakeWritten: Bool, now: Int64,
+        prefetched: (prefetch: Prefetch, rows: ArraySlice<[T.Connection.Row]>, deltas: [EntryDelta])? = nil
     ) throws {
         guard profile.reminders.enabled else { return }
-        try replan(tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now)
+        try replan(
+            tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now, prefetched: prefetched)
     }
 
     /// Recomputes after a profile write when anything the schedule reads changed (reminder
@@ -83,17 +85,39 @@ public enum ReminderPlanner {
         if billsWritten || profileWritten { try BillReminders.replanAll(tx, userID: userID, profile: profile, now: now) }
     }
 
-    /// The reads of one plan (one round trip) and the decision; `intakeWrittenAt` nil reads the
-    /// latest intake write. Returns true when a reminder is pending afterwards.
-    @discardableResult static func replan(
-        _ tx: some StoreTransaction, userID: String, profile: UserProfile, intakeWrittenAt: Int64?, now: Int64
-    ) throws -> Bool {
-        let clock = ZoneClocks.shared.clock(profile.timezone)
-        guard let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) else {
-            return false
-        }
+    /// What a writer that knows the user's zone, wake and sleep times before taking the user's
+    /// lock sends in the lock's pipeline so that the recompute of a water write costs no round
+    /// trip of its own (`prefetch(…)`, then `EntryBookkeeping.entriesChanged(reminders:)`).
+    public struct Prefetch: Sendable {
+        /// The profile fields the reads were made for (used only when the locked profile agrees).
+        public let timezone: String
+        public let wakeTime: String
+        public let sleepTime: String
+        /// The reads, to append to the lock's pipeline.
+        public let statements: [SQLStatement]
+        let window: WakingWindow
+    }
+
+    /// The reads of a water write's recompute for a user with zone `timezone`, wake and sleep
+    /// times and stored `reminders` settings as read before the lock; nil when reminders are off
+    /// (nothing to read) or the times do not parse.
+    public static func prefetch(
+        userID: String, timezone: String, wakeTime: String, sleepTime: String, reminders: String?, now: Int64
+    ) -> Prefetch? {
+        guard ReminderSettings(stored: reminders).enabled, let wake = ClockTime(parsing: wakeTime),
+            let sleep = ClockTime(parsing: sleepTime)
+        else { return nil }
+        let clock = ZoneClocks.shared.clock(timezone)
         let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
-        let today = clock.localDate(of: now)
+        return Prefetch(
+            timezone: timezone, wakeTime: wakeTime, sleepTime: sleepTime,
+            statements: reads(userID: userID, window: window, today: clock.localDate(of: now), lastIntakeFrom: nil),
+            window: window)
+    }
+
+    /// The plan's reads: the hourly buckets from `today − 14`, the reminder day's context, the
+    /// history, and (with `lastIntakeFrom`) the latest intake write.
+    static func reads(userID: String, window: WakingWindow, today: LocalDate, lastIntakeFrom: Int64?) -> [SQLStatement] {
         let user = SQLValue.text(userID)
         var reads = [
             SQLStatement(HourlyTotals.bucketsSQL, [user, .text(HourlyDrinking.firstKeptDay(today: today).description)]),
@@ -101,10 +125,40 @@ public enum ReminderPlanner {
                 EntryBookkeeping.contextsSQL, EntryBookkeeping.contextsArgs(userID: userID, from: window.day, to: window.day)),
             SQLStatement(ReminderSQL.history, [user, .integer(Int64(historyLimit))]),
         ]
-        if intakeWrittenAt == nil {
-            reads.append(SQLStatement(ReminderSQL.lastIntakeWrite, [user, .integer(window.dayStart - lookBackMs)]))
+        if let from = lastIntakeFrom { reads.append(SQLStatement(ReminderSQL.lastIntakeWrite, [user, .integer(from)])) }
+        return reads
+    }
+
+    /// The reads of one plan (one round trip, or none with `prefetched` rows of `prefetch` when
+    /// the locked profile still has its zone and times: the water write's `deltas` are added to
+    /// the buckets read before it) and the decision; `intakeWrittenAt` nil reads the latest
+    /// intake write. Returns true when a reminder is pending afterwards.
+    @discardableResult static func replan<T: StoreTransaction>(
+        _ tx: T, userID: String, profile: UserProfile, intakeWrittenAt: Int64?, now: Int64,
+        prefetched: (prefetch: Prefetch, rows: ArraySlice<[T.Connection.Row]>, deltas: [EntryDelta])? = nil
+    ) throws -> Bool {
+        let clock = ZoneClocks.shared.clock(profile.timezone)
+        guard let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) else {
+            return false
         }
-        let rows = try tx.pipeline(reads)
+        let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
+        let today = clock.localDate(of: now)
+        var rows: [[T.Connection.Row]]
+        var added: [(HourlyDrinking.Bucket, Int)] = []
+        if let p = prefetched, intakeWrittenAt != nil, p.prefetch.timezone == profile.timezone,
+            p.prefetch.wakeTime == profile.wakeTime, p.prefetch.sleepTime == profile.sleepTime, p.prefetch.window == window
+        {
+            rows = Array(p.rows)
+            added = HourlyDrinking.changes(p.deltas.lazy.map { ($0.loggedAt, $0.amountMl) }, clock: clock, today: today).map {
+                ($0.key, $0.value)
+            }
+        } else {
+            rows = try tx.pipeline(
+                reads(
+                    userID: userID, window: window, today: today,
+                    lastIntakeFrom: intakeWrittenAt == nil ? window.dayStart - lookBackMs : nil))
+        }
+        let buckets = ReminderSQL.buckets(rows[0]) + added
         let history = rows[2].map { ReminderSQL.stored($0) }
         let pending = history.first { $0.kind == .hydration && $0.state == "pending" }
         if intakeWrittenAt == nil, let pending, pending.snoozedFrom != nil { return true }
@@ -112,9 +166,10 @@ public enum ReminderPlanner {
             window: window, clock: clock, settings: profile.reminders, cupSizesMl: profile.cupSizesMl,
             goalMl: HydrationRules.dayGoalMl(
                 baseGoalMl: HydrationRules.baseGoalMl(profile), context: EntryBookkeeping.contexts(rows[1])[window.day]),
-            intake: intake(rows[0], window: window, clock: clock),
-            lastIntakeWrittenAt: intakeWrittenAt ?? rows.last?.first?[0].int64,
-            hourly: HourlyTotals.drinking(rows[0], today: today), history: history.map(\.record), now: now)
+            intake: intake(buckets, window: window, clock: clock),
+            lastIntakeWrittenAt: intakeWrittenAt ?? (rows.count > 3 ? rows[3].first?[0].int64 : nil),
+            hourly: HourlyDrinking(buckets: buckets.lazy.map { (bucket: $0.0, ml: $0.1) }, today: today),
+            history: history.map(\.record), now: now)
         let plan = HydrationSchedule.plan(input)
         try save(tx, userID: userID, plan: plan, pending: pending, now: now)
         return plan.reminder != nil
@@ -154,15 +209,15 @@ public enum ReminderPlanner {
     /// same write): each bucket whose hour starts inside `dayStart ..< countEnd` counts as one
     /// event at its start. Exact for the local day itself; after midnight, for a window that
     /// crosses it, the hour `sleepAt` falls in counts whole.
-    static func intake(_ rows: [some SQLRowValues], window: WakingWindow, clock: ZoneClock) -> [IntakeEvent] {
-        rows.compactMap { row in
-            guard let date = row[0].text.flatMap(LocalDate.init(parsing:)), let hour = row[1].int64,
-                let time = ClockTime(hour: Int(hour), minute: 0)
-            else { return nil }
-            let start = clock.instant(of: date, at: time)
-            guard (window.dayStart..<window.countEnd).contains(start) else { return nil }
-            return IntakeEvent(loggedAt: start, amountMl: Int(row[2].int64 ?? 0))
+    static func intake(_ buckets: [(HourlyDrinking.Bucket, Int)], window: WakingWindow, clock: ZoneClock) -> [IntakeEvent] {
+        var byStart: [Int64: Int] = [:]
+        for (bucket, ml) in buckets {
+            guard let time = ClockTime(hour: bucket.hour, minute: 0) else { continue }
+            let start = clock.instant(of: bucket.date, at: time)
+            guard (window.dayStart..<window.countEnd).contains(start) else { continue }
+            byStart[start, default: 0] += ml
         }
+        return byStart.sorted { $0.key < $1.key }.map { IntakeEvent(loggedAt: $0.key, amountMl: $0.value) }
     }
 
     /// A new reminder id: a lower-case UUID (`:drink` uses it as the entry's id).
@@ -260,6 +315,14 @@ enum ReminderSQL {
             due_at = excluded.due_at, suggested_ml = excluded.suggested_ml, local_date = excluded.local_date,
             subject_id = excluded.subject_id, updated_at = excluded.updated_at
         """)
+
+    /// The rows of `HourlyTotals.bucketsSQL` as buckets.
+    static func buckets(_ rows: [some SQLRowValues]) -> [(HourlyDrinking.Bucket, Int)] {
+        rows.compactMap { row in
+            guard let date = row[0].text.flatMap(LocalDate.init(parsing:)), let hour = row[1].int64 else { return nil }
+            return (HourlyDrinking.Bucket(date: date, hour: Int(hour)), Int(row[2].int64 ?? 0))
+        }
+    }
 
     static func stored(_ row: some SQLRowValues) -> StoredReminder {
         StoredReminder(
