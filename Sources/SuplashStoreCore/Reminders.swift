@@ -115,12 +115,17 @@ public enum ReminderPlanner {
             window: window)
     }
 
-    /// The plan's reads: the hourly buckets from `today − 14`, the reminder day's context, the
-    /// history, and (with `lastIntakeFrom`) the latest intake write.
+    /// The plan's reads: the hourly history summed per hour by the database (≤ 24 rows), the
+    /// reminder day's buckets (≤ 48 rows), its context, the reminder history, and (with
+    /// `lastIntakeFrom`) the latest intake write.
     static func reads(userID: String, window: WakingWindow, today: LocalDate, lastIntakeFrom: Int64?) -> [SQLStatement] {
         let user = SQLValue.text(userID)
         var reads = [
-            SQLStatement(HourlyTotals.bucketsSQL, [user, .text(HourlyDrinking.firstKeptDay(today: today).description)]),
+            SQLStatement(
+                ReminderSQL.hourlyHistory,
+                [user, .text(HourlyDrinking.firstKeptDay(today: today).description), .text(today.description)]),
+            SQLStatement(
+                ReminderSQL.dayBuckets, [user, .text(window.day.description), .text(window.day.adding(days: 1).description)]),
             SQLStatement(
                 EntryBookkeeping.contextsSQL, EntryBookkeeping.contextsArgs(userID: userID, from: window.day, to: window.day)),
             SQLStatement(ReminderSQL.history, [user, .integer(Int64(historyLimit))]),
@@ -158,17 +163,17 @@ public enum ReminderPlanner {
                     userID: userID, window: window, today: today,
                     lastIntakeFrom: intakeWrittenAt == nil ? window.dayStart - lookBackMs : nil))
         }
-        let buckets = ReminderSQL.buckets(rows[0]) + added
-        let history = rows[2].map { ReminderSQL.stored($0) }
+        let history = rows[3].map { ReminderSQL.stored($0) }
         let pending = history.first { $0.kind == .hydration && $0.state == "pending" }
         if intakeWrittenAt == nil, let pending, pending.snoozedFrom != nil { return true }
         let input = HydrationScheduleInput(
             window: window, clock: clock, settings: profile.reminders, cupSizesMl: profile.cupSizesMl,
             goalMl: HydrationRules.dayGoalMl(
-                baseGoalMl: HydrationRules.baseGoalMl(profile), context: EntryBookkeeping.contexts(rows[1])[window.day]),
-            intake: intake(buckets, window: window, clock: clock),
-            lastIntakeWrittenAt: intakeWrittenAt ?? (rows.count > 3 ? rows[3].first?[0].int64 : nil),
-            hourly: HourlyDrinking(buckets: buckets.lazy.map { (bucket: $0.0, ml: $0.1) }, today: today),
+                baseGoalMl: HydrationRules.baseGoalMl(profile), context: EntryBookkeeping.contexts(rows[2])[window.day]),
+            intake: intake(ReminderSQL.buckets(rows[1]) + added, window: window, clock: clock),
+            lastIntakeWrittenAt: intakeWrittenAt ?? (rows.count > 4 ? rows[4].first?[0].int64 : nil),
+            hourly: HourlyDrinking(
+                buckets: (ReminderSQL.buckets(rows[0]) + added).lazy.map { (bucket: $0.0, ml: $0.1) }, today: today),
             history: history.map(\.record), now: now)
         let plan = HydrationSchedule.plan(input)
         try save(tx, userID: userID, plan: plan, pending: pending, now: now)
@@ -260,6 +265,18 @@ public struct StoredReminder: Sendable, Equatable {
 enum ReminderSQL {
     static let columns = "id, kind, due_at, state, suggested_ml, local_date, subject_id, sent_at"
 
+    /// The hourly history of `HourlyDrinking`: per hour, the earliest day with a bucket and the
+    /// sum over the complete days `?2 ≤ day < ?3` (today) — rows shaped as
+    /// `HourlyTotals.bucketsSQL`'s, which `HourlyDrinking(buckets:today:)` reads the same; ?1 user.
+    static let hourlyHistory = SQLText(
+        """
+        SELECT MIN(local_date), hour, CAST(SUM(amount_ml) AS BIGINT) FROM drinking_hours
+        WHERE user_id = ?1 AND local_date >= ?2 AND local_date < ?3 GROUP BY hour
+        """)
+    /// The reminder day's buckets and the next day's (a window crossing midnight); ?1 user,
+    /// ?2 / ?3 the two days.
+    static let dayBuckets = SQLText(
+        "SELECT local_date, hour, amount_ml FROM drinking_hours WHERE user_id = ?1 AND local_date >= ?2 AND local_date <= ?3")
     /// The user's latest reminders (`reminders_history`); binds ?1 user, ?2 limit.
     static let history = SQLText(
         "SELECT \(columns) FROM reminders WHERE user_id = ?1 ORDER BY due_at DESC, id DESC LIMIT ?2")

@@ -193,4 +193,49 @@ final class ReminderPlanBehaviourTests: XCTestCase {
         let o = try store.reminderOverview(userID: helper.alice, limit: 50)
         XCTAssertEqual(o.recent.first { $0.id == reminder.id }?.outcome, .acted)
     }
+
+    /// The adaptive curve follows the user's own hours (the per-hour history summed by the
+    /// database): with three mornings of heavy drinking at 08:00 the same 1000 ml falls behind
+    /// earlier than for a user without history — the same on both engines.
+    func testHistoryShapesTheCurveOnBothEngines() throws {
+        func scenario(_ store: Store) throws -> [String] {
+            try helper.makeUsers(store)
+            let clock = ZoneClocks.shared.clock("Europe/Berlin")
+            let today = clock.localDate(of: helper.t0)
+            var out: [String] = []
+            for user in [helper.alice, helper.bob] {
+                _ = try store.updateProfile(userID: user, now: helper.t0) { p in
+                    var p = p
+                    p.timezone = "Europe/Berlin"
+                    return p
+                }
+                func at(_ day: Int, _ hour: Int) throws -> Int64 {
+                    clock.instant(of: today.adding(days: day), at: try XCTUnwrap(ClockTime(hour: hour, minute: 0)))
+                }
+                let now = try at(0, 9)
+                if user == helper.alice {
+                    for day in 1...3 {
+                        _ = try store.createEntry(
+                            userID: user, id: "h\(day)", content: WaterEntryContent(amountMl: 2000, loggedAt: try at(-day, 8), source: .phone),
+                            deviceID: nil, now: now)
+                    }
+                }
+                _ = try store.createEntry(
+                    userID: user, id: "t", content: WaterEntryContent(amountMl: 1000, loggedAt: try at(0, 8), source: .phone),
+                    deviceID: nil, now: now)
+                let next = try XCTUnwrap(try store.reminderOverview(userID: user, limit: 50).next)
+                let m = clock.wallMinuteOfDay(at: next.dueAt)
+                out.append(String(format: "%02d:%02d", m / 60, m % 60))
+            }
+            return out
+        }
+        let sqlite = try scenario(try helper.sqliteStore().0)
+        XCTAssertEqual(sqlite.count, 2)
+        XCTAssertLessThan(sqlite[0], sqlite[1], "\(sqlite)")
+        XCTAssertEqual(sqlite[1], "13:19", "uniform: 1000 of 2500 ml over 07:30–22:00 is 13:18, rounded up past it")
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
+        }
+        XCTAssertEqual(try scenario(try helper.postgresStore().0), sqlite)
+    }
 }
