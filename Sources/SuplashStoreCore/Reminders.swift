@@ -211,18 +211,19 @@ public enum ReminderPlanner {
     static let lookBackMs: Int64 = 2 * 86_400_000
 
     /// The reminder day's intake from the stored hourly buckets (`drinking_hours`, kept by the
-    /// same write): each bucket whose hour starts inside `dayStart ..< countEnd` counts as one
-    /// event at its start. Exact for the local day itself; after midnight, for a window that
-    /// crosses it, the hour `sleepAt` falls in counts whole.
+    /// same write), as one event at the day's start: every bucket of the local day, and — for a
+    /// window whose `sleepAt` is after midnight — the next day's buckets of the hours before
+    /// `sleepAt`'s wall time (the hour `sleepAt` falls in counts whole). Wall hours, no instant
+    /// arithmetic.
     static func intake(_ buckets: [(HourlyDrinking.Bucket, Int)], window: WakingWindow, clock: ZoneClock) -> [IntakeEvent] {
-        var byStart: [Int64: Int] = [:]
+        let next = window.day.adding(days: 1)
+        let crosses = window.countEnd > clock.startOfDay(next)
+        let sleepMinute = crosses ? clock.wallMinuteOfDay(at: window.countEnd) : 0
+        var total = 0
         for (bucket, ml) in buckets {
-            guard let time = ClockTime(hour: bucket.hour, minute: 0) else { continue }
-            let start = clock.instant(of: bucket.date, at: time)
-            guard (window.dayStart..<window.countEnd).contains(start) else { continue }
-            byStart[start, default: 0] += ml
+            if bucket.date == window.day || (crosses && bucket.date == next && bucket.hour * 60 < sleepMinute) { total += ml }
         }
-        return byStart.sorted { $0.key < $1.key }.map { IntakeEvent(loggedAt: $0.key, amountMl: $0.value) }
+        return [IntakeEvent(loggedAt: window.dayStart, amountMl: total)]
     }
 
     /// A new reminder id: a lower-case UUID (`:drink` uses it as the entry's id).
