@@ -28,10 +28,13 @@ extension WaterEntryRepository where Self: SQLStore {
             let checked = try tx.pipeline(checks)
             guard let user = checked[0].first else { throw RepositoryError.notFound }
             let zone = user[0].text ?? UserProfile.defaultTimezone
-            // The next reminder's reads travel with the lock (reminders on: no round trip more).
-            let reminders = ReminderPlanner.prefetch(
-                userID: userID, timezone: zone, wakeTime: user[1].text ?? "", sleepTime: user[2].text ?? "",
-                reminders: user[3].text, now: now)
+            // On PostgreSQL the next reminder's reads travel with the lock (no round trip more);
+            // SQLite reads them only when the recompute runs (not when the goal stays met).
+            let reminders =
+                tx.dialect == .postgres
+                ? ReminderPlanner.prefetch(
+                    userID: userID, timezone: zone, wakeTime: user[1].text ?? "", sleepTime: user[2].text ?? "",
+                    reminders: user[3].text, now: now) : nil
             if let existing = try DocumentWrites.existing(
                 EntryStatements.stamped(checked[1]), content: content, storedContent: \.content,
                 deletedCode: "entry_deleted", existsCode: "entry_exists")

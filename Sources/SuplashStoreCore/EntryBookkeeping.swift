@@ -44,12 +44,12 @@ public enum EntryBookkeeping {
         else { return }
         let clock = ZoneClocks.shared.clock(profile.timezone)
         let byDay = DailyTotals.byDay(deltas, clock: clock)
-        try recompute(
+        let changes = try recompute(
             tx, userID: userID, profile: profile, clock: clock, days: byDay.keys.sorted(), now: now, deltas: byDay,
             watchWritten: DailyTotals.watchWritten(deltas),
             prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
         try HourlyTotals.entriesChanged(tx, userID: userID, clock: clock, deltas: deltas, now: now)
-        if planReminders {
+        if planReminders, !ReminderPlanner.goalMetThroughout(profile: profile, changes: changes, now: now) {
             try ReminderPlanner.dayChanged(
                 tx, userID: userID, profile: profile, intakeWritten: deltas.contains { $0.count > 0 }, now: now,
                 prefetched: reminders.map { ($0.prefetch, $0.rows, deltas) })
@@ -201,12 +201,12 @@ public enum EntryBookkeeping {
 
     /// Recomputes the totals of `days` and everything that depends on them. With `deltas`
     /// (entry writes) a day's new total is its stored total plus the delta; without (context
-    /// writes) the day's live entries are summed.
-    @inlinable static func recompute<T: StoreTransaction>(
+    /// writes) the day's live entries are summed. Returns each day's totals before and after.
+    @discardableResult @inlinable static func recompute<T: StoreTransaction>(
         _ tx: T, userID: String, profile: UserProfile, clock: ZoneClock, days: [LocalDate], now: Int64,
         deltas: [LocalDate: (ml: Int, count: Int)]?, watchWritten: Bool = false,
         prefetched: ArraySlice<[T.Connection.Row]>? = nil
-    ) throws {
+    ) throws -> [DayTotalChange] {
         let base = HydrationRules.baseGoalMl(profile)
         // Every read in one round trip, unless the caller sent them.
         var results = try prefetched ?? tx.pipeline(recomputeReads(userID: userID, clock: clock, days: days, deltas: deltas))[...]
@@ -251,6 +251,7 @@ public enum EntryBookkeeping {
             before, changes: changes, anyWatchEntry: anyWatch, goalDays: GoalDays(connection: tx.connection, userID: userID),
             now: now)
         try save(tx, userID: userID, before: before, after: step.state, now: now)
+        return changes
     }
 
     /// Writes `after` with version + 1 and a new change position when it differs from `before`

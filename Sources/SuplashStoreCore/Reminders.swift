@@ -38,6 +38,19 @@ public enum ReminderPlanner {
             tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now, prefetched: prefetched)
     }
 
+    /// True when an entry write cannot change the plan: the reminder day's goal was met before
+    /// the write and still is (the plan stays "goal met"; its re-plan mark is already stored),
+    /// so the recompute is skipped. False when reminders are off (nothing to do anyway).
+    public static func goalMetThroughout(profile: UserProfile, changes: [DayTotalChange], now: Int64) -> Bool {
+        guard profile.reminders.enabled, let wake = ClockTime(parsing: profile.wakeTime),
+            let sleep = ClockTime(parsing: profile.sleepTime)
+        else { return false }
+        let window = WakingWindow.current(
+            at: now, wake: wake, sleep: sleep, clock: ZoneClocks.shared.clock(profile.timezone))
+        guard let change = changes.first(where: { $0.date == window.day }) else { return false }
+        return change.before?.goalMet == true && change.after?.goalMet == true
+    }
+
     /// Recomputes after a profile write when anything the schedule reads changed (reminder
     /// settings, wake / sleep times, zone, cups, the goal's inputs), and the bills' reminders
     /// when the settings or the zone changed; turning reminders off cancels every pending
