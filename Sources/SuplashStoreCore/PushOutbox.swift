@@ -150,13 +150,20 @@ public enum PushSQL {
     }
 
     /// `PushOutboxStatements.backgroundRefresh`: binds ?1 user, ?2 writer device ('' = none),
-    /// ?3 payload, ?4 now, ?5 expiry, ?6 collapse id.
+    /// ?3 payload, ?4 now, ?5 expiry, ?6 collapse id. A device whose row waits (state
+    /// `pending`) is filtered out before the insert: reaching `ON CONFLICT … DO UPDATE` would
+    /// lock that row even when its `WHERE` is false, and on PostgreSQL a row lock is a WAL
+    /// record and a dirtied page per device on every write. Only an in-flight row (`sending`)
+    /// reaches the conflict clause.
     public static let backgroundRefresh = SQLText { d in
         """
         INSERT INTO push_outbox (id, user_id, device_id, push_type, payload, collapse_id, due_at, expires_at,
             attempts, next_attempt_at, state, created_at)
-        SELECT \(idExpression(d)), user_id, device_id, 'background', ?3, ?6, ?4, ?5, 0, ?4, 'pending', ?4
-        FROM device_tokens WHERE user_id = ?1 AND push_type = 'background' AND device_id <> ?2
+        SELECT \(idExpression(d)), t.user_id, t.device_id, 'background', ?3, ?6, ?4, ?5, 0, ?4, 'pending', ?4
+        FROM device_tokens t WHERE t.user_id = ?1 AND t.push_type = 'background' AND t.device_id <> ?2
+        AND NOT EXISTS (
+            SELECT 1 FROM push_outbox o WHERE o.user_id = t.user_id AND o.device_id = t.device_id
+            AND o.push_type = 'background' AND o.delivered_at IS NULL AND o.failed_at IS NULL AND o.state = 'pending')
         ON CONFLICT (user_id, device_id, push_type) WHERE \(pending)
         DO UPDATE SET payload = excluded.payload, expires_at = excluded.expires_at WHERE push_outbox.state = 'sending'
         """

@@ -270,6 +270,68 @@ final class PushOutboxBehaviourTests: XCTestCase {
         XCTAssertEqual(with, without)
         XCTAssertEqual(try store.pushQueueFigures(now: later()).pending, 1)
     }
+
+    /// An entry create (the hottest write) by a user with three other devices holding
+    /// background and widgets tokens costs what it costs without devices — the checks, the
+    /// locked reads and the commit, three round trips — while queuing their pushes.
+    func testEntryCreateWithThreeDevicesIsThreeRoundTrips() throws {
+        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
+        fixtures.cleanups.append { db.close() }
+        let store = PostgresStore(database: db)
+        try fixtures.makeUsers(store)
+        let (alice, bob) = (fixtures.alice, fixtures.bob)
+        for i in 1...3 {
+            let token = [UInt8(i)] + [UInt8](repeating: 0xD4, count: 31)
+            try register(
+                store, alice, String(format: "0193e000-0000-4000-8000-%012d", i), [(.background, token), (.widgets, token)])
+        }
+        func roundTrips(_ body: () throws -> Void) throws -> Int {
+            let before = try db.read { $0.roundTrips }
+            try body()
+            return try db.read { $0.roundTrips } - before
+        }
+        var n = 0
+        func create(_ user: String) throws -> Int {
+            n += 1
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let content = WaterEntryContent(amountMl: 500, loggedAt: now, source: .phone, healthKitUUID: nil, note: nil)
+            return try roundTrips {
+                _ = try store.createEntry(
+                    userID: user, id: String(format: "0193c000-0000-4000-8000-%012d", n), content: content,
+                    deviceID: Self.phone, now: now)
+            }
+        }
+        // Warm-up: every statement prepared once, both outbox rows per device queued.
+        _ = try create(bob)
+        _ = try create(alice)
+        XCTAssertEqual(try store.pushQueueFigures(now: later()).pending, 6)
+        let without = try create(bob)
+        let with = try create(alice)
+        XCTAssertEqual(without, 3)
+        XCTAssertEqual(with, 3)
+        let third = try create(alice)  // the rows wait: coalesced, still no extra round trip
+        XCTAssertEqual(third, 3)
+        XCTAssertEqual(try store.pushQueueFigures(now: later()).pending, 6)
+    }
+
+    /// A change while a device's background row waits leaves that row alone: no row lock
+    /// (`xmax` stays 0), so no WAL record and no dirtied page per device and write.
+    func testWaitingBackgroundRowIsNotLockedByLaterChanges() throws {
+        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
+        fixtures.cleanups.append { db.close() }
+        let store = PostgresStore(database: db)
+        try fixtures.makeUsers(store)
+        let alice = fixtures.alice
+        try register(store, alice, Self.watch, [(.background, Self.watchToken)])
+        _ = try store.createBill(userID: alice, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: alice, id: "b2", content: bill(2), deviceID: Self.phone, now: fixtures.t0)
+        let rows = try db.read {
+            try $0.query("SELECT xmax::text, state FROM push_outbox WHERE push_type = 'background'")
+        }
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(rows.first?[0], .text("0"), "the waiting row was locked by the second change")
+        XCTAssertEqual(rows.first?[1], .text("pending"))
+    }
 }
 
 /// The coalescing rule alone (`BackgroundRefreshRules.dueTime`).
