@@ -8,7 +8,9 @@ import SuplashSQL
 /// between sending and recording leaves the row to be claimed again after the lease (the
 /// collapse id makes the repeat replace the first).
 extension PushOutboxRepository where Self: SQLStore {
-    public func claimDuePushes(now: Int64, limit: Int, leaseMs: Int64, backgroundWindowMs: Int64) throws -> [ClaimedPush] {
+    public func claimDuePushes(now: Int64, limit: Int, leaseMs: Int64, backgroundWindowMs: Int64, widgetsPerDay: Int) throws
+        -> [ClaimedPush]
+    {
         try transaction { tx in
             try tx.enqueue(PushSQL.dropExpired, [.integer(now)])
             let rows = try PushSQL.claim.claim(tx, now: now, limit: limit, leaseMs: leaseMs)
@@ -17,7 +19,8 @@ extension PushOutboxRepository where Self: SQLStore {
             for row in rows {
                 let key: [SQLValue] = [row["user_id"], row["device_id"], row["push_type"]]
                 reads.append(SQLStatement(PushSQL.target, key))
-                reads.append(SQLStatement(PushSQL.recentSends, key + [.integer(now - BackgroundRefreshRules.hourMs)]))
+                let (since, count) = PushSQL.recentSendsRange(row["push_type"].text, now: now, widgetsPerDay: widgetsPerDay)
+                reads.append(SQLStatement(PushSQL.recentSends, key + [.integer(since), .integer(count)]))
             }
             let found = try tx.pipeline(reads)
             var claimed: [ClaimedPush] = []
@@ -27,13 +30,22 @@ extension PushOutboxRepository where Self: SQLStore {
                     try tx.enqueue(PushSQL.delete, [.text(id)])  // the device holds no such token any more
                     continue
                 }
-                if type == .background {
-                    let sends = found[2 * i + 1].compactMap { $0["delivered_at"].int64 }
-                    let due = BackgroundRefreshRules.dueTime(now: now, recentSends: sends, windowMs: backgroundWindowMs)
-                    if due > now {
-                        try tx.enqueue(PushSQL.reschedule, [.integer(0), .integer(due), .null, .text(id)])
-                        continue
+                let sends = found[2 * i + 1].compactMap { $0["delivered_at"].int64 }
+                let due =
+                    switch type {
+                    case .background: BackgroundRefreshRules.dueTime(now: now, recentSends: sends, windowMs: backgroundWindowMs)
+                    case .widgets: ProgressPushRules.dueTime(now: now, recentSends: sends, perDay: widgetsPerDay)
+                    case .complication:
+                        ProgressPushRules.dueTime(now: now, recentSends: sends, perDay: ProgressPushRules.complicationsPerDay)
+                    case .alert: now
                     }
+                if due > now {
+                    if due >= row["expires_at"].int64 ?? now {
+                        try tx.enqueue(PushSQL.delete, [.text(id)])  // over the budget until it expires
+                    } else {
+                        try tx.enqueue(PushSQL.reschedule, [.integer(0), .integer(due), .null, .text(id)])
+                    }
+                    continue
                 }
                 try tx.enqueue(PushSQL.sending, [.text(id)])
                 claimed.append(
@@ -114,9 +126,9 @@ extension PushOutboxStatements {
     /// change moved today's total of `userID` (`date` is the user's local today, by `today`) by
     /// at least 5 % of the day's goal or reached the goal (`ProgressPushRules.moved`), queues a
     /// `{"aps":{"content-changed":true}}` push for each of the user's devices holding a
-    /// `widgets` or `complication` token, except `tx.writerDeviceID`, within each device's
-    /// budget of the last 24 hours; a device with one pending already gets nothing more. One
-    /// queued statement, only when the rule holds.
+    /// `widgets` or `complication` token, except `tx.writerDeviceID`; a device with one pending
+    /// already gets nothing more. The 24-hour budgets are the sender's, at claim time
+    /// (`claimDuePushes`). One queued statement, only when the rule holds.
     /// - Throws: the engine's error (SQLite).
     public static func progressChanged(
         _ tx: some StoreTransaction, userID: String, date: LocalDate, today: LocalDate, beforeMl: Int, afterMl: Int,
@@ -128,8 +140,7 @@ extension PushOutboxStatements {
             PushSQL.progressRefresh,
             [
                 .text(userID), .text(tx.writerDeviceID ?? ""), .text(ProgressPushRules.payload), .integer(now),
-                .integer(now + ProgressPushRules.lifetimeMs), .integer(Int64(ProgressPushRules.widgetsPerDay)),
-                .integer(Int64(ProgressPushRules.complicationsPerDay)), .integer(now - ProgressPushRules.dayMs),
+                .integer(now + ProgressPushRules.lifetimeMs),
             ])
     }
 }
@@ -169,7 +180,7 @@ public enum PushSQL {
         """
     }
     /// `PushOutboxStatements.progressChanged`: binds ?1 user, ?2 writer device ('' = none),
-    /// ?3 payload, ?4 now, ?5 expiry, ?6 widget budget, ?7 complication budget, ?8 budget start.
+    /// ?3 payload, ?4 now, ?5 expiry.
     public static let progressRefresh = SQLText { d in
         """
         INSERT INTO push_outbox (id, user_id, device_id, push_type, payload, collapse_id, due_at, expires_at,
@@ -177,9 +188,6 @@ public enum PushSQL {
         SELECT \(idExpression(d)), t.user_id, t.device_id, t.push_type, ?3, NULL, ?4, ?5, 0, ?4, 'pending', ?4
         FROM device_tokens t
         WHERE t.user_id = ?1 AND t.push_type IN ('widgets', 'complication') AND t.device_id <> ?2
-        AND (SELECT count(*) FROM push_outbox o
-            WHERE o.user_id = t.user_id AND o.device_id = t.device_id AND o.push_type = t.push_type AND o.created_at > ?8)
-            < CASE t.push_type WHEN 'widgets' THEN CAST(?6 AS BIGINT) ELSE CAST(?7 AS BIGINT) END
         ON CONFLICT (user_id, device_id, push_type) WHERE \(pending) DO NOTHING
         """
     }
@@ -195,13 +203,23 @@ public enum PushSQL {
         JOIN devices d ON d.user_id = t.user_id AND d.id = t.device_id
         WHERE t.user_id = ?1 AND t.device_id = ?2 AND t.push_type = ?3
         """)
-    /// The device's sends of the push type since ?4 (index `push_outbox_sent`).
+    /// The device's latest ?5 sends of the push type since ?4 (index `push_outbox_sent`).
     static let recentSends = SQLText(
         """
         SELECT delivered_at FROM push_outbox
         WHERE user_id = ?1 AND device_id = ?2 AND push_type = ?3 AND delivered_at > ?4
-        ORDER BY delivered_at DESC LIMIT \(BackgroundRefreshRules.maxPerHour)
+        ORDER BY delivered_at DESC LIMIT ?5
         """)
+    /// What `recentSends` reads for a row of `pushType`: since when, and how many at most
+    /// (what its coalescing rule or budget looks at).
+    static func recentSendsRange(_ pushType: String?, now: Int64, widgetsPerDay: Int) -> (since: Int64, count: Int64) {
+        switch pushType.flatMap(PushType.init(rawValue:)) {
+        case .background: (now - BackgroundRefreshRules.hourMs, Int64(BackgroundRefreshRules.maxPerHour))
+        case .widgets: (now - ProgressPushRules.dayMs, Int64(max(0, widgetsPerDay)))
+        case .complication: (now - ProgressPushRules.dayMs, Int64(ProgressPushRules.complicationsPerDay))
+        case .alert, nil: (now, 0)
+        }
+    }
     static let delete = SQLText("DELETE FROM push_outbox WHERE id = ?1")
     /// A claimed row handed to APNs: later changes update its payload (`backgroundRefresh`).
     static let sending = SQLText("UPDATE push_outbox SET state = 'sending' WHERE id = ?1")

@@ -60,7 +60,7 @@ enum PushWiring {
         let push = PushSender(
             repository: store, sender: sender, client: client,
             backgroundWindowMs: Int64(max(0, apns.backgroundWindowSeconds)) * 1000,
-            pollIntervalMs: Int64(max(10, apns.pollIntervalMs)), logger: logger)
+            widgetsPerDay: max(0, apns.widgetPushesPerDay), pollIntervalMs: Int64(max(10, apns.pollIntervalMs)), logger: logger)
         services.pushStatus = { push.status }
         metrics.counters("suplash_push_sent_total", help: "Pushes APNs accepted.", label: "push_type") {
             push.figures.sent.sorted { $0.key < $1.key }.map { ($0.key, Double($0.value)) }
@@ -114,6 +114,7 @@ final class PushSender: @unchecked Sendable {
     private let sender: APNsSender
     private let client: HTTPClient
     private let backgroundWindowMs: Int64
+    private let widgetsPerDay: Int
     private let pollIntervalMs: Int64
     private let logger: Logger
     private let condition = NSCondition()
@@ -125,12 +126,13 @@ final class PushSender: @unchecked Sendable {
 
     init(
         repository: any PushOutboxRepository, sender: APNsSender, client: HTTPClient, backgroundWindowMs: Int64,
-        pollIntervalMs: Int64, logger: Logger
+        widgetsPerDay: Int, pollIntervalMs: Int64, logger: Logger
     ) {
         self.repository = repository
         self.sender = sender
         self.client = client
         self.backgroundWindowMs = backgroundWindowMs
+        self.widgetsPerDay = widgetsPerDay
         self.pollIntervalMs = pollIntervalMs
         self.logger = logger
     }
@@ -218,7 +220,8 @@ final class PushSender: @unchecked Sendable {
             let claimed: [ClaimedPush]
             do {
                 claimed = try repository.claimDuePushes(
-                    now: now, limit: Self.batchSize, leaseMs: Self.leaseMs, backgroundWindowMs: backgroundWindowMs)
+                    now: now, limit: Self.batchSize, leaseMs: Self.leaseMs, backgroundWindowMs: backgroundWindowMs,
+                    widgetsPerDay: widgetsPerDay)
             } catch {
                 logger.warning("push_claim_failed", .errorType(String(reflecting: type(of: error))))
                 guard pause(pollIntervalMs) else { return }

@@ -141,6 +141,7 @@ struct Settings: Sendable, Equatable {
         var caFile = ""
         var maxConcurrentPushes = 100
         var backgroundWindowSeconds = 300
+        var widgetPushesPerDay = 40  // ProgressPushRules.widgetsPerDay
         var pollIntervalMs = 1000
     }
 
@@ -353,6 +354,10 @@ struct Settings: Sendable, Equatable {
                 "apns.backgroundWindowSeconds", \.apns.backgroundWindowSeconds,
                 "background refresh coalescing window per device: the first change is pushed at once, later ones "
                     + "at most once per window (and never more than 3 an hour)"),
+            Field(
+                "apns.widgetPushesPerDay", \.apns.widgetPushesPerDay,
+                "widget pushes (`content-changed`) per device in any 24 hours; over it a device's widget waits or its "
+                    + "push expires; 0 = none ([push](push.md#widgets-and-complications))"),
             Field("apns.pollIntervalMs", \.apns.pollIntervalMs, "how often the sender looks for due pushes, ms"),
             Field("log.level", \.log.level, "lowest level logged: `debug` `info` `warning` `error`"),
         ]

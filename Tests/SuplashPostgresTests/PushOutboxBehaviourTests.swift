@@ -145,9 +145,10 @@ final class PushOutboxBehaviourTests: XCTestCase {
                 ]
             ) { _, profile in profile }
         }
-        func send() throws -> String {
+        func send(widgetsPerDay: Int = ProgressPushRules.widgetsPerDay) throws -> String {
             let now = later()
-            let pushes = try store.claimDuePushes(now: now, limit: 10, leaseMs: 60_000, backgroundWindowMs: Self.window)
+            let pushes = try store.claimDuePushes(
+                now: now, limit: 10, leaseMs: 60_000, backgroundWindowMs: Self.window, widgetsPerDay: widgetsPerDay)
             for p in pushes { try store.recordPushSent(id: p.id, payload: p.payload, now: now) }
             XCTAssertTrue(pushes.allSatisfy { $0.payload == ProgressPushRules.payload })
             return pushes.map { "\($0.deviceID.suffix(2)) \($0.pushType.rawValue)" }.sorted().joined(separator: ", ")
@@ -158,18 +159,32 @@ final class PushOutboxBehaviourTests: XCTestCase {
         transcript.append("10 ml: \(try send())")
         try drink(500, daysAgo: 3)
         transcript.append("500 ml three days ago: \(try send())")
-        // The widget's budget: 40 in 24 hours (one sent above); the complication's is 50.
+        // A budget of one widget push a day (the setting): the widget's row is over it.
+        try drink(500)
+        transcript.append("budget 1: \(try send(widgetsPerDay: 1))")
+        transcript.append("pending after: \(try store.pushQueueFigures(now: later()).pending)")
+        // The widget's budget: 40 in 24 hours (one sent above); the complication's is 50 (two
+        // sent above, 39 + 1 + 8 below).
         for _ in 0..<39 {
             try drink(300)
             _ = try send()
         }
         try drink(300)
         transcript.append("41st: \(try send())")
+        for _ in 0..<8 {
+            try drink(300)
+            _ = try send()
+        }
+        try drink(300)
+        transcript.append("51st complication: \(try send())")
         return transcript
     }
 
     func testProgressPushesOnSQLiteAndPostgres() throws {
-        let expected = ["500 ml: 02 complication, 04 widgets", "10 ml: ", "500 ml three days ago: ", "41st: 02 complication"]
+        let expected = [
+            "500 ml: 02 complication, 04 widgets", "10 ml: ", "500 ml three days ago: ", "budget 1: 02 complication",
+            "pending after: 0", "41st: 02 complication", "51st complication: ",
+        ]
         XCTAssertEqual(try progressScenario(try fixtures.sqliteStore().0), expected)
         guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
             throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
@@ -331,6 +346,22 @@ final class PushOutboxBehaviourTests: XCTestCase {
         XCTAssertEqual(rows.count, 1)
         XCTAssertEqual(rows.first?[0], .text("0"), "the waiting row was locked by the second change")
         XCTAssertEqual(rows.first?[1], .text("pending"))
+    }
+}
+
+/// The 24-hour budget of widget and complication pushes alone (`ProgressPushRules.dueTime`).
+final class ProgressPushRulesTests: XCTestCase {
+    func testDueTime() {
+        let day = ProgressPushRules.dayMs
+        let now = 10 * day
+        XCTAssertEqual(ProgressPushRules.dueTime(now: now, recentSends: [now - 1, now - 2], perDay: 3), now, "within the budget")
+        XCTAssertEqual(
+            ProgressPushRules.dueTime(now: now, recentSends: [now - 5, now - 1, now - 9], perDay: 3), now - 9 + day,
+            "budget spent: a day after the oldest of the last three")
+        XCTAssertEqual(
+            ProgressPushRules.dueTime(now: now, recentSends: [now - 5, now - 1, now - day], perDay: 3), now,
+            "one is older than a day")
+        XCTAssertEqual(ProgressPushRules.dueTime(now: now, recentSends: [], perDay: 0), Int64.max, "a budget of 0 never sends")
     }
 }
 

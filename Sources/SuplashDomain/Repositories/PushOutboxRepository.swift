@@ -72,10 +72,13 @@ public protocol PushOutboxRepository: Sendable {
     /// until `now + leaseMs` (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so two instances never
     /// claim one row); deletes claimed rows whose device no longer holds a token of their push
     /// type; moves claimed background rows that `BackgroundRefreshRules.dueTime` says are not
-    /// due yet (the device's recent sends within `backgroundWindowMs`, the hourly cap) to
-    /// their due time; returns the rest, oldest first.
+    /// due yet (the device's recent sends within `backgroundWindowMs`, the hourly cap) and
+    /// widget / complication rows over the device's 24-hour budget (`widgetsPerDay`,
+    /// `ProgressPushRules.complicationsPerDay`; `ProgressPushRules.dueTime`) to their due time,
+    /// or deletes them when that is past their expiry; returns the rest, oldest first.
     /// - Throws: `RepositoryError` (storage).
-    func claimDuePushes(now: Int64, limit: Int, leaseMs: Int64, backgroundWindowMs: Int64) throws -> [ClaimedPush]
+    func claimDuePushes(now: Int64, limit: Int, leaseMs: Int64, backgroundWindowMs: Int64, widgetsPerDay: Int) throws
+        -> [ClaimedPush]
     /// Records push `id` (claimed with `payload`) as sent at `now`. When a later change
     /// replaced the pending row's payload meanwhile, the sent push is recorded and the newer
     /// payload stays pending as a new row (the coalescing window then decides its time).
@@ -95,6 +98,16 @@ public protocol PushOutboxRepository: Sendable {
     /// The queue's depth and the first due time of rows due at `now`.
     /// - Throws: `RepositoryError` (storage).
     func pushQueueFigures(now: Int64) throws -> PushQueueFigures
+}
+
+extension PushOutboxRepository {
+    /// `claimDuePushes` with the default widget budget (`ProgressPushRules.widgetsPerDay`).
+    /// - Throws: `RepositoryError` (storage).
+    public func claimDuePushes(now: Int64, limit: Int, leaseMs: Int64, backgroundWindowMs: Int64) throws -> [ClaimedPush] {
+        try claimDuePushes(
+            now: now, limit: limit, leaseMs: leaseMs, backgroundWindowMs: backgroundWindowMs,
+            widgetsPerDay: ProgressPushRules.widgetsPerDay)
+    }
 }
 
 /// Background refresh (spec §9; docs/push.md, "Background refresh"): when a user's data takes a
@@ -139,7 +152,8 @@ public enum BackgroundRefreshRules {
 public enum ProgressPushRules {
     /// The payload of both.
     public static let payload = "{\"aps\":{\"content-changed\":true}}"
-    /// Widget pushes per device in any 24 hours (WidgetKit's reload budget is a few dozen a day).
+    /// Widget pushes per device in any 24 hours by default (WidgetKit's reload budget is a few
+    /// dozen a day); the server's `apns.widgetPushesPerDay` setting.
     public static let widgetsPerDay = 40
     /// Complication pushes per device in any 24 hours (Apple's limit for PushKit complication
     /// pushes is 50 a day).
@@ -148,6 +162,16 @@ public enum ProgressPushRules {
     public static let dayMs: Int64 = 86_400_000
     /// How long such a push stays worth sending, ms.
     public static let lifetimeMs: Int64 = 3_600_000
+
+    /// When a pending widget or complication push for a device may be sent: at once (`now`)
+    /// unless the device was sent `perDay` of them within the last 24 hours, then 24 hours
+    /// after the oldest of those. `perDay` ≤ 0 never sends (`Int64.max`). `recentSends` are the
+    /// device's send times of that push type (ms), any order.
+    public static func dueTime(now: Int64, recentSends: [Int64], perDay: Int) -> Int64 {
+        guard perDay > 0 else { return Int64.max }
+        let inDay = recentSends.filter { $0 > now - dayMs }.sorted(by: >)
+        return inDay.count >= perDay ? max(now, inDay[perDay - 1] + dayMs) : now
+    }
 
     /// Whether a change of the day's total from `beforeMl` to `afterMl` is worth a reload: it
     /// reached `goalMl`, or moved by at least 5 % of it (either way). Per change.
