@@ -91,6 +91,10 @@ extension PushOutboxRepository where Self: SQLStore {
         try transaction { tx in try tx.execute(PushSQL.purge, [.integer(before)]) }
     }
 
+    public func observeQueuedPushes(_ body: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+        PushDoorbell.shared.observe(body)
+    }
+
     public func pushQueueFigures(now: Int64) throws -> PushQueueFigures {
         try reading { c in
             let row = try c.queryOne(PushSQL.figures, [.integer(now)])
@@ -99,8 +103,43 @@ extension PushOutboxRepository where Self: SQLStore {
     }
 }
 
+/// The observers of `observeQueuedPushes` in this process (every store object shares it: a
+/// spurious ring only makes a sender claim early).
+final class PushDoorbell: @unchecked Sendable {
+    static let shared = PushDoorbell()
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var observers: [UInt64: @Sendable () -> Void] = [:]
+    private var next: UInt64 = 0
+
+    func observe(_ body: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+        let id = lock.withLock {
+            next += 1
+            observers[next] = body
+            return next
+        }
+        return { [self] in lock.withLock { _ = observers.removeValue(forKey: id) } }
+    }
+
+    func ring() {
+        for body in lock.withLock({ Array(observers.values) }) { body() }
+    }
+}
+
 /// Statements other use cases run inside their own transactions.
 public enum PushOutboxStatements {
+    /// Runs an outbox insert of this file and arranges the senders' wake-up when it queued a
+    /// row: on PostgreSQL queued (no round trip), the statement itself notifying
+    /// `PushSQL.wakeChannel` (sent with the commit); on SQLite run now, ringing this process's
+    /// `PushDoorbell` after the commit when it changed a row.
+    /// - Throws: the engine's error (SQLite).
+    static func queue(_ tx: some StoreTransaction, _ sql: SQLText, _ args: [SQLValue]) throws {
+        switch tx.dialect {
+        case .postgres: try tx.enqueue(sql, args)
+        case .sqlite: if try tx.execute(sql, args) > 0 { tx.afterCommit { PushDoorbell.shared.ring() } }
+        }
+    }
+
     /// Background refresh (docs/push.md, "Background refresh"): queues, with `tx`'s commit, a
     /// `background` push for each of `userID`'s devices holding a background token, except
     /// `tx.writerDeviceID`. Coalesced per device: when the device already has a pending
@@ -112,8 +151,8 @@ public enum PushOutboxStatements {
     /// - Throws: the engine's error (SQLite).
     public static func backgroundRefresh(_ tx: some StoreTransaction, userID: String) throws {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try tx.enqueue(
-            PushSQL.backgroundRefresh,
+        try queue(
+            tx, PushSQL.backgroundRefresh,
             [
                 .text(userID), .text(tx.writerDeviceID ?? ""), .text(BackgroundRefreshRules.payload(changedAt: now)),
                 .integer(now), .integer(now + BackgroundRefreshRules.lifetimeMs), .text(BackgroundRefreshRules.collapseID),
@@ -136,8 +175,8 @@ extension PushOutboxStatements {
     ) throws {
         guard date == today, ProgressPushRules.moved(beforeMl: beforeMl, afterMl: afterMl, goalMl: goalMl) else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try tx.enqueue(
-            PushSQL.progressRefresh,
+        try queue(
+            tx, PushSQL.progressRefresh,
             [
                 .text(userID), .text(tx.writerDeviceID ?? ""), .text(ProgressPushRules.payload), .integer(now),
                 .integer(now + ProgressPushRules.lifetimeMs),
@@ -155,6 +194,19 @@ public enum PushSQL {
         d == .sqlite ? "lower(hex(randomblob(16)))" : "replace(gen_random_uuid()::text, '-', '')"
     }
 
+    /// The `LISTEN/NOTIFY` channel of queued pushes: the outbox inserts notify it (payload: the
+    /// user id) when they queued a row, delivered with the commit; every instance's sender
+    /// listens and claims at once.
+    public static let wakeChannel = "suplash_pushes"
+
+    /// `insert` (an `INSERT` into `push_outbox`) as written on SQLite; on PostgreSQL wrapped so
+    /// that it notifies `wakeChannel` when it inserted or updated a row.
+    static func notifying(_ d: SQLDialect, _ insert: String) -> String {
+        d == .sqlite
+            ? insert
+            : "WITH queued AS (\(insert) RETURNING user_id) SELECT pg_notify('\(wakeChannel)', user_id) FROM queued LIMIT 1"
+    }
+
     /// A row id made here (32 lower-case hex digits).
     static func newID() -> String {
         UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
@@ -167,29 +219,35 @@ public enum PushSQL {
     /// record and a dirtied page per device on every write. Only an in-flight row (`sending`)
     /// reaches the conflict clause.
     public static let backgroundRefresh = SQLText { d in
-        """
-        INSERT INTO push_outbox (id, user_id, device_id, push_type, payload, collapse_id, due_at, expires_at,
-            attempts, next_attempt_at, state, created_at)
-        SELECT \(idExpression(d)), t.user_id, t.device_id, 'background', ?3, ?6, ?4, ?5, 0, ?4, 'pending', ?4
-        FROM device_tokens t WHERE t.user_id = ?1 AND t.push_type = 'background' AND t.device_id <> ?2
-        AND NOT EXISTS (
-            SELECT 1 FROM push_outbox o WHERE o.user_id = t.user_id AND o.device_id = t.device_id
-            AND o.push_type = 'background' AND o.delivered_at IS NULL AND o.failed_at IS NULL AND o.state = 'pending')
-        ON CONFLICT (user_id, device_id, push_type) WHERE \(pending)
-        DO UPDATE SET payload = excluded.payload, expires_at = excluded.expires_at WHERE push_outbox.state = 'sending'
-        """
+        notifying(
+            d,
+            """
+            INSERT INTO push_outbox (id, user_id, device_id, push_type, payload, collapse_id, due_at, expires_at,
+                attempts, next_attempt_at, state, created_at)
+            SELECT \(idExpression(d)), t.user_id, t.device_id, 'background', ?3, ?6, ?4, ?5, 0, ?4, 'pending', ?4
+            FROM device_tokens t WHERE t.user_id = ?1 AND t.push_type = 'background' AND t.device_id <> ?2
+            AND NOT EXISTS (
+                SELECT 1 FROM push_outbox o WHERE o.user_id = t.user_id AND o.device_id = t.device_id
+                AND o.push_type = 'background' AND o.delivered_at IS NULL AND o.failed_at IS NULL AND o.state = 'pending')
+            ON CONFLICT (user_id, device_id, push_type) WHERE \(pending)
+            DO UPDATE SET payload = excluded.payload, expires_at = excluded.expires_at WHERE push_outbox.state = 'sending'
+            """
+        )
     }
     /// `PushOutboxStatements.progressChanged`: binds ?1 user, ?2 writer device ('' = none),
     /// ?3 payload, ?4 now, ?5 expiry.
     public static let progressRefresh = SQLText { d in
-        """
-        INSERT INTO push_outbox (id, user_id, device_id, push_type, payload, collapse_id, due_at, expires_at,
-            attempts, next_attempt_at, state, created_at)
-        SELECT \(idExpression(d)), t.user_id, t.device_id, t.push_type, ?3, NULL, ?4, ?5, 0, ?4, 'pending', ?4
-        FROM device_tokens t
-        WHERE t.user_id = ?1 AND t.push_type IN ('widgets', 'complication') AND t.device_id <> ?2
-        ON CONFLICT (user_id, device_id, push_type) WHERE \(pending) DO NOTHING
-        """
+        notifying(
+            d,
+            """
+            INSERT INTO push_outbox (id, user_id, device_id, push_type, payload, collapse_id, due_at, expires_at,
+                attempts, next_attempt_at, state, created_at)
+            SELECT \(idExpression(d)), t.user_id, t.device_id, t.push_type, ?3, NULL, ?4, ?5, 0, ?4, 'pending', ?4
+            FROM device_tokens t
+            WHERE t.user_id = ?1 AND t.push_type IN ('widgets', 'complication') AND t.device_id <> ?2
+            ON CONFLICT (user_id, device_id, push_type) WHERE \(pending) DO NOTHING
+            """
+        )
     }
     /// The claim (`OutboxClaim`).
     public static let claim = OutboxClaim(

@@ -122,7 +122,9 @@ final class PushSender: @unchecked Sendable {
     private var stopped = false
     private var started = false
     private var done = false
+    private var woken = false
     private var counted = Figures()
+    private var stopObserving: (@Sendable () -> Void)?
 
     init(
         repository: any PushOutboxRepository, sender: APNsSender, client: HTTPClient, backgroundWindowMs: Int64,
@@ -153,18 +155,33 @@ final class PushSender: @unchecked Sendable {
             return !started
         }
         guard first else { return }
+        let stop = repository.observeQueuedPushes { [weak self] in self?.wake() }
+        condition.withLock { stopObserving = stop }
         let thread = Thread { [self] in run() }
         thread.name = "suplash-push"
         thread.start()
     }
 
+    /// Makes the thread claim now instead of at the end of its poll interval (a commit queued
+    /// pushes: `PushOutboxRepository.observeQueuedPushes` in this process, `NOTIFY
+    /// suplash_pushes` from any instance on PostgreSQL). Wakes during a batch make the next
+    /// claim follow it at once; the poll stays the fallback.
+    func wake() {
+        condition.withLock {
+            woken = true
+            condition.broadcast()
+        }
+    }
+
     /// Stops the thread after the batch in hand, waits for it, and shuts the HTTP/2 client.
     func stop() {
-        condition.withLock {
+        let stopObserving = condition.withLock {
             stopped = true
             condition.broadcast()
             while started && !done { condition.wait() }
+            return self.stopObserving
         }
+        stopObserving?()
         let client = client
         let finished = DispatchSemaphore(value: 0)
         Task {
@@ -174,11 +191,12 @@ final class PushSender: @unchecked Sendable {
         finished.wait()
     }
 
-    /// Waits `ms` or until stopped; false when stopped.
+    /// Waits `ms`, or until woken (`wake`) or stopped; false when stopped.
     private func pause(_ ms: Int64) -> Bool {
         condition.withLock {
             let deadline = Date(timeIntervalSinceNow: Double(ms) / 1000)
-            while !stopped { if !condition.wait(until: deadline) { break } }
+            while !stopped && !woken { if !condition.wait(until: deadline) { break } }
+            woken = false
             return !stopped
         }
     }

@@ -390,7 +390,8 @@ enum ServeCommand {
         let cluster = try postgresStore.map {
             try ClusterWiring.start(
                 store: $0, longPolls: services.sync?.longPolls, revocations: revocations,
-                adminKeys: adminKeys, revocationWindowMs: (tokens.accessTokenTTL + 60) * 1000, logger: logger)
+                adminKeys: adminKeys, revocationWindowMs: (tokens.accessTokenTTL + 60) * 1000, pushSender: pushSender,
+                logger: logger)
         }
         outbox.start()
         appleRevokes?.start()

@@ -286,6 +286,65 @@ final class PushOutboxBehaviourTests: XCTestCase {
         XCTAssertEqual(try store.pushQueueFigures(now: later()).pending, 1)
     }
 
+    /// A commit that queued pushes rings this process's doorbell after it (SQLite); one that
+    /// queued nothing — no device, or the device's row waiting — does not. Observers run in
+    /// commit order, so the last ring counted marks that no earlier write rang.
+    func testCommitsThatQueuePushesRingTheDoorbellOnSQLite() throws {
+        let (store, _) = try fixtures.sqliteStore()
+        try fixtures.makeUsers(store)
+        let (alice, bob) = (fixtures.alice, fixtures.bob)
+        try register(store, alice, Self.watch, [(.background, Self.watchToken)])
+        let rings = Locked(0)
+        let stop = store.observeQueuedPushes { rings.withLock { $0 += 1 } }
+        defer { stop() }
+        _ = try store.createBill(userID: bob, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: alice, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: alice, id: "b2", content: bill(2), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: bob, id: "b2", content: bill(2), deviceID: Self.phone, now: fixtures.t0)
+        let now = later()
+        for push in try store.claimDuePushes(now: now, limit: 10, leaseMs: 60_000, backgroundWindowMs: 0) {
+            try store.recordPushSent(id: push.id, payload: push.payload, now: now)
+        }
+        _ = try store.createBill(userID: alice, id: "b3", content: bill(3), deviceID: Self.phone, now: fixtures.t0)
+        XCTAssertTrue(eventually { rings.current >= 2 })
+        XCTAssertEqual(rings.current, 2, "only the two writes that queued a row rang")
+    }
+
+    /// On PostgreSQL a commit that queued pushes notifies `suplash_pushes` (payload: the user),
+    /// heard by every instance's listener; one that queued nothing does not.
+    func testCommitsThatQueuePushesNotifyOnPostgres() throws {
+        let (store, _) = try fixtures.postgresStore()
+        let db = store.database
+        try fixtures.makeUsers(store)
+        let (alice, bob) = (fixtures.alice, fixtures.bob)
+        try register(store, alice, Self.watch, [(.background, Self.watchToken)])
+        let heard = Locked([String]())
+        let listening = Locked(0)
+        let listener = try PostgresListener(
+            url: try PostgresTestSupport.url(), channels: [PostgresClusterChannel.pushes],
+            onNotification: { _, payload in heard.withLock { $0.append(payload) } },
+            onConnection: { if case .listening = $0 { listening.withLock { $0 += 1 } } })
+        try listener.start()
+        defer { listener.stop() }
+        XCTAssertTrue(eventually { listening.current == 1 })
+        _ = try store.createBill(userID: bob, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: alice, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: alice, id: "b2", content: bill(2), deviceID: Self.phone, now: fixtures.t0)
+        try db.transaction { tx in tx.notify(channel: PostgresClusterChannel.pushes, payload: "end") }
+        XCTAssertTrue(eventually { heard.current.last == "end" })
+        XCTAssertEqual(heard.current, [alice, "end"])
+    }
+
+    /// Waits until `condition` holds (a bound only against a hang; nothing is timed).
+    func eventually(_ condition: () -> Bool) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while !condition() {
+            guard Date() < deadline else { return false }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return true
+    }
+
     /// An entry create (the hottest write) by a user with three other devices holding
     /// background and widgets tokens costs what it costs without devices — the checks, the
     /// locked reads and the commit, three round trips — while queuing their pushes.

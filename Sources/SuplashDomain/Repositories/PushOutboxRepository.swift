@@ -98,6 +98,11 @@ public protocol PushOutboxRepository: Sendable {
     /// The queue's depth and the first due time of rows due at `now`.
     /// - Throws: `RepositoryError` (storage).
     func pushQueueFigures(now: Int64) throws -> PushQueueFigures
+    /// Calls `body` after each commit in this process that queued pushes, so that a sender
+    /// claims them at once instead of at its next poll (SQLite; on PostgreSQL such a commit
+    /// sends `NOTIFY suplash_pushes`, heard by every instance). `body` must be quick (it runs
+    /// on the committing thread). Returns what stops the calls.
+    func observeQueuedPushes(_ body: @escaping @Sendable () -> Void) -> @Sendable () -> Void
 }
 
 extension PushOutboxRepository {
