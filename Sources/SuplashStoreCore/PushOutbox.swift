@@ -61,29 +61,32 @@ extension PushOutboxRepository where Self: SQLStore {
         }
     }
 
-    public func recordPushSent(id: String, payload: String, now: Int64) throws {
+    public func recordPushOutcomes(_ outcomes: [PushOutcome], now: Int64) throws {
+        guard !outcomes.isEmpty else { return }
         try transaction { tx in
-            // A change after the claim replaced the payload: keep the newer one pending as a
-            // new row, due now (the coalescing window moves it at the next claim).
-            if let current = try tx.queryOne(PushSQL.pendingPayload, [.text(id)])?["payload"].text, current != payload {
-                try tx.enqueue(PushSQL.sent, [.integer(now), .text(payload), .text(id)])
-                try tx.enqueue(PushSQL.copyPending, [.text(PushSQL.newID()), .text(current), .integer(now), .text(id)])
-            } else {
-                try tx.enqueue(PushSQL.sent, [.integer(now), .text(payload), .text(id)])
+            let sent: [(id: String, payload: String)] = outcomes.compactMap {
+                if case .sent(let id, let payload) = $0 { (id, payload) } else { nil }
             }
-        }
-    }
-
-    public func recordPushRetry(id: String, attempts: Int, nextAttemptAt: Int64, reason: String) throws {
-        _ = try transaction { tx in
-            try tx.execute(PushSQL.reschedule, [.integer(Int64(attempts)), .integer(nextAttemptAt), .text(reason), .text(id)])
-        }
-    }
-
-    public func recordPushFailed(id: String, reason: String, now: Int64, dropToken: [UInt8]?) throws {
-        _ = try transaction { tx in
-            if let token = dropToken { try tx.enqueue(PushSQL.dropToken, [.text(id), .blob(token)]) }
-            try tx.execute(PushSQL.failed, [.integer(now), .text(reason), .text(id)])
+            // The pending payloads in one round trip: a change after the claim replaced one,
+            // keep the newer one pending as a new row, due now (the window moves it at the next claim).
+            let current = sent.isEmpty ? [] : try tx.pipeline(sent.map { SQLStatement(PushSQL.pendingPayload, [.text($0.id)]) })
+            for (push, rows) in zip(sent, current) {
+                try tx.enqueue(PushSQL.sent, [.integer(now), .text(push.payload), .text(push.id)])
+                if let newer = rows.first?["payload"].text, newer != push.payload {
+                    try tx.enqueue(PushSQL.copyPending, [.text(PushSQL.newID()), .text(newer), .integer(now), .text(push.id)])
+                }
+            }
+            for outcome in outcomes {
+                switch outcome {
+                case .sent: continue
+                case .retry(let id, let attempts, let nextAttemptAt, let reason):
+                    try tx.enqueue(
+                        PushSQL.reschedule, [.integer(Int64(attempts)), .integer(nextAttemptAt), .text(reason), .text(id)])
+                case .failed(let id, let reason, let token):
+                    if let token { try tx.enqueue(PushSQL.dropToken, [.text(id), .blob(token)]) }
+                    try tx.enqueue(PushSQL.failed, [.integer(now), .text(reason), .text(id)])
+                }
+            }
         }
     }
 

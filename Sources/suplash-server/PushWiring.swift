@@ -264,61 +264,61 @@ final class PushSender: @unchecked Sendable {
             expiration: push.expiresAt / 1000, collapseID: push.collapseID, tokenRegisteredAt: push.tokenRegisteredAt)
     }
 
+    /// Sends `claimed` and records every outcome in one store transaction (one durable commit
+    /// per batch, not one per push).
     private func deliver(_ claimed: [ClaimedPush]) {
         var sendable: [(ClaimedPush, APNsPush)] = []
+        var outcomes: [(ClaimedPush, PushOutcome)] = []
         for push in claimed {
             if let request = Self.request(push) {
                 sendable.append((push, request))
             } else {
-                record(push, failed: "Unsendable", dropToken: false)
+                outcomes.append((push, .failed(id: push.id, reason: "Unsendable", dropToken: nil)))
             }
         }
-        guard !sendable.isEmpty else { return }
-        let started = ContinuousClock.now
-        let results = Self.wait(sender, sendable.map(\.1))
-        let seconds = (ContinuousClock.now - started) / .seconds(1)
-        condition.withLock {
-            counted.sendSeconds += seconds
-            counted.timedPushes += sendable.count
-        }
-        for ((push, _), result) in zip(sendable, results) {
+        if !sendable.isEmpty {
+            let started = ContinuousClock.now
+            let results = Self.wait(sender, sendable.map(\.1))
+            let seconds = (ContinuousClock.now - started) / .seconds(1)
+            condition.withLock {
+                counted.sendSeconds += seconds
+                counted.timedPushes += sendable.count
+            }
             let now = Self.wallClock()
-            do {
-                switch result.outcome {
-                case .sent:
-                    try repository.recordPushSent(id: push.id, payload: push.payload, now: now)
-                    count(\.sent, push.pushType.rawValue)
-                case .tokenInvalid(let reason):
-                    record(push, failed: reason.rawValue, dropToken: true)
-                case .rejected(let reason):
-                    record(push, failed: reason.rawValue, dropToken: false)
-                case .retryLater(let reason, let after):
-                    let delayMs = Int64((after / .milliseconds(1)).rounded(.up))
-                    try repository.recordPushRetry(
-                        id: push.id, attempts: result.attempts, nextAttemptAt: now + max(delayMs, 1000), reason: reason.rawValue)
-                    count(\.retried, reason.rawValue)
-                case .paused(let reason):
-                    try repository.recordPushRetry(
-                        id: push.id, attempts: 0, nextAttemptAt: now + Self.alarmIntervalMs, reason: reason.rawValue)
-                    count(\.retried, reason.rawValue)
-                }
-            } catch {
-                // The lease ends and another attempt follows (at least once).
-                logger.warning(
-                    "push_record_failed", .identifier("pushId", push.id), .errorType(String(reflecting: type(of: error))))
+            for ((push, _), result) in zip(sendable, results) {
+                let outcome: PushOutcome =
+                    switch result.outcome {
+                    case .sent: .sent(id: push.id, payload: push.payload)
+                    case .tokenInvalid(let reason): .failed(id: push.id, reason: reason.rawValue, dropToken: push.token)
+                    case .rejected(let reason): .failed(id: push.id, reason: reason.rawValue, dropToken: nil)
+                    case .retryLater(let reason, let after):
+                        .retry(
+                            id: push.id, attempts: result.attempts,
+                            nextAttemptAt: now + max(Int64((after / .milliseconds(1)).rounded(.up)), 1000), reason: reason.rawValue)
+                    case .paused(let reason):
+                        .retry(id: push.id, attempts: 0, nextAttemptAt: now + Self.alarmIntervalMs, reason: reason.rawValue)
+                    }
+                outcomes.append((push, outcome))
             }
         }
-    }
-
-    private func record(_ push: ClaimedPush, failed reason: String, dropToken: Bool) {
         do {
-            try repository.recordPushFailed(id: push.id, reason: reason, now: Self.wallClock(), dropToken: dropToken ? push.token : nil)
-            count(\.failed, reason)
-            logger.info(
-                dropToken ? "push_token_dropped" : "push_given_up", .identifier("pushId", push.id),
-                .identifier("deviceId", push.deviceID), .code("reason", reason))
+            try repository.recordPushOutcomes(outcomes.map(\.1), now: Self.wallClock())
         } catch {
-            logger.warning("push_record_failed", .identifier("pushId", push.id), .errorType(String(reflecting: type(of: error))))
+            // The leases end and other attempts follow (at least once).
+            logger.warning(
+                "push_record_failed", .number("pushes", outcomes.count), .errorType(String(reflecting: type(of: error))))
+            return
+        }
+        for (push, outcome) in outcomes {
+            switch outcome {
+            case .sent: count(\.sent, push.pushType.rawValue)
+            case .retry(_, _, _, let reason): count(\.retried, reason)
+            case .failed(_, let reason, let token):
+                count(\.failed, reason)
+                logger.info(
+                    token == nil ? "push_given_up" : "push_token_dropped", .identifier("pushId", push.id),
+                    .identifier("deviceId", push.deviceID), .code("reason", reason))
+            }
         }
     }
 

@@ -335,6 +335,56 @@ final class PushOutboxBehaviourTests: XCTestCase {
         XCTAssertEqual(heard.current, [alice, "end"])
     }
 
+    /// A sent batch's outcomes are recorded in one transaction whose round trips do not grow
+    /// with the batch: the pending payloads in one pipeline, the rest with the commit. Sent,
+    /// retried and failed rows end as recorded; a token is dropped when asked.
+    func testABatchOfOutcomesIsOneTransactionOfFixedRoundTrips() throws {
+        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
+        fixtures.cleanups.append { db.close() }
+        let store = PostgresStore(database: db)
+        try fixtures.makeUsers(store)
+        let alice = fixtures.alice
+        var devices: [String] = []
+        for i in 1...9 {
+            let device = String(format: "0193e000-0000-4000-8000-%012d", i)
+            devices.append(device)
+            try register(store, alice, device, [(.background, [UInt8(i)] + [UInt8](repeating: 0xE5, count: 31))])
+        }
+        _ = try store.createBill(userID: alice, id: "b1", content: bill(1), deviceID: nil, now: fixtures.t0)
+        let now = later()
+        let claimed = try store.claimDuePushes(now: now, limit: 10, leaseMs: 60_000, backgroundWindowMs: 0)
+        XCTAssertEqual(claimed.count, 9)
+        func roundTrips(_ body: () throws -> Void) throws -> Int {
+            let before = try db.read { $0.roundTrips }
+            try body()
+            return try db.read { $0.roundTrips } - before
+        }
+        func batch(_ p: ArraySlice<ClaimedPush>) -> [PushOutcome] {
+            [
+                .sent(id: p[p.startIndex].id, payload: p[p.startIndex].payload),
+                .sent(id: p[p.startIndex + 1].id, payload: p[p.startIndex + 1].payload),
+                .retry(id: p[p.startIndex + 2].id, attempts: 1, nextAttemptAt: now + 1_000, reason: "TooManyRequests"),
+                .failed(id: p[p.startIndex + 3].id, reason: "Unregistered", dropToken: p[p.startIndex + 3].token),
+            ]
+        }
+        try store.recordPushOutcomes(batch(claimed[0..<4]), now: now)  // warm-up: every statement prepared
+        let one = try roundTrips { try store.recordPushSent(id: claimed[4].id, payload: claimed[4].payload, now: now) }
+        let four = try roundTrips { try store.recordPushOutcomes(batch(claimed[5..<9]), now: now) }
+        XCTAssertEqual(one, 2, "the pending payloads, the commit")
+        XCTAssertEqual(four, one)
+        let states = try db.read {
+            try $0.query("SELECT state, coalesce(reason, '') FROM push_outbox ORDER BY state, reason").map {
+                "\($0[0].text ?? "") \($0[1].text ?? "")"
+            }
+        }
+        XCTAssertEqual(
+            states,
+            ["failed Unregistered", "failed Unregistered", "pending TooManyRequests", "pending TooManyRequests"]
+                + Array(repeating: "sent ", count: 5))
+        let failedDevice = try XCTUnwrap(claimed.last?.deviceID)
+        XCTAssertEqual(try store.device(userID: alice, id: failedDevice)?.pushTypes, [], "the stale token is dropped")
+    }
+
     /// Waits until `condition` holds (a bound only against a hang; nothing is timed).
     func eventually(_ condition: () -> Bool) -> Bool {
         let deadline = Date(timeIntervalSinceNow: 60)

@@ -47,6 +47,18 @@ public struct ClaimedPush: Sendable, Equatable {
     }
 }
 
+/// What became of one claimed push (`PushOutboxRepository.recordPushOutcomes`).
+public enum PushOutcome: Sendable, Equatable {
+    /// APNs accepted push `id`, claimed with `payload`.
+    case sent(id: String, payload: String)
+    /// Push `id` is tried again at `nextAttemptAt` (ms) after `attempts` more attempts (`0`
+    /// for a paused sender); `reason` is an APNs reason code or ours.
+    case retry(id: String, attempts: Int, nextAttemptAt: Int64, reason: String)
+    /// Push `id` is given up with `reason`; with `dropToken`, the device's token rows that still
+    /// hold that token are deleted (every push type: alert and background share it).
+    case failed(id: String, reason: String, dropToken: [UInt8]?)
+}
+
 /// The push queue's figures for `/metrics` (`PushOutboxRepository.pushQueueFigures`).
 public struct PushQueueFigures: Sendable, Equatable {
     /// Rows waiting to be sent (pending, due or not, leased included).
@@ -79,19 +91,15 @@ public protocol PushOutboxRepository: Sendable {
     /// - Throws: `RepositoryError` (storage).
     func claimDuePushes(now: Int64, limit: Int, leaseMs: Int64, backgroundWindowMs: Int64, widgetsPerDay: Int) throws
         -> [ClaimedPush]
-    /// Records push `id` (claimed with `payload`) as sent at `now`. When a later change
-    /// replaced the pending row's payload meanwhile, the sent push is recorded and the newer
-    /// payload stays pending as a new row (the coalescing window then decides its time).
+    /// Records the outcomes of a sent batch in one transaction (one durable commit on SQLite;
+    /// on PostgreSQL the pending payloads are read in one round trip and the rest travels with
+    /// the commit), at `now`: `.sent` rows become sent — when a later change replaced the
+    /// pending row's payload meanwhile, the sent push is recorded with the payload it carried and
+    /// the newer payload stays pending as a new row (the coalescing window then decides its
+    /// time); `.retry` rows are rescheduled; `.failed` rows are given up (and their token
+    /// dropped when asked).
     /// - Throws: `RepositoryError` (storage).
-    func recordPushSent(id: String, payload: String, now: Int64) throws
-    /// Reschedules push `id` to `nextAttemptAt` after `attempts` more attempts (`0` for a
-    /// paused sender), noting `reason` (an APNs reason code or ours).
-    /// - Throws: `RepositoryError` (storage).
-    func recordPushRetry(id: String, attempts: Int, nextAttemptAt: Int64, reason: String) throws
-    /// Gives push `id` up at `now` with `reason`; with `dropToken`, also deletes the device's
-    /// token rows that still hold `token` (every push type: alert and background share it).
-    /// - Throws: `RepositoryError` (storage).
-    func recordPushFailed(id: String, reason: String, now: Int64, dropToken: [UInt8]?) throws
+    func recordPushOutcomes(_ outcomes: [PushOutcome], now: Int64) throws
     /// Deletes sent and failed rows that ended before `before`; returns how many.
     /// - Throws: `RepositoryError` (storage).
     func purgePushes(before: Int64) throws -> Int
@@ -106,6 +114,25 @@ public protocol PushOutboxRepository: Sendable {
 }
 
 extension PushOutboxRepository {
+    /// `recordPushOutcomes` of one `.sent`.
+    /// - Throws: `RepositoryError` (storage).
+    public func recordPushSent(id: String, payload: String, now: Int64) throws {
+        try recordPushOutcomes([.sent(id: id, payload: payload)], now: now)
+    }
+
+    /// `recordPushOutcomes` of one `.retry`.
+    /// - Throws: `RepositoryError` (storage).
+    public func recordPushRetry(id: String, attempts: Int, nextAttemptAt: Int64, reason: String) throws {
+        try recordPushOutcomes(
+            [.retry(id: id, attempts: attempts, nextAttemptAt: nextAttemptAt, reason: reason)], now: nextAttemptAt)
+    }
+
+    /// `recordPushOutcomes` of one `.failed` at `now`.
+    /// - Throws: `RepositoryError` (storage).
+    public func recordPushFailed(id: String, reason: String, now: Int64, dropToken: [UInt8]?) throws {
+        try recordPushOutcomes([.failed(id: id, reason: reason, dropToken: dropToken)], now: now)
+    }
+
     /// `claimDuePushes` with the default widget budget (`ProgressPushRules.widgetsPerDay`).
     /// - Throws: `RepositoryError` (storage).
     public func claimDuePushes(now: Int64, limit: Int, leaseMs: Int64, backgroundWindowMs: Int64) throws -> [ClaimedPush] {
