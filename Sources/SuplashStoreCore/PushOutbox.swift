@@ -12,8 +12,11 @@ extension PushOutboxRepository where Self: SQLStore {
         -> [ClaimedPush]
     {
         try transaction { tx in
-            try tx.enqueue(PushSQL.dropExpired, [.integer(now)])
-            let rows = try PushSQL.claim.claim(tx, now: now, limit: limit, leaseMs: leaseMs)
+            var rows = try PushSQL.claim.claim(tx, now: now, limit: limit, leaseMs: leaseMs)
+            for row in rows where (row["expires_at"].int64 ?? now) <= now {
+                try tx.enqueue(PushSQL.delete, [row["id"]])  // expired: never sent late
+            }
+            rows.removeAll { ($0["expires_at"].int64 ?? now) <= now }
             guard !rows.isEmpty else { return [] }
             var reads: [SQLStatement] = []
             for row in rows {
@@ -256,7 +259,6 @@ public enum PushSQL {
     public static let claim = OutboxClaim(
         table: "push_outbox",
         returning: ["id", "user_id", "device_id", "push_type", "payload", "collapse_id", "expires_at", "attempts", "created_at"])
-    static let dropExpired = SQLText("DELETE FROM push_outbox WHERE \(pending) AND expires_at <= ?1")
     /// The device's token for the push type, with what the request needs.
     static let target = SQLText(
         """

@@ -80,10 +80,9 @@ public struct PushQueueFigures: Sendable, Equatable {
 /// change position for a user); the sender of every instance claims, sends and records them.
 /// Times are ms since the Unix epoch.
 public protocol PushOutboxRepository: Sendable {
-    /// In one transaction: deletes pending rows expired at `now`; claims up to `limit` due rows
-    /// until `now + leaseMs` (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so two instances never
-    /// claim one row); deletes claimed rows whose device no longer holds a token of their push
-    /// type; moves claimed background rows that `BackgroundRefreshRules.dueTime` says are not
+    /// In one transaction: claims up to `limit` due rows until `now + leaseMs` (`FOR UPDATE SKIP
+    /// LOCKED` on PostgreSQL, so two instances never claim one row); deletes claimed rows expired
+    /// at `now` and those whose device no longer holds a token of their push type; moves claimed background rows that `BackgroundRefreshRules.dueTime` says are not
     /// due yet (the device's recent sends within `backgroundWindowMs`, the hourly cap) and
     /// widget / complication rows over the device's 24-hour budget (`widgetsPerDay`,
     /// `ProgressPushRules.complicationsPerDay`; `ProgressPushRules.dueTime`) to their due time,
