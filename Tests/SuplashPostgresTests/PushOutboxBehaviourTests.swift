@@ -262,15 +262,8 @@ final class PushOutboxBehaviourTests: XCTestCase {
     /// The background refresh is queued with the commit: a bill costs the same round trips with
     /// devices registered as without.
     func testBackgroundRefreshAddsNoRoundTrip() throws {
-        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
-        fixtures.cleanups.append { db.close() }
-        let store = PostgresStore(database: db)
-        try fixtures.makeUsers(store)
-        func roundTrips(_ body: () throws -> Void) throws -> Int {
-            let before = try db.read { $0.roundTrips }
-            try body()
-            return try db.read { $0.roundTrips } - before
-        }
+        let (store, db) = try oneConnectionStore()
+        func roundTrips(_ body: () throws -> Void) throws -> Int { try Self.roundTrips(db, body) }
         let (alice, bob) = (fixtures.alice, fixtures.bob)
         // Warm-up: every statement prepared once.
         _ = try store.createBill(userID: bob, id: "w", content: bill(0), deviceID: nil, now: fixtures.t0)
@@ -339,26 +332,17 @@ final class PushOutboxBehaviourTests: XCTestCase {
     /// with the batch: the pending payloads in one pipeline, the rest with the commit. Sent,
     /// retried and failed rows end as recorded; a token is dropped when asked.
     func testABatchOfOutcomesIsOneTransactionOfFixedRoundTrips() throws {
-        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
-        fixtures.cleanups.append { db.close() }
-        let store = PostgresStore(database: db)
-        try fixtures.makeUsers(store)
+        let (store, db) = try oneConnectionStore()
         let alice = fixtures.alice
-        var devices: [String] = []
         for i in 1...9 {
             let device = String(format: "0193e000-0000-4000-8000-%012d", i)
-            devices.append(device)
             try register(store, alice, device, [(.background, [UInt8(i)] + [UInt8](repeating: 0xE5, count: 31))])
         }
         _ = try store.createBill(userID: alice, id: "b1", content: bill(1), deviceID: nil, now: fixtures.t0)
         let now = later()
         let claimed = try store.claimDuePushes(now: now, limit: 10, leaseMs: 60_000, backgroundWindowMs: 0)
         XCTAssertEqual(claimed.count, 9)
-        func roundTrips(_ body: () throws -> Void) throws -> Int {
-            let before = try db.read { $0.roundTrips }
-            try body()
-            return try db.read { $0.roundTrips } - before
-        }
+        func roundTrips(_ body: () throws -> Void) throws -> Int { try Self.roundTrips(db, body) }
         func batch(_ p: ArraySlice<ClaimedPush>) -> [PushOutcome] {
             [
                 .sent(id: p[p.startIndex].id, payload: p[p.startIndex].payload),
@@ -385,6 +369,23 @@ final class PushOutboxBehaviourTests: XCTestCase {
         XCTAssertEqual(try store.device(userID: alice, id: failedDevice)?.pushTypes, [], "the stale token is dropped")
     }
 
+    /// A PostgreSQL store on a pool of one connection (its round trips are counted), with the
+    /// fixtures' users.
+    func oneConnectionStore() throws -> (PostgresStore, PostgresDatabase) {
+        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
+        fixtures.cleanups.append { db.close() }
+        let store = PostgresStore(database: db)
+        try fixtures.makeUsers(store)
+        return (store, db)
+    }
+
+    /// The round trips `body` makes on `db` (a pool of one connection).
+    static func roundTrips(_ db: PostgresDatabase, _ body: () throws -> Void) throws -> Int {
+        let before = try db.read { $0.roundTrips }
+        try body()
+        return try db.read { $0.roundTrips } - before
+    }
+
     /// Waits until `condition` holds (a bound only against a hang; nothing is timed).
     func eventually(_ condition: () -> Bool) -> Bool {
         let deadline = Date(timeIntervalSinceNow: 60)
@@ -399,21 +400,14 @@ final class PushOutboxBehaviourTests: XCTestCase {
     /// background and widgets tokens costs what it costs without devices — the checks, the
     /// locked reads and the commit, three round trips — while queuing their pushes.
     func testEntryCreateWithThreeDevicesIsThreeRoundTrips() throws {
-        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
-        fixtures.cleanups.append { db.close() }
-        let store = PostgresStore(database: db)
-        try fixtures.makeUsers(store)
+        let (store, db) = try oneConnectionStore()
         let (alice, bob) = (fixtures.alice, fixtures.bob)
         for i in 1...3 {
             let token = [UInt8(i)] + [UInt8](repeating: 0xD4, count: 31)
             try register(
                 store, alice, String(format: "0193e000-0000-4000-8000-%012d", i), [(.background, token), (.widgets, token)])
         }
-        func roundTrips(_ body: () throws -> Void) throws -> Int {
-            let before = try db.read { $0.roundTrips }
-            try body()
-            return try db.read { $0.roundTrips } - before
-        }
+        func roundTrips(_ body: () throws -> Void) throws -> Int { try Self.roundTrips(db, body) }
         var n = 0
         func create(_ user: String) throws -> Int {
             n += 1
@@ -441,10 +435,7 @@ final class PushOutboxBehaviourTests: XCTestCase {
     /// A change while a device's background row waits leaves that row alone: no row lock
     /// (`xmax` stays 0), so no WAL record and no dirtied page per device and write.
     func testWaitingBackgroundRowIsNotLockedByLaterChanges() throws {
-        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
-        fixtures.cleanups.append { db.close() }
-        let store = PostgresStore(database: db)
-        try fixtures.makeUsers(store)
+        let (store, db) = try oneConnectionStore()
         let alice = fixtures.alice
         try register(store, alice, Self.watch, [(.background, Self.watchToken)])
         _ = try store.createBill(userID: alice, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
