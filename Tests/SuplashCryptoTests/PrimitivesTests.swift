@@ -1,6 +1,6 @@
-import XCTest
 import Dispatch
 import Synchronization
+import XCTest
 
 @testable import SuplashCrypto
 
