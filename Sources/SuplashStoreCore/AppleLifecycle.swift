@@ -42,7 +42,9 @@ extension AppleRevokeJobRepository where Self: SQLStore {
 }
 
 /// The sealed columns (docs/apple.md, "Sealed secrets"): Apple refresh tokens on identities
-/// and on revoke jobs, both bound to (`apple_identities`, `refresh_token`, `sub`).
+/// and on revoke jobs, both bound to (`apple_identities`, `refresh_token`, `sub`); APNs device
+/// tokens, bound to (`device_tokens`, `token`, `<user>/<device>/<push type>`) with their blind
+/// index.
 extension SealedValueRepository where Self: SQLStore {
     public func sealedKeyIDs() throws -> Set<String> {
         try reading { c in Set(try c.query(AppleLifecycleSQL.keyIDs, []).compactMap { $0["k"].text }) }
@@ -58,15 +60,62 @@ extension SealedValueRepository where Self: SQLStore {
                 AppleLifecycleSQL.value(
                     table: "apple_revoke_jobs", rowKey: row["id"].text ?? "", sub: row["sub"].text ?? "", row["refresh_token"].text)
             }
-            return identities + jobs
+            let devices = try c.query(AppleLifecycleSQL.deviceTokens, []).map { row in
+                let key = [row["user_id"].text, row["device_id"].text, row["push_type"].text].map { $0 ?? "" }.joined(separator: "/")
+                return SealedValue(
+                    table: DeviceTokenSealing.table, rowKey: key, contextTable: DeviceTokenSealing.table,
+                    contextColumn: DeviceTokenSealing.column, contextRowID: key, envelope: row["sealed_token"].text ?? "")
+            }
+            return identities + jobs + devices
         }
     }
 
-    public func replaceSealedValue(_ value: SealedValue, with envelope: String) throws -> Bool {
-        let statement = value.table == "apple_identities" ? AppleLifecycleSQL.replaceIdentityToken : AppleLifecycleSQL.replaceJobToken
-        return try transaction { tx in
-            try tx.execute(statement, [.text(envelope), .text(value.rowKey), .text(value.envelope)]) > 0
+    public func replaceSealedValue(_ value: SealedValue, with envelope: String, blindIndex: String?) throws -> Bool {
+        switch value.table {
+        case DeviceTokenSealing.table:
+            let key = value.rowKey.split(separator: "/", omittingEmptySubsequences: false).map { SQLValue.text(String($0)) }
+            guard key.count == 3, let blindIndex else { return false }
+            return try transaction { tx in
+                try tx.execute(AppleLifecycleSQL.replaceDeviceToken, [.text(envelope), .text(blindIndex)] + key + [.text(value.envelope)])
+                    > 0
+            }
+        default:
+            let statement =
+                value.table == "apple_identities" ? AppleLifecycleSQL.replaceIdentityToken : AppleLifecycleSQL.replaceJobToken
+            return try transaction { tx in
+                try tx.execute(statement, [.text(envelope), .text(value.rowKey), .text(value.envelope)]) > 0
+            }
         }
+    }
+
+    public func plaintextDeviceTokens() throws -> [PlaintextDeviceToken] {
+        try reading { c in
+            try c.query(DeviceSQL.plaintext, []).compactMap { row in
+                guard let type = row["push_type"].text.flatMap(PushType.init(rawValue:)) else { return nil }
+                return PlaintextDeviceToken(
+                    userID: row["user_id"].text ?? "", deviceID: row["device_id"].text ?? "", pushType: type,
+                    token: row["token"].bytes ?? [])
+            }
+        }
+    }
+
+    public func sealPlaintextDeviceTokens(_ sealed: [(PlaintextDeviceToken, SealedPushToken)]) throws -> Int {
+        try transaction { tx in
+            var n = 0
+            for (plain, token) in sealed {
+                n += try tx.execute(
+                    DeviceSQL.sealPlaintext,
+                    [
+                        .text(token.envelope), .text(token.blindIndex), .text(plain.userID), .text(plain.deviceID),
+                        .text(plain.pushType.rawValue), .blob(plain.token),
+                    ])
+            }
+            return n
+        }
+    }
+
+    public func dropPlaintextDeviceTokens() throws -> Int {
+        try transaction { tx in try tx.execute(DeviceSQL.dropPlaintext, []) }
     }
 }
 
@@ -149,12 +198,21 @@ enum AppleLifecycleSQL {
         """
         SELECT substr(refresh_token, 4, 16) AS k FROM apple_identities WHERE refresh_token IS NOT NULL
         UNION SELECT substr(refresh_token, 4, 16) AS k FROM apple_revoke_jobs WHERE refresh_token <> ''
+        UNION SELECT substr(sealed_token, 4, 16) AS k FROM device_tokens WHERE token_index IS NOT NULL
         """)
     static let identityTokens = SQLText("SELECT sub, refresh_token FROM apple_identities WHERE refresh_token IS NOT NULL")
     static let jobTokens = SQLText("SELECT id, sub, refresh_token FROM apple_revoke_jobs WHERE refresh_token <> ''")
     static let replaceIdentityToken = SQLText(
         "UPDATE apple_identities SET refresh_token = ?1 WHERE sub = ?2 AND refresh_token = ?3")
     static let replaceJobToken = SQLText("UPDATE apple_revoke_jobs SET refresh_token = ?1 WHERE id = ?2 AND refresh_token = ?3")
+    static let deviceTokens = SQLText(
+        "SELECT user_id, device_id, push_type, sealed_token FROM device_tokens WHERE token_index IS NOT NULL")
+    /// Binds envelope, blind index, user, device, push type, the envelope it replaces.
+    static let replaceDeviceToken = SQLText(
+        """
+        UPDATE device_tokens SET sealed_token = ?1, token_index = ?2
+        WHERE user_id = ?3 AND device_id = ?4 AND push_type = ?5 AND sealed_token = ?6
+        """)
 
     static func value(table: String, rowKey: String, sub: String, _ envelope: String?) -> SealedValue {
         SealedValue(

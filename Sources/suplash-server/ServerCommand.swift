@@ -258,6 +258,7 @@ enum ServeCommand {
         let (store, subscribe, postgresStore) = env.backend.makeStore(health: storageHealth)
         let keyring = try SealingWiring.keyring(settings)
         try SealingWiring.checkKeys(keyring, store: store)
+        try SealingWiring.sealStoredDeviceTokens(keyring, store: store, logger: logger)
         let secret = try postgresStore.map { try env.sharedJWTSecret($0) } ?? env.jwtSecret()
         let tokens = TokenService(
             secret: secret,
@@ -329,8 +330,9 @@ enum ServeCommand {
         services.storageHealth = storageHealth
         let appleRevokes = try AppleWiring.install(
             into: &services, settings: settings, keyring: keyring, store: store, metrics: metrics, logger: logger)
-        services.devices = DeviceRegistry(repository: store, bundleIDs: Set(settings.apns.bundleIds))
-        let pushSender = try PushWiring.install(into: &services, settings: settings, store: store, logger: logger)
+        services.devices = DeviceRegistry(repository: store, bundleIDs: Set(settings.apns.bundleIds), keyring: keyring)
+        let pushSender = try PushWiring.install(
+            into: &services, settings: settings, keyring: keyring, store: store, logger: logger)
 
         var api = APIConfiguration()
         api.defaultBodyLimit = settings.server.maxBodyBytes

@@ -47,8 +47,8 @@ final class AppleLifecycleBehaviourTests: XCTestCase {
         record("key ids") { try store.sealedKeyIDs().sorted() }
         let values = try store.sealedValues()
         record("values") { values.map { "\($0.table)/\($0.rowKey) \($0.contextTable).\($0.contextColumn)#\($0.contextRowID) \($0.envelope)" } }
-        record("reseal") { try store.replaceSealedValue(values[0], with: new) }
-        record("reseal a changed row") { try store.replaceSealedValue(values[0], with: old) }
+        record("reseal") { try store.replaceSealedValue(values[0], with: new, blindIndex: nil) }
+        record("reseal a changed row") { try store.replaceSealedValue(values[0], with: old, blindIndex: nil) }
         record("key ids after") { try store.sealedKeyIDs().sorted() }
 
         // Erasure queues a revoke job holding the sealed token; the account is gone.

@@ -63,7 +63,7 @@ public protocol AppleRevokeJobRepository: Sendable {
 public struct SealedValue: Sendable, Equatable {
     /// The table holding it.
     public var table: String
-    /// The row's key in that table (`sub` or job id).
+    /// The row's key in that table (`sub`, job id, or `DeviceTokenSealing.rowID` for `device_tokens`).
     public var rowKey: String
     /// The sealing context's table, column and row id.
     public var contextTable: String
@@ -93,9 +93,21 @@ public protocol SealedValueRepository: Sendable {
     func sealedKeyIDs() throws -> Set<String>
     /// Every stored envelope with where it lives.
     func sealedValues() throws -> [SealedValue]
-    /// Replaces `value`'s envelope by `envelope` when the row still holds `value.envelope`;
-    /// false when it changed meanwhile.
-    func replaceSealedValue(_ value: SealedValue, with envelope: String) throws -> Bool
+    /// Replaces `value`'s envelope by `envelope` (and, for device tokens, the blind index by
+    /// `blindIndex`) when the row still holds `value.envelope`; false when it changed meanwhile.
+    func replaceSealedValue(_ value: SealedValue, with envelope: String, blindIndex: String?) throws -> Bool
+    /// Device token rows still holding their plaintext (written before tokens were sealed).
+    func plaintextDeviceTokens() throws -> [PlaintextDeviceToken]
+    /// In one transaction, stores each row's envelope and blind index and empties its
+    /// plaintext, where the row still holds that plaintext; returns how many were sealed.
+    func sealPlaintextDeviceTokens(_ sealed: [(PlaintextDeviceToken, SealedPushToken)]) throws -> Int
+    /// Deletes every device token row still holding its plaintext (no sealing key is
+    /// configured, so none is kept); returns how many.
+    func dropPlaintextDeviceTokens() throws -> Int
+    /// After plaintext was sealed or deleted: rewrites the database so no free page or log
+    /// holds the old bytes (SQLite: `VACUUM`, then a truncating WAL checkpoint; PostgreSQL:
+    /// `VACUUM` of `device_tokens`).
+    func compactAfterSealing() throws
 }
 
 /// One of Apple's account events (spec §9), already verified.

@@ -1,0 +1,81 @@
+import Foundation
+import SuplashAPI
+import SuplashDomain
+import SuplashPostgres
+import SuplashPostgresStore
+import XCTest
+
+/// APNs device tokens sealed at rest on PostgreSQL (docs/apple.md, "Sealed secrets"): a
+/// registration stores only the envelope and the blind index; a row written before sealing
+/// is sealed at start-up (`PushTokenSealing.sealStoredPlaintext`, then `VACUUM device_tokens`)
+/// and found by its blind index afterwards; a plain-format `pg_dump` of the database (what a
+/// logical backup holds) contains no token in plaintext.
+final class DeviceTokenSealingPostgresTests: XCTestCase {
+    let fixtures = StoreFixtures()
+
+    override func tearDown() {
+        fixtures.close()
+    }
+
+    static let phone = "0193d000-0000-4000-8000-0000000000a1"
+    static let tablet = "0193d000-0000-4000-8000-0000000000a2"
+    static let registered = [UInt8](repeating: 0x5A, count: 32)
+    static let legacy = [UInt8](repeating: 0x6B, count: 32)
+
+    func registration(_ tokens: [(PushType, [UInt8])]) -> DeviceRegistration {
+        DeviceRegistration(
+            platform: .ios, bundleID: "app.suplash.ios", environment: .production,
+            tokens: tokens.map { PushToken(pushType: $0.0, token: $0.1) })
+    }
+
+    func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    /// `pg_dump --format=plain` of the test database.
+    func dump() throws -> [UInt8] {
+        let path = NSTemporaryDirectory() + "suplash-pg-dump-" + UUID().uuidString + ".sql"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["pg_dump", "--format=plain", "--no-owner", "--file=\(path)", "--dbname=\(try PostgresTestSupport.url())"]
+        try p.run()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0, "pg_dump")
+        return Array(try XCTUnwrap(FileManager.default.contents(atPath: path)))
+    }
+
+    func testTokensAreSealedAndPlaintextRowsSealedAtStartup() throws {
+        let db = try PostgresTestSupport.migratedDatabase()
+        fixtures.cleanups.append { db.close() }
+        let store = PostgresStore(database: db)
+        let (alice, bob, t0) = (fixtures.alice, fixtures.bob, fixtures.t0)
+        try fixtures.makeUsers(store)
+        _ = try store.registerDevice(
+            userID: alice, deviceID: Self.phone, sessionID: nil, registration: registration([(.widgets, Self.registered)]), now: t0)
+        // A row as the version before sealing wrote it: plaintext bytes, no blind index.
+        try db.read { c in
+            try c.execute(
+                "INSERT INTO device_tokens (user_id, device_id, push_type, token, registered_at) "
+                    + "VALUES ('\(alice)', '\(Self.phone)', 'alert', '\\x\(hex(Self.legacy))', 1)")
+        }
+        XCTAssertEqual(try store.plaintextDeviceTokens().map(\.token), [Self.legacy])
+
+        let outcome = try PushTokenSealing.sealStoredPlaintext(keyring: TestSealing.keyring, store: store)
+        XCTAssertEqual(outcome, PushTokenSealing.StartupOutcome(sealed: 1, dropped: 0))
+        XCTAssertEqual(try store.plaintextDeviceTokens(), [])
+        XCTAssertEqual(try store.sealedKeyIDs(), [TestSealing.keyring.currentKeyID])
+        XCTAssertEqual(try store.device(userID: alice, id: Self.phone)?.pushTypes, [.alert, .widgets])
+
+        // The sealed legacy token is found by its blind index: bob's tablet takes it.
+        _ = try store.registerDevice(
+            userID: bob, deviceID: Self.tablet, sessionID: nil, registration: registration([(.alert, Self.legacy)]), now: t0 + 1)
+        XCTAssertEqual(try store.device(userID: alice, id: Self.phone)?.pushTypes, [.widgets])
+
+        let bytes = try dump()
+        XCTAssertNotNil(bytes.firstRange(of: Array("s1.".utf8)), "the dump holds the envelopes")
+        for token in [Self.registered, Self.legacy] {
+            for needle in [Array(hex(token).utf8), Array(hex(token).uppercased().utf8), token] {
+                XCTAssertNil(bytes.firstRange(of: needle), "the dump holds a push token in plaintext")
+            }
+        }
+    }
+}
