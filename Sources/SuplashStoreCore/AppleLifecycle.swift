@@ -39,6 +39,10 @@ extension AppleRevokeJobRepository where Self: SQLStore {
             return (Int(row?["pending"].int64 ?? 0), Int(row?["failed"].int64 ?? 0))
         }
     }
+
+    public func purgeRevokeJobs(endedBefore: Int64) throws -> Int {
+        try transaction { tx in try tx.execute(AppleLifecycleSQL.purgeJobs, [.integer(endedBefore)]) }
+    }
 }
 
 /// The sealed columns (docs/apple.md, "Sealed secrets"): Apple refresh tokens on identities
@@ -126,7 +130,7 @@ extension AppleAccountEventRepository where Self: SQLStore {
     public func applyAppleEvent(jti: String, event: AppleAccountEvent, now: Int64) throws -> AppleEventOutcome {
         try transaction { tx in
             guard try tx.queryOne(AppleLifecycleSQL.rememberEvent, [.text(jti), .integer(now)]) != nil else { return .duplicate }
-            try tx.execute(AppleLifecycleSQL.forgetOldEvents, [.integer(now - AppleLifecycleSQL.eventRetentionMillis)])
+            try tx.execute(AppleLifecycleSQL.forgetOldEvents, [.integer(now - AppleRetention.eventMs)])
             let sub: String
             switch event {
             case .emailDisabled(let s, _, _), .emailEnabled(let s, _, _), .consentRevoked(let s), .accountDelete(let s): sub = s
@@ -160,13 +164,19 @@ extension AppleAccountEventRepository where Self: SQLStore {
 }
 
 extension AppleAccountEventRepository where Self: SQLStore {
+    public func forgetAppleEvents(receivedBefore: Int64) throws -> Int {
+        try transaction { tx in try tx.execute(AppleLifecycleSQL.forgetOldEvents, [.integer(receivedBefore)]) }
+    }
+
     /// Whether mail to `address` is held now (`OutboxSQL.notHeld`).
     static func isHeld(_ tx: some StoreTransaction, _ address: String) throws -> Bool {
         try tx.queryOne(AppleLifecycleSQL.held, [.text(address)]) != nil
     }
 }
 
-enum AppleLifecycleSQL {
+/// The Apple lifecycle's statements (`apple_revoke_jobs`, `apple_notifications`, `mail_holds`:
+/// migrations 0009, 0011, 0013).
+public enum AppleLifecycleSQL {
     static let claim = OutboxClaim(
         table: "apple_revoke_jobs", returning: ["id", "sub", "client_id", "refresh_token", "created_at", "attempts"])
     static let done = SQLText(
@@ -220,10 +230,16 @@ enum AppleLifecycleSQL {
             contextRowID: sub, envelope: envelope ?? "")
     }
 
-    /// How long a `jti` is remembered: 8 days, past the 7 days an event's `iat` may be old
-    /// (`AppleNotifications.maximumAgeSeconds`), so an older repeat is refused by its `iat`.
-    static let eventRetentionMillis: Int64 = 8 * 86_400_000
-    static let forgetOldEvents = SQLText("DELETE FROM apple_notifications WHERE received_at < ?1")
+    /// `jti`s received before ?1 (index `apple_notifications_received`); kept
+    /// `AppleRetention.eventMs`.
+    public static let forgetOldEvents = SQLText("DELETE FROM apple_notifications WHERE received_at < ?1")
+    /// Jobs that ended before ?1 (the partial index `apple_revoke_jobs_ended`; its predicate is
+    /// repeated so that SQLite uses it); pending jobs stay.
+    public static let purgeJobs = SQLText(
+        """
+        DELETE FROM apple_revoke_jobs
+        WHERE (delivered_at IS NOT NULL OR failed_at IS NOT NULL) AND coalesce(delivered_at, failed_at) < ?1
+        """)
     static let rememberEvent = SQLText(
         "INSERT INTO apple_notifications (jti, received_at) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING RETURNING jti")
     static let userOfSub = SQLText { d in "SELECT user_id FROM apple_identities WHERE sub = ?1 \(d.forUpdate())" }

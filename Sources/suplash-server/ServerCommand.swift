@@ -324,6 +324,9 @@ enum ServeCommand {
             retentionDays: settings.sync.tombstoneRetentionDays,
             intervalSeconds: Double(max(1, settings.sync.maintenanceIntervalSeconds)),
             logger: logger)
+        let retention = RetentionMaintenance(
+            revokeJobs: store, events: store, mail: store,
+            intervalSeconds: Double(max(1, settings.sync.maintenanceIntervalSeconds)), logger: logger)
         let outbox = try MailWiring.install(
             into: &services, settings: settings, dataDir: env.dataDir, store: store,
             secret: secret, logger: logger)
@@ -409,6 +412,7 @@ enum ServeCommand {
         application.shutdown()
         cluster?.stop()
         maintenance.stop()
+        retention.stop()
         storageMonitor.stop()
         outbox.stop()
         appleRevokes?.stop()

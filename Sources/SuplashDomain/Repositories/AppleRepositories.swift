@@ -57,6 +57,9 @@ public protocol AppleRevokeJobRepository: Sendable {
     func nextRevokeAttemptTime() throws -> Int64?
     /// Jobs waiting (pending) and given up (failed).
     func revokeJobCounts() throws -> (pending: Int, failed: Int)
+    /// Deletes jobs that ended (done or given up) before `endedBefore` (ms since the epoch);
+    /// pending jobs stay. Returns how many.
+    func purgeRevokeJobs(endedBefore: Int64) throws -> Int
 }
 
 /// A sealed value as stored: where it is and the sealing row id it is bound to.
@@ -142,4 +145,16 @@ public enum AppleEventOutcome: Sendable, Equatable {
 public protocol AppleAccountEventRepository: Sendable {
     /// Applies `event` unless `jti` was seen; remembers `jti`.
     func applyAppleEvent(jti: String, event: AppleAccountEvent, now: Int64) throws -> AppleEventOutcome
+    /// Forgets the `jti`s received before `receivedBefore` (ms since the epoch); returns how many.
+    func forgetAppleEvents(receivedBefore: Int64) throws -> Int
+}
+
+/// How long the Apple lifecycle keeps its bookkeeping (docs/apple.md, "Retention").
+public enum AppleRetention {
+    /// A `jti` is remembered 8 days: past the 7 days an event's `iat` may be old, so an older
+    /// repeat is refused by its `iat`.
+    public static let eventMs: Int64 = 8 * 86_400_000
+    /// A revoke job that ended (done or given up, its token blanked) is kept 30 days for the
+    /// operator (`last_error`), like the push outbox keeps sent rows for a while.
+    public static let revokeJobMs: Int64 = 30 * 86_400_000
 }
