@@ -9,7 +9,8 @@ import XCTest
 /// registration stores only the envelope and the blind index; a row written before sealing
 /// is sealed at start-up (`PushTokenSealing.sealStoredPlaintext`, then `VACUUM device_tokens`)
 /// and found by its blind index afterwards; a plain-format `pg_dump` of the database (what a
-/// logical backup holds) contains no token in plaintext.
+/// logical backup holds) contains no token in plaintext; and no file of the cluster's data
+/// directory (heap, indexes, WAL) holds a token registered through the sealing path.
 final class DeviceTokenSealingPostgresTests: XCTestCase {
     let fixtures = StoreFixtures()
 
@@ -41,6 +42,55 @@ final class DeviceTokenSealingPostgresTests: XCTestCase {
         p.waitUntilExit()
         XCTAssertEqual(p.terminationStatus, 0, "pg_dump")
         return Array(try XCTUnwrap(FileManager.default.contents(atPath: path)))
+    }
+
+    /// The cluster's data directory, from the test URL's `host` (scripts/with-postgres puts the
+    /// socket in the directory that holds `data/`), or nil.
+    func clusterDataDir() throws -> String? {
+        let url = try PostgresTestSupport.url()
+        guard let query = url.split(separator: "?", maxSplits: 1).last,
+            let host = query.split(separator: "&").first(where: { $0.hasPrefix("host=") })?.dropFirst(5)
+        else { return nil }
+        let dir = String(host) + "/data"
+        return FileManager.default.isReadableFile(atPath: dir + "/PG_VERSION") ? dir : nil
+    }
+
+    /// Tokens registered through the sealing path never reach any file of the cluster: heap
+    /// files, indexes and WAL (after a checkpoint), whatever PostgreSQL keeps of old versions.
+    func testNoFileOfTheClusterHoldsARegisteredToken() throws {
+        let db = try PostgresTestSupport.migratedDatabase()
+        fixtures.cleanups.append { db.close() }
+        guard let dataDir = try clusterDataDir() else { throw XCTSkip("the cluster's data directory is not readable here") }
+        let store = PostgresStore(database: db)
+        try fixtures.makeUsers(store)
+        let tokens = (0..<3).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255) } }
+        _ = try store.registerDevice(
+            userID: fixtures.alice, deviceID: Self.phone, sessionID: nil,
+            registration: registration([(.alert, tokens[0]), (.background, tokens[0]), (.widgets, tokens[1])]), now: fixtures.t0)
+        // The token moves to bob (a lookup by blind index), then is registered again.
+        _ = try store.registerDevice(
+            userID: fixtures.bob, deviceID: Self.tablet, sessionID: nil,
+            registration: registration([(.alert, tokens[0]), (.complication, tokens[2])]), now: fixtures.t0 + 1)
+        XCTAssertEqual(try store.device(userID: fixtures.alice, id: Self.phone)?.pushTypes, [.background, .widgets])
+        try db.read { c in try c.execute("CHECKPOINT") }
+        let names = FileManager.default.enumerator(atPath: dataDir)?.compactMap { $0 as? String } ?? []
+        var read = 0
+        for name in names {
+            guard let data = FileManager.default.contents(atPath: dataDir + "/" + name) else { continue }
+            read += 1
+            for token in tokens {
+                for needle in [Array(hex(token).utf8), Array(hex(token).uppercased().utf8), token] {
+                    XCTAssertFalse(Self.contains(data, needle), "\(name) holds a push token in plaintext")
+                }
+            }
+        }
+        XCTAssertTrue(names.contains { $0.hasPrefix("pg_wal/") }, "the WAL was read")
+        XCTAssertGreaterThan(read, 100)
+    }
+
+    /// Whether `data` contains `needle` (Foundation's search: the cluster's files are tens of MiB).
+    static func contains(_ data: Data, _ needle: [UInt8]) -> Bool {
+        data.range(of: Data(needle)) != nil
     }
 
     func testTokensAreSealedAndPlaintextRowsSealedAtStartup() throws {
