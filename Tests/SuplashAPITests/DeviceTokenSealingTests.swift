@@ -60,6 +60,17 @@ final class DeviceTokenSealingTests: XCTestCase {
         try db.write { c in try c.connection.execute(sql) }
     }
 
+    /// Writes an `alert` token row as the version before sealing did (plaintext bytes, no blind
+    /// index) into the stopped server's database; returns the token's hex.
+    func insertPlaintextToken(_ dataDir: String, user: String, device: String) throws -> String {
+        let token = newToken()
+        try execute(
+            dataDir,
+            "INSERT INTO device_tokens (user_id, device_id, push_type, token, registered_at) "
+                + "VALUES ('\(user)', '\(device)', 'alert', X'\(token)', 1)")
+        return token
+    }
+
     func testTokensAreSealedAtRestAndFoundByTheirBlindIndex() throws {
         let key = TestServer.makeSealingKeyFile()
         let s = try TestServer(environment: ["SUPLASH_SECURITY_SEALING_KEY_FILE": key])
@@ -95,12 +106,7 @@ final class DeviceTokenSealingTests: XCTestCase {
         let sealedToken = newToken()
         XCTAssertEqual(try register(first, u.token, phone, [("widgets", sealedToken)]).status, 201)
         XCTAssertEqual(first.stop(), 0)
-        // A token row as the version before sealing wrote it: plaintext bytes, no blind index.
-        let legacy = newToken()
-        try execute(
-            dir,
-            "INSERT INTO device_tokens (user_id, device_id, push_type, token, registered_at) "
-                + "VALUES ('\(u.id)', '\(phone)', 'alert', X'\(legacy)', 1)")
+        let legacy = try insertPlaintextToken(dir, user: u.id, device: phone)
 
         // Start-up seals it and vacuums: the device lists it, and while the server runs (before
         // any later checkpoint) neither the database file nor the WAL holds it in plaintext.
@@ -142,11 +148,7 @@ final class DeviceTokenSealingTests: XCTestCase {
         XCTAssertEqual(created.json?["pushTypes"]?.arrayValue, [], "registered, without tokens")
         XCTAssertEqual(s.stop(), 0)
         // A plaintext row from before sealing is deleted at start-up without a key.
-        let legacy = newToken()
-        try execute(
-            dir,
-            "INSERT INTO device_tokens (user_id, device_id, push_type, token, registered_at) "
-                + "VALUES ('\(u.id)', '\(phone)', 'alert', X'\(legacy)', 1)")
+        let legacy = try insertPlaintextToken(dir, user: u.id, device: phone)
         let again = try TestServer(dataDir: dir)
         XCTAssertEqual(try pushTypes(again, u.token, phone), [])
         XCTAssertTrue(again.serverLog.contains("\"dropped\":1"), again.serverLog)

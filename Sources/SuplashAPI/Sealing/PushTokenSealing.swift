@@ -62,13 +62,18 @@ public enum PushTokenSealing {
         if let keyring {
             var sealed: [(PlaintextDeviceToken, SealedPushToken)] = []
             for row in rows {
-                let token = try seal(
-                    hex(row.token), pushType: row.pushType, userID: row.userID, deviceID: row.deviceID, keyring: keyring)
+                let token: SealedPushToken
+                do {
+                    token = try seal(
+                        hex(row.token), pushType: row.pushType, userID: row.userID, deviceID: row.deviceID, keyring: keyring)
+                } catch .invalidDeviceToken {
+                    continue  // not a token the registry accepts: deleted below with the unsealed rest
+                }
                 sealed.append((row, token))
             }
             outcome.sealed = try store.sealPlaintextDeviceTokens(sealed)
         }
-        // Rows a key could not seal (none with a key) or all of them without one.
+        // Without a key every row; with one, rows that are no valid token.
         outcome.dropped = try store.dropPlaintextDeviceTokens()
         try store.compactAfterSealing()
         return outcome
