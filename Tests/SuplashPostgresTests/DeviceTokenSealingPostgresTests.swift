@@ -1,5 +1,6 @@
 import Foundation
 import SuplashAPI
+import SuplashCrypto
 import SuplashDomain
 import SuplashPostgres
 import SuplashPostgresStore
@@ -91,6 +92,55 @@ final class DeviceTokenSealingPostgresTests: XCTestCase {
     /// Whether `data` contains `needle` (Foundation's search: the cluster's files are tens of MiB).
     static func contains(_ data: Data, _ needle: [UInt8]) -> Bool {
         data.range(of: Data(needle)) != nil
+    }
+
+    /// `suplash-server reseal` on PostgreSQL moves push tokens to a new key with their blind
+    /// indexes: a registration sealed under the new key alone still finds (and takes) the token.
+    func testResealMovesTokensAndTheirBlindIndexesToTheNewKey() throws {
+        let db = try PostgresTestSupport.migratedDatabase()
+        fixtures.cleanups.append { db.close() }
+        let store = PostgresStore(database: db)
+        try fixtures.makeUsers(store)
+        _ = try store.registerDevice(
+            userID: fixtures.alice, deviceID: Self.phone, sessionID: nil,
+            registration: registration([(.alert, Self.registered), (.background, Self.registered)]), now: fixtures.t0)
+        let dir = NSTemporaryDirectory() + "suplash-pg-reseal-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir + "/data", withIntermediateDirectories: true)
+        fixtures.cleanups.append { try? FileManager.default.removeItem(atPath: dir) }
+        func keyFile(_ name: String, _ bytes: [UInt8]) -> String {
+            let path = dir + "/" + name
+            _ = FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
+            return path
+        }
+        let newBytes = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: PostgresStartupTests.executable)
+        p.arguments = ["reseal", "--data-dir", dir + "/data"]
+        p.currentDirectoryURL = URL(fileURLWithPath: PostgresTestSupport.packageRoot)
+        p.environment = ProcessInfo.processInfo.environment.merging([
+            "SUPLASH_STORAGE_DRIVER": "postgres", "SUPLASH_STORAGE_POSTGRES_URL": try PostgresTestSupport.url(),
+            "SUPLASH_SECURITY_SEALING_KEY_FILE": keyFile("new.key", newBytes),
+            "SUPLASH_SECURITY_OLDER_SEALING_KEY_FILES": keyFile("old.key", TestSealing.keyBytes),
+        ]) { $1 }
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+        XCTAssertEqual(printed.trimmingCharacters(in: .whitespacesAndNewlines), "resealed 2 of 2 sealed values")
+
+        let newRing = try XCTUnwrap(SealingKey(bytes: newBytes).flatMap { SealingKeyring(current: $0) })
+        XCTAssertEqual(try store.sealedKeyIDs(), [newRing.currentKeyID])
+        _ = try store.registerDevice(
+            userID: fixtures.bob, deviceID: Self.tablet, sessionID: nil,
+            registration: registration([]),
+            tokens: PushTokenSealing.seal(
+                [PushToken(pushType: .alert, token: Self.registered)], userID: fixtures.bob, deviceID: Self.tablet, keyring: newRing),
+            now: fixtures.t0 + 1)
+        XCTAssertEqual(try store.device(userID: fixtures.alice, id: Self.phone)?.pushTypes, [.background])
+        XCTAssertEqual(try store.device(userID: fixtures.bob, id: Self.tablet)?.pushTypes, [.alert])
     }
 
     func testTokensAreSealedAndPlaintextRowsSealedAtStartup() throws {

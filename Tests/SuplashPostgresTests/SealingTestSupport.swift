@@ -5,8 +5,10 @@ import SuplashDomain
 /// The sealing key of the store tests: push tokens are stored sealed (docs/apple.md, "Sealed
 /// secrets"), as the device route seals them.
 enum TestSealing {
+    /// The key's 32 bytes.
+    static let keyBytes: [UInt8] = (0..<32).map { UInt8($0) &* 7 &+ 3 }
     static let keyring: SealingKeyring = {
-        guard let key = SealingKey(bytes: (0..<32).map { UInt8($0) &* 7 &+ 3 }), let ring = SealingKeyring(current: key) else {
+        guard let key = SealingKey(bytes: keyBytes), let ring = SealingKeyring(current: key) else {
             preconditionFailure("a 32-byte key makes a keyring")
         }
         return ring
