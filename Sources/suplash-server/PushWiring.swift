@@ -15,7 +15,8 @@ enum PushWiring {
     /// - Throws: `Settings.LoadError` for an unreadable or invalid key, a missing key id or team
     ///   id, or an HTTP client that cannot start.
     static func install(
-        into services: inout Services, settings: Settings, store: any PushOutboxRepository, logger: Logger
+        into services: inout Services, settings: Settings, keyring: SealingKeyring?, store: any PushOutboxRepository,
+        logger: Logger
     ) throws -> PushSender? {
         let apns = settings.apns
         let metrics = services.metrics
@@ -33,6 +34,10 @@ enum PushWiring {
         }
         guard !apns.keyId.isEmpty, !apns.teamId.isEmpty else {
             throw Settings.LoadError(description: "apns.keyId and apns.teamId are required with apns.keyFile")
+        }
+        // Tokens are kept sealed only (docs/apple.md, "Sealed secrets"): no key, nothing to send.
+        guard let keyring else {
+            throw Settings.LoadError(description: "security.sealingKeyFile is required with apns.keyFile (push tokens are sealed)")
         }
         guard let pem = FileManager.default.contents(atPath: apns.keyFile) else {
             throw Settings.LoadError(description: "cannot read apns.keyFile")
@@ -58,7 +63,7 @@ enum PushWiring {
                 maxConcurrentPushes: max(1, apns.maxConcurrentPushes)),
             logger: logger)
         let push = PushSender(
-            repository: store, sender: sender, client: client,
+            repository: store, sender: sender, client: client, keyring: keyring,
             backgroundWindowMs: Int64(max(0, apns.backgroundWindowSeconds)) * 1000,
             pollIntervalMs: Int64(max(10, apns.pollIntervalMs)), logger: logger)
         services.pushStatus = { push.status }
@@ -113,6 +118,7 @@ final class PushSender: @unchecked Sendable {
     private let repository: any PushOutboxRepository
     private let sender: APNsSender
     private let client: HTTPClient
+    private let keyring: SealingKeyring
     private let backgroundWindowMs: Int64
     private let pollIntervalMs: Int64
     private let logger: Logger
@@ -124,12 +130,13 @@ final class PushSender: @unchecked Sendable {
     private var counted = Figures()
 
     init(
-        repository: any PushOutboxRepository, sender: APNsSender, client: HTTPClient, backgroundWindowMs: Int64,
-        pollIntervalMs: Int64, logger: Logger
+        repository: any PushOutboxRepository, sender: APNsSender, client: HTTPClient, keyring: SealingKeyring,
+        backgroundWindowMs: Int64, pollIntervalMs: Int64, logger: Logger
     ) {
         self.repository = repository
         self.sender = sender
         self.client = client
+        self.keyring = keyring
         self.backgroundWindowMs = backgroundWindowMs
         self.pollIntervalMs = pollIntervalMs
         self.logger = logger
@@ -229,8 +236,9 @@ final class PushSender: @unchecked Sendable {
         }
     }
 
-    /// The request of `push`, nil when the row cannot be sent (an id or type we never write).
-    static func request(_ push: ClaimedPush) -> APNsPush? {
+    /// The request of `push` to the opened token `deviceToken` (lower-case hex), nil when the
+    /// row cannot be sent (an id or type we never write).
+    static func request(_ push: ClaimedPush, deviceToken: String) -> APNsPush? {
         let hex = Array(push.id)
         guard hex.count == 32, let type = APNsPushType(rawValue: push.pushType.rawValue),
             let environment = APNsEnvironment(rawValue: push.environment.rawValue)
@@ -238,7 +246,7 @@ final class PushSender: @unchecked Sendable {
         let text = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }.joined(separator: "-")
         guard let id = UUID(uuidString: text) else { return nil }
         return APNsPush(
-            id: id, deviceToken: push.token.map { String(format: "%02x", $0) }.joined(), pushType: type,
+            id: id, deviceToken: deviceToken, pushType: type,
             bundleID: push.bundleID, environment: environment, payload: Array(push.payload.utf8),
             expiration: push.expiresAt / 1000, collapseID: push.collapseID, tokenRegisteredAt: push.tokenRegisteredAt)
     }
@@ -246,7 +254,8 @@ final class PushSender: @unchecked Sendable {
     private func deliver(_ claimed: [ClaimedPush]) {
         var sendable: [(ClaimedPush, APNsPush)] = []
         for push in claimed {
-            if let request = Self.request(push) {
+            guard let deviceToken = open(push) else { continue }
+            if let request = Self.request(push, deviceToken: deviceToken) {
                 sendable.append((push, request))
             } else {
                 record(push, failed: "Unsendable", dropToken: false)
@@ -289,9 +298,31 @@ final class PushSender: @unchecked Sendable {
         }
     }
 
+    /// Opens the push's sealed token just before sending. A token sealed under a key this
+    /// instance lacks (another instance already seals with the new key of a rolling rotation)
+    /// waits like a paused sender; one that does not open otherwise is dropped.
+    private func open(_ push: ClaimedPush) -> String? {
+        do {
+            return try PushTokenSealing.open(push, keyring: keyring)
+        } catch .unknownKeyID {
+            do {
+                try repository.recordPushRetry(
+                    id: push.id, attempts: 0, nextAttemptAt: Self.wallClock() + Self.alarmIntervalMs, reason: "SealingKeyMissing")
+                count(\.retried, "SealingKeyMissing")
+            } catch {
+                logger.warning("push_record_failed", .identifier("pushId", push.id), .errorType(String(reflecting: type(of: error))))
+            }
+            logger.warning("push_token_unopenable", .identifier("pushId", push.id), .code("reason", "unknown_key_id"))
+        } catch {
+            record(push, failed: "TokenUnopenable", dropToken: true)
+        }
+        return nil
+    }
+
     private func record(_ push: ClaimedPush, failed reason: String, dropToken: Bool) {
         do {
-            try repository.recordPushFailed(id: push.id, reason: reason, now: Self.wallClock(), dropToken: dropToken ? push.token : nil)
+            try repository.recordPushFailed(
+                id: push.id, reason: reason, now: Self.wallClock(), dropTokenIndex: dropToken ? push.tokenIndex : nil)
             count(\.failed, reason)
             logger.info(
                 dropToken ? "push_token_dropped" : "push_given_up", .identifier("pushId", push.id),

@@ -17,8 +17,11 @@ public struct ClaimedPush: Sendable, Equatable {
     public var expiresAt: Int64
     /// Attempts recorded so far.
     public var attempts: Int
-    /// The device's token for `pushType` (bytes; sent as hex).
-    public var token: [UInt8]
+    /// The device's token for `pushType`, sealed (`SealedPushToken.envelope`): the sender
+    /// opens it just before sending.
+    public var sealedToken: String
+    /// The token's blind index (`SealedPushToken.blindIndex`): what `recordPushFailed` drops.
+    public var tokenIndex: String
     /// When that token was registered (ms): `Unregistered` answers older than it keep it.
     public var tokenRegisteredAt: Int64
     /// The device's bundle id (the APNs topic's base).
@@ -29,7 +32,7 @@ public struct ClaimedPush: Sendable, Equatable {
     /// A claimed push with every field given.
     public init(
         id: String, userID: String, deviceID: String, pushType: PushType, payload: String, collapseID: String?,
-        expiresAt: Int64, attempts: Int, token: [UInt8], tokenRegisteredAt: Int64, bundleID: String,
+        expiresAt: Int64, attempts: Int, sealedToken: String, tokenIndex: String, tokenRegisteredAt: Int64, bundleID: String,
         environment: PushEnvironment
     ) {
         self.id = id
@@ -40,7 +43,8 @@ public struct ClaimedPush: Sendable, Equatable {
         self.collapseID = collapseID
         self.expiresAt = expiresAt
         self.attempts = attempts
-        self.token = token
+        self.sealedToken = sealedToken
+        self.tokenIndex = tokenIndex
         self.tokenRegisteredAt = tokenRegisteredAt
         self.bundleID = bundleID
         self.environment = environment
@@ -85,10 +89,11 @@ public protocol PushOutboxRepository: Sendable {
     /// paused sender), noting `reason` (an APNs reason code or ours).
     /// - Throws: `RepositoryError` (storage).
     func recordPushRetry(id: String, attempts: Int, nextAttemptAt: Int64, reason: String) throws
-    /// Gives push `id` up at `now` with `reason`; with `dropToken`, also deletes the device's
-    /// token rows that still hold `token` (every push type: alert and background share it).
+    /// Gives push `id` up at `now` with `reason`; with `dropTokenIndex` (the claimed push's
+    /// `tokenIndex`), also deletes the device's token rows whose blind index it is (every push
+    /// type: alert and background share the token).
     /// - Throws: `RepositoryError` (storage).
-    func recordPushFailed(id: String, reason: String, now: Int64, dropToken: [UInt8]?) throws
+    func recordPushFailed(id: String, reason: String, now: Int64, dropTokenIndex: String?) throws
     /// Deletes sent and failed rows that ended before `before`; returns how many.
     /// - Throws: `RepositoryError` (storage).
     func purgePushes(before: Int64) throws -> Int
