@@ -56,7 +56,8 @@ extension PushOutboxRepository where Self: SQLStore {
                         id: id, userID: row["user_id"].text ?? "", deviceID: row["device_id"].text ?? "", pushType: type,
                         payload: row["payload"].text ?? "", collapseID: row["collapse_id"].text,
                         expiresAt: row["expires_at"].int64 ?? now, attempts: Int(row["attempts"].int64 ?? 0),
-                        token: target["token"].bytes ?? [], tokenRegisteredAt: target["registered_at"].int64 ?? 0,
+                        sealedToken: target["sealed_token"].text ?? "", tokenIndex: target["token_index"].text ?? "",
+                        tokenRegisteredAt: target["registered_at"].int64 ?? 0,
                         bundleID: target["bundle_id"].text ?? "",
                         environment: target["environment"].text.flatMap(PushEnvironment.init(rawValue:)) ?? .production))
             }
@@ -85,8 +86,8 @@ extension PushOutboxRepository where Self: SQLStore {
                 case .retry(let id, let attempts, let nextAttemptAt, let reason):
                     try tx.enqueue(
                         PushSQL.reschedule, [.integer(Int64(attempts)), .integer(nextAttemptAt), .text(reason), .text(id)])
-                case .failed(let id, let reason, let token):
-                    if let token { try tx.enqueue(PushSQL.dropToken, [.text(id), .blob(token)]) }
+                case .failed(let id, let reason, let tokenIndex):
+                    if let tokenIndex { try tx.enqueue(PushSQL.dropToken, [.text(id), .text(tokenIndex)]) }
                     try tx.enqueue(PushSQL.failed, [.integer(now), .text(reason), .text(id)])
                 }
             }
@@ -259,12 +260,13 @@ public enum PushSQL {
     public static let claim = OutboxClaim(
         table: "push_outbox",
         returning: ["id", "user_id", "device_id", "push_type", "payload", "collapse_id", "expires_at", "attempts", "created_at"])
-    /// The device's token for the push type, with what the request needs.
+    /// The device's sealed token for the push type, with what the request needs (a row still
+    /// holding plaintext, before start-up sealed it, is no token).
     static let target = SQLText(
         """
-        SELECT t.token, t.registered_at, d.bundle_id, d.environment FROM device_tokens t
+        SELECT t.sealed_token, t.token_index, t.registered_at, d.bundle_id, d.environment FROM device_tokens t
         JOIN devices d ON d.user_id = t.user_id AND d.id = t.device_id
-        WHERE t.user_id = ?1 AND t.device_id = ?2 AND t.push_type = ?3
+        WHERE t.user_id = ?1 AND t.device_id = ?2 AND t.push_type = ?3 AND t.token_index IS NOT NULL
         """)
     /// The device's latest ?5 sends of the push type since ?4 (index `push_outbox_sent`).
     static let recentSends = SQLText(
@@ -309,10 +311,10 @@ public enum PushSQL {
         UPDATE push_outbox SET failed_at = ?1, state = 'failed', reason = ?2, attempts = attempts + 1
         WHERE id = ?3 AND \(pending)
         """)
-    /// The device's token rows that still hold the token push ?1 was sent to.
+    /// The device's token rows that still hold the token push ?1 was sent to (blind index ?2).
     static let dropToken = SQLText(
         """
-        DELETE FROM device_tokens WHERE token = ?2
+        DELETE FROM device_tokens WHERE token_index = ?2
         AND (user_id, device_id) IN (SELECT user_id, device_id FROM push_outbox WHERE id = ?1)
         """)
     static let purge = SQLText("DELETE FROM push_outbox WHERE delivered_at < ?1 OR failed_at < ?1")

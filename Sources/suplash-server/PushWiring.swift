@@ -15,7 +15,8 @@ enum PushWiring {
     /// - Throws: `Settings.LoadError` for an unreadable or invalid key, a missing key id or team
     ///   id, or an HTTP client that cannot start.
     static func install(
-        into services: inout Services, settings: Settings, store: any PushOutboxRepository, logger: Logger
+        into services: inout Services, settings: Settings, keyring: SealingKeyring?, store: any PushOutboxRepository,
+        logger: Logger
     ) throws -> PushSender? {
         let apns = settings.apns
         let metrics = services.metrics
@@ -33,6 +34,10 @@ enum PushWiring {
         }
         guard !apns.keyId.isEmpty, !apns.teamId.isEmpty else {
             throw Settings.LoadError(description: "apns.keyId and apns.teamId are required with apns.keyFile")
+        }
+        // Tokens are kept sealed only (docs/apple.md, "Sealed secrets"): no key, nothing to send.
+        guard let keyring else {
+            throw Settings.LoadError(description: "security.sealingKeyFile is required with apns.keyFile (push tokens are sealed)")
         }
         guard let pem = FileManager.default.contents(atPath: apns.keyFile) else {
             throw Settings.LoadError(description: "cannot read apns.keyFile")
@@ -58,7 +63,7 @@ enum PushWiring {
                 maxConcurrentPushes: max(1, apns.maxConcurrentPushes)),
             logger: logger)
         let push = PushSender(
-            repository: store, sender: sender, client: client,
+            repository: store, sender: sender, client: client, keyring: keyring,
             backgroundWindowMs: Int64(max(0, apns.backgroundWindowSeconds)) * 1000,
             widgetsPerDay: max(0, apns.widgetPushesPerDay), pollIntervalMs: Int64(max(10, apns.pollIntervalMs)), logger: logger)
         services.pushStatus = { push.status }
@@ -113,6 +118,7 @@ final class PushSender: @unchecked Sendable {
     private let repository: any PushOutboxRepository
     private let sender: APNsSender
     private let client: HTTPClient
+    private let keyring: SealingKeyring
     private let backgroundWindowMs: Int64
     private let widgetsPerDay: Int
     private let pollIntervalMs: Int64
@@ -127,12 +133,13 @@ final class PushSender: @unchecked Sendable {
     private var stopObserving: (@Sendable () -> Void)?
 
     init(
-        repository: any PushOutboxRepository, sender: APNsSender, client: HTTPClient, backgroundWindowMs: Int64,
-        widgetsPerDay: Int, pollIntervalMs: Int64, logger: Logger
+        repository: any PushOutboxRepository, sender: APNsSender, client: HTTPClient, keyring: SealingKeyring,
+        backgroundWindowMs: Int64, widgetsPerDay: Int, pollIntervalMs: Int64, logger: Logger
     ) {
         self.repository = repository
         self.sender = sender
         self.client = client
+        self.keyring = keyring
         self.backgroundWindowMs = backgroundWindowMs
         self.widgetsPerDay = widgetsPerDay
         self.pollIntervalMs = pollIntervalMs
@@ -250,8 +257,9 @@ final class PushSender: @unchecked Sendable {
         }
     }
 
-    /// The request of `push`, nil when the row cannot be sent (an id or type we never write).
-    static func request(_ push: ClaimedPush) -> APNsPush? {
+    /// The request of `push` to the opened token `deviceToken` (lower-case hex), nil when the
+    /// row cannot be sent (an id or type we never write).
+    static func request(_ push: ClaimedPush, deviceToken: String) -> APNsPush? {
         let hex = Array(push.id)
         guard hex.count == 32, let type = APNsPushType(rawValue: push.pushType.rawValue),
             let environment = APNsEnvironment(rawValue: push.environment.rawValue)
@@ -259,7 +267,7 @@ final class PushSender: @unchecked Sendable {
         let text = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }.joined(separator: "-")
         guard let id = UUID(uuidString: text) else { return nil }
         return APNsPush(
-            id: id, deviceToken: push.token.map { String(format: "%02x", $0) }.joined(), pushType: type,
+            id: id, deviceToken: deviceToken, pushType: type,
             bundleID: push.bundleID, environment: environment, payload: Array(push.payload.utf8),
             expiration: push.expiresAt / 1000, collapseID: push.collapseID, tokenRegisteredAt: push.tokenRegisteredAt)
     }
@@ -270,10 +278,17 @@ final class PushSender: @unchecked Sendable {
         var sendable: [(ClaimedPush, APNsPush)] = []
         var outcomes: [(ClaimedPush, PushOutcome)] = []
         for push in claimed {
-            if let request = Self.request(push) {
+            let deviceToken: String
+            switch open(push) {
+            case .success(let token): deviceToken = token
+            case .failure(let unopened):
+                outcomes.append((push, unopened.outcome))
+                continue
+            }
+            if let request = Self.request(push, deviceToken: deviceToken) {
                 sendable.append((push, request))
             } else {
-                outcomes.append((push, .failed(id: push.id, reason: "Unsendable", dropToken: nil)))
+                outcomes.append((push, .failed(id: push.id, reason: "Unsendable", dropTokenIndex: nil)))
             }
         }
         if !sendable.isEmpty {
@@ -289,8 +304,8 @@ final class PushSender: @unchecked Sendable {
                 let outcome: PushOutcome =
                     switch result.outcome {
                     case .sent: .sent(id: push.id, payload: push.payload)
-                    case .tokenInvalid(let reason): .failed(id: push.id, reason: reason.rawValue, dropToken: push.token)
-                    case .rejected(let reason): .failed(id: push.id, reason: reason.rawValue, dropToken: nil)
+                    case .tokenInvalid(let reason): .failed(id: push.id, reason: reason.rawValue, dropTokenIndex: push.tokenIndex)
+                    case .rejected(let reason): .failed(id: push.id, reason: reason.rawValue, dropTokenIndex: nil)
                     case .retryLater(let reason, let after):
                         .retry(
                             id: push.id, attempts: result.attempts,
@@ -319,6 +334,29 @@ final class PushSender: @unchecked Sendable {
                     token == nil ? "push_given_up" : "push_token_dropped", .identifier("pushId", push.id),
                     .identifier("deviceId", push.deviceID), .code("reason", reason))
             }
+        }
+    }
+
+    /// Why a claimed push's sealed token did not open, as the outcome to record for it.
+    private struct Unopened: Error {
+        let outcome: PushOutcome
+    }
+
+    /// Opens the push's sealed token just before sending. A token sealed under a key this
+    /// instance lacks (another instance already seals with the new key of a rolling rotation)
+    /// waits like a paused sender; one that does not open otherwise is given up and dropped.
+    private func open(_ push: ClaimedPush) -> Result<String, Unopened> {
+        do {
+            return .success(try PushTokenSealing.open(push, keyring: keyring))
+        } catch .unknownKeyID {
+            logger.warning("push_token_unopenable", .identifier("pushId", push.id), .code("reason", "unknown_key_id"))
+            return .failure(
+                Unopened(
+                    outcome: .retry(
+                        id: push.id, attempts: 0, nextAttemptAt: Self.wallClock() + Self.alarmIntervalMs,
+                        reason: "SealingKeyMissing")))
+        } catch {
+            return .failure(Unopened(outcome: .failed(id: push.id, reason: "TokenUnopenable", dropTokenIndex: push.tokenIndex)))
         }
     }
 

@@ -329,8 +329,9 @@ struct Settings: Sendable, Equatable {
                     + "per pause"),
             Field(
                 "security.sealingKeyFile", \.security.sealingKeyFile,
-                "file of 32 random bytes (mode 0600), the same on every instance: seals Apple refresh tokens "
-                    + "([apple](apple.md#sealed-secrets)); start-up refuses sealed data whose key is missing"),
+                "file of 32 random bytes (mode 0600), the same on every instance: seals Apple refresh tokens and "
+                    + "APNs device tokens ([apple](apple.md#sealed-secrets)); empty = the code exchange is off and no "
+                    + "push token is kept; required with `apns.keyFile`; start-up refuses sealed data whose key is missing"),
             Field(
                 "security.olderSealingKeyFiles", \.security.olderSealingKeyFiles,
                 "comma-separated older sealing key files, read only (opening, `suplash-server reseal`)"),
@@ -340,8 +341,8 @@ struct Settings: Sendable, Equatable {
                     + "well-formed bundle id ([push](push.md#device-registry))"),
             Field(
                 "apns.keyFile", \.apns.keyFile,
-                "path of the APNs `.p8` signing key (never logged); empty = nothing is sent, devices still register "
-                    + "and `/readyz` says so ([push](push.md#sender))"),
+                "path of the APNs `.p8` signing key (never logged); needs `security.sealingKeyFile`; empty = nothing "
+                    + "is sent, devices still register and `/readyz` says so ([push](push.md#sender))"),
             Field("apns.keyId", \.apns.keyId, "the key's 10-character id (JWT `kid`)"),
             Field("apns.teamId", \.apns.teamId, "the developer team id (JWT `iss`)"),
             Field("apns.productionURL", \.apns.productionURL, "APNs production origin (tests: the mock)"),

@@ -29,6 +29,7 @@ final class PushDeliveryTests: XCTestCase {
             "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(sandbox)", "SUPLASH_APNS_CA_FILE": ca,
             "SUPLASH_APNS_BUNDLE_IDS": bundle, "SUPLASH_APNS_BACKGROUND_WINDOW_SECONDS": "10",
             "SUPLASH_APNS_POLL_INTERVAL_MS": "50", "SUPLASH_RATELIMIT_ENABLED": "false",
+            "SUPLASH_SECURITY_SEALING_KEY_FILE": TestServer.makeSealingKeyFile(),
         ]
         do {
             server = try TestServer(environment: environment)
@@ -230,7 +231,7 @@ final class PushPausedTests: XCTestCase {
             "SUPLASH_APNS_PRODUCTION_URL": "https://127.0.0.1:\(try XCTUnwrap(info["productionPort"]?.int64Value))",
             "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(try XCTUnwrap(info["sandboxPort"]?.int64Value))",
             "SUPLASH_APNS_CA_FILE": try XCTUnwrap(info["caFile"]?.stringValue), "SUPLASH_APNS_BUNDLE_IDS": bundle,
-            "SUPLASH_APNS_POLL_INTERVAL_MS": "50",
+            "SUPLASH_APNS_POLL_INTERVAL_MS": "50", "SUPLASH_SECURITY_SEALING_KEY_FILE": TestServer.makeSealingKeyFile(),
         ])
         defer { s.stop() }
         let u = try s.signUp()
@@ -271,7 +272,7 @@ final class PushPausedTests: XCTestCase {
 /// Without `apns.keyFile` devices register, nothing is sent and `/readyz` stays 200 and says so.
 final class PushOffTests: XCTestCase {
     func testNoKeyMeansReadyAndOff() throws {
-        let s = try TestServer()
+        let s = try TestServer(environment: ["SUPLASH_SECURITY_SEALING_KEY_FILE": TestServer.makeSealingKeyFile()])
         defer { s.stop() }
         let ready = try s.request("GET", "/readyz")
         XCTAssertEqual(ready.status, 200)

@@ -51,7 +51,7 @@ final class PushOutboxBehaviourTests: XCTestCase {
     }
 
     func describe(_ pushes: [ClaimedPush]) -> String {
-        pushes.map { "\($0.deviceID.suffix(2)) \($0.pushType.rawValue) \($0.token == Self.watchToken ? "W" : "P")" }
+        pushes.map { "\($0.deviceID.suffix(2)) \($0.pushType.rawValue) \(TestSealing.token($0) == Self.watchToken ? "W" : "P")" }
             .sorted().joined(separator: ", ")
     }
 
@@ -101,7 +101,7 @@ final class PushOutboxBehaviourTests: XCTestCase {
         transcript.append("claim: \(describe(both))")  // the watch's third send in the hour is allowed
         // The phone's token is gone at Apple: dropped with the row.
         if let phonePush = both.first(where: { $0.deviceID == Self.phone }) {
-            try store.recordPushFailed(id: phonePush.id, reason: "Unregistered", now: far, dropToken: phonePush.token)
+            try store.recordPushFailed(id: phonePush.id, reason: "Unregistered", now: far, dropTokenIndex: phonePush.tokenIndex)
         }
         transcript.append("phone after Unregistered: \(try store.device(userID: alice, id: Self.phone)?.pushTypes.map(\.rawValue) ?? [])")
         if let watchPush = both.first(where: { $0.deviceID == Self.watch }) {

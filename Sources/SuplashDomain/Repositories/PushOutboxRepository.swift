@@ -17,8 +17,11 @@ public struct ClaimedPush: Sendable, Equatable {
     public var expiresAt: Int64
     /// Attempts recorded so far.
     public var attempts: Int
-    /// The device's token for `pushType` (bytes; sent as hex).
-    public var token: [UInt8]
+    /// The device's token for `pushType`, sealed (`SealedPushToken.envelope`): the sender
+    /// opens it just before sending.
+    public var sealedToken: String
+    /// The token's blind index (`SealedPushToken.blindIndex`): what a `.failed` outcome drops.
+    public var tokenIndex: String
     /// When that token was registered (ms): `Unregistered` answers older than it keep it.
     public var tokenRegisteredAt: Int64
     /// The device's bundle id (the APNs topic's base).
@@ -29,7 +32,7 @@ public struct ClaimedPush: Sendable, Equatable {
     /// A claimed push with every field given.
     public init(
         id: String, userID: String, deviceID: String, pushType: PushType, payload: String, collapseID: String?,
-        expiresAt: Int64, attempts: Int, token: [UInt8], tokenRegisteredAt: Int64, bundleID: String,
+        expiresAt: Int64, attempts: Int, sealedToken: String, tokenIndex: String, tokenRegisteredAt: Int64, bundleID: String,
         environment: PushEnvironment
     ) {
         self.id = id
@@ -40,7 +43,8 @@ public struct ClaimedPush: Sendable, Equatable {
         self.collapseID = collapseID
         self.expiresAt = expiresAt
         self.attempts = attempts
-        self.token = token
+        self.sealedToken = sealedToken
+        self.tokenIndex = tokenIndex
         self.tokenRegisteredAt = tokenRegisteredAt
         self.bundleID = bundleID
         self.environment = environment
@@ -54,9 +58,10 @@ public enum PushOutcome: Sendable, Equatable {
     /// Push `id` is tried again at `nextAttemptAt` (ms) after `attempts` more attempts (`0`
     /// for a paused sender); `reason` is an APNs reason code or ours.
     case retry(id: String, attempts: Int, nextAttemptAt: Int64, reason: String)
-    /// Push `id` is given up with `reason`; with `dropToken`, the device's token rows that still
-    /// hold that token are deleted (every push type: alert and background share it).
-    case failed(id: String, reason: String, dropToken: [UInt8]?)
+    /// Push `id` is given up with `reason`; with `dropTokenIndex` (the claimed push's
+    /// `tokenIndex`), the token rows whose blind index it is are deleted (every push type:
+    /// alert and background share the token).
+    case failed(id: String, reason: String, dropTokenIndex: String?)
 }
 
 /// The push queue's figures for `/metrics` (`PushOutboxRepository.pushQueueFigures`).
@@ -128,8 +133,8 @@ extension PushOutboxRepository {
 
     /// `recordPushOutcomes` of one `.failed` at `now`.
     /// - Throws: `RepositoryError` (storage).
-    public func recordPushFailed(id: String, reason: String, now: Int64, dropToken: [UInt8]?) throws {
-        try recordPushOutcomes([.failed(id: id, reason: reason, dropToken: dropToken)], now: now)
+    public func recordPushFailed(id: String, reason: String, now: Int64, dropTokenIndex: String?) throws {
+        try recordPushOutcomes([.failed(id: id, reason: reason, dropTokenIndex: dropTokenIndex)], now: now)
     }
 
     /// `claimDuePushes` with the default widget budget (`ProgressPushRules.widgetsPerDay`).
