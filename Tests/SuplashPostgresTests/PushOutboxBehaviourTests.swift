@@ -348,7 +348,7 @@ final class PushOutboxBehaviourTests: XCTestCase {
                 .sent(id: p[p.startIndex].id, payload: p[p.startIndex].payload),
                 .sent(id: p[p.startIndex + 1].id, payload: p[p.startIndex + 1].payload),
                 .retry(id: p[p.startIndex + 2].id, attempts: 1, nextAttemptAt: now + 1_000, reason: "TooManyRequests"),
-                .failed(id: p[p.startIndex + 3].id, reason: "Unregistered", dropToken: p[p.startIndex + 3].token),
+                .failed(id: p[p.startIndex + 3].id, reason: "Unregistered", dropTokenIndex: p[p.startIndex + 3].tokenIndex),
             ]
         }
         try store.recordPushOutcomes(batch(claimed[0..<4]), now: now)  // warm-up: every statement prepared
