@@ -68,6 +68,12 @@ class Server:
             SUPLASH_APNS_BUNDLE_IDS=info["bundleIds"][0],
             SUPLASH_APNS_MAX_CONCURRENT_PUSHES=str(args.in_flight),
             SUPLASH_APNS_POLL_INTERVAL_MS=str(args.poll_ms))
+        # Push tokens are kept sealed: the server needs a sealing key, and seals the
+        # clear-text tokens `seed` writes when it starts again (before it listens).
+        key = os.path.join(os.path.dirname(data_dir.rstrip("/")), os.path.basename(data_dir.rstrip("/")) + ".sealing-key")
+        with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+            f.write(os.urandom(32))
+        self.env["SUPLASH_SECURITY_SEALING_KEY_FILE"] = key
 
     def start(self):
         self.proc = subprocess.Popen(

@@ -47,6 +47,13 @@ final class PushWakePostgresTests: XCTestCase {
         env["SUPLASH_APNS_CA_FILE"] = try text("caFile")
         env["SUPLASH_APNS_BUNDLE_IDS"] = bundle
         env["SUPLASH_APNS_POLL_INTERVAL_MS"] = "3600000"  // only a wake-up can send within the test
+        // The key the test's store seals tokens with (`TestSealing`), so the server opens them.
+        let sealingKey = dataDir + ".sealing-key"
+        XCTAssertTrue(
+            FileManager.default.createFile(
+                atPath: sealingKey, contents: Data(TestSealing.keyBytes), attributes: [.posixPermissions: 0o600]))
+        fixtures.cleanups.append { try? FileManager.default.removeItem(atPath: sealingKey) }
+        env["SUPLASH_SECURITY_SEALING_KEY_FILE"] = sealingKey
         server.environment = env
         let out = Pipe()
         server.standardOutput = out
