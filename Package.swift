@@ -151,7 +151,7 @@ let package = Package(
             name: "SuplashPostgresTests",
             dependencies: [
                 "SuplashPostgres", "SuplashPostgresStore", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain", "SuplashAPI",
-                "SuplashHTTP", "SuplashSQL", "SuplashDataMigration",
+                "SuplashHTTP", "SuplashSQL", "SuplashDataMigration", "SuplashCrypto",
             ]),
         .testTarget(
             name: "SuplashKitTests", dependencies: ["SuplashKit", "SuplashHealthImport"],

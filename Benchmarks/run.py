@@ -155,6 +155,21 @@ def checkout_of(binary):
     return tree if os.path.exists(os.path.join(tree, "Package.swift")) else ROOT
 
 
+_SEALING_KEY = None
+
+
+def sealing_key_file():
+    """One file of 32 random bytes (mode 0600) for `security.sealingKeyFile`: without a sealing
+    key the server keeps no push token, so `--devices` would queue nothing."""
+    global _SEALING_KEY
+    if _SEALING_KEY is None:
+        fd, _SEALING_KEY = tempfile.mkstemp(prefix="bench-sealing-key-")
+        os.write(fd, os.urandom(32))
+        os.close(fd)
+        os.chmod(_SEALING_KEY, 0o600)
+    return _SEALING_KEY
+
+
 class Ours:
     name = "suplash"
 
@@ -164,7 +179,8 @@ class Ours:
 
     def start(self):
         self.dir = tempfile.mkdtemp(prefix="bench-suplash-")
-        env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning", **self.extra_env())
+        env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning",
+                   SUPLASH_SECURITY_SEALING_KEY_FILE=sealing_key_file(), **self.extra_env())
         self.proc = subprocess.Popen([self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.dir],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=self.cwd)
         line = self.proc.stdout.readline()
@@ -189,13 +205,15 @@ class Ours:
         self.auth = "Bearer " + b["session"]["accessToken"]
         for n in range(getattr(self, "devices", DEVICES)):
             # Other devices with background tokens: every write queues their background refresh
-            # (no APNs key is configured, so nothing is sent; the bookkeeping is what is measured).
+            # (no APNs key is configured, so nothing is sent; the bookkeeping is what is measured;
+            # the sealing key lets the server keep the tokens).
             device = str(uuid.uuid4())
             token = os.urandom(32).hex()
             s, b = c.call("PUT", f"/v1/users/me/devices/{device}",
                           {"platform": "ios", "bundleId": "app.suplash.bench", "environment": "production",
                            "tokens": [{"pushType": "background", "token": token}]}, self.auth)
             assert s == 201, (s, b)
+            assert "background" in b.get("pushTypes", ["background"]), ("the token was not kept", b)
         base = f"/v1/water_logs/{self.uid}/entries"
         made = 0
         batch_ok = True
@@ -495,7 +513,8 @@ class OursPostgresPair(OursPostgres):
     def start(self):
         super().start()  # instance A (creates the data dir's jwt-secret)
         self.first, self.first_port = self.proc, self.port
-        env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning", **self.extra_env())
+        env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning",
+                   SUPLASH_SECURITY_SEALING_KEY_FILE=sealing_key_file(), **self.extra_env())
         self.second = subprocess.Popen([self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.dir],
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=self.cwd)
         m = re.search(r":(\d+)\s*$", self.second.stdout.readline().strip())

@@ -10,10 +10,32 @@
 extension StringProtocol {
     /// True when `self` and `other` are the same sequence of Unicode scalars (equal UTF-8
     /// bytes), never by Unicode canonical equivalence.
+    ///
+    /// Native strings compare their contiguous UTF-8 storage directly (a length check, then
+    /// the bytes); others fall back to walking both views.
     @inlinable
     public func hasSameCodePoints<Other: StringProtocol>(as other: Other) -> Bool {
-        utf8.elementsEqual(other.utf8)
+        let lhs = utf8
+        let rhs = other.utf8
+        guard lhs.count == rhs.count else { return false }
+        let contiguous = lhs.withContiguousStorageIfAvailable { l in
+            rhs.withContiguousStorageIfAvailable { r in sameBytes(l, r) }
+        }
+        if let contiguous, let equal = contiguous { return equal }
+        return lhs.elementsEqual(rhs)
     }
+}
+
+/// True when `lhs` and `rhs` hold the same bytes (a plain loop the optimizer vectorises).
+@inlinable
+func sameBytes(_ lhs: UnsafeBufferPointer<UInt8>, _ rhs: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard lhs.count == rhs.count else { return false }
+    var index = 0
+    while index < lhs.count {
+        if lhs[index] != rhs[index] { return false }
+        index += 1
+    }
+    return true
 }
 
 extension Sequence where Element: StringProtocol {
@@ -47,10 +69,12 @@ public struct CodePointKey: Hashable, Sendable, ExpressibleByStringLiteral, Cust
         lhs.string.hasSameCodePoints(as: rhs.string)
     }
 
-    /// Hashes the UTF-8 bytes (consistent with `==`).
+    /// Hashes the UTF-8 bytes in one call (consistent with `==`; a string without contiguous
+    /// storage is copied first, so both paths feed the hasher the same bytes).
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(string.utf8.count)
-        for byte in string.utf8 { hasher.combine(byte) }
+        let utf8 = string.utf8
+        let done: Void? = utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        if done == nil { Array(utf8).withUnsafeBytes { hasher.combine(bytes: $0) } }
     }
 
     /// The string.

@@ -1,6 +1,7 @@
 import Foundation
 import SuplashDomain
 import SuplashPostgres
+import SuplashStoreCore
 
 /// The `LISTEN/NOTIFY` channels several server instances on one database share.
 public enum PostgresClusterChannel {
@@ -9,6 +10,9 @@ public enum PostgresClusterChannel {
     public static let changes = "suplash_changes"
     /// A committed revocation (`PostgresRevocationEvent.payload`).
     public static let revocations = "suplash_revocations"
+    /// A committed write queued pushes (`PushSQL.wakeChannel`; payload: the user id): the push
+    /// senders claim at once.
+    public static let pushes = PushSQL.wakeChannel
 }
 
 /// A revocation committed on some instance, as broadcast on `suplash_revocations`.
@@ -59,6 +63,9 @@ public enum PostgresRevocationEvent: Sendable, Equatable {
 /// - `suplash_revocations`: `onRevocation(event)` for every revocation, this instance's
 ///   included (applying one twice is a no-op, and the store may revoke more than the
 ///   route that called it reports).
+/// - `suplash_pushes`: `onPushesQueued()` for every commit that queued pushes, this
+///   instance's included (the store cannot tell without a round trip whether its insert
+///   queued a row; the statement's `pg_notify` can).
 /// - `onResync(reconnect)` after each time `LISTEN` takes effect, the first included: events
 ///   sent while no listener was connected (before start-up's `LISTEN`, or while
 ///   reconnecting) are lost, so the caller re-reads its state from the database (the
@@ -74,6 +81,7 @@ public final class PostgresClusterListener: Sendable {
     ///   - onResync: `LISTEN` is in effect (again); `reconnect` is false the first time.
     ///   - onConnectionLost: the connection failed (`kind`: a `PostgresError.Kind` raw value);
     ///     the next attempt comes after `retryInSeconds`.
+    ///   - onPushesQueued: a commit on any instance queued pushes.
     /// - Throws: `PostgresError` `.invalidParameter` if a channel name were not an identifier
     ///   (they are constants; kept as an error rather than a trap).
     public init(
@@ -81,12 +89,13 @@ public final class PostgresClusterListener: Sendable {
         onChange: @escaping @Sendable (_ userID: String) -> Void,
         onRevocation: @escaping @Sendable (PostgresRevocationEvent) -> Void,
         onResync: @escaping @Sendable (_ reconnect: Bool) -> Void,
-        onConnectionLost: @escaping @Sendable (_ kind: String, _ retryInSeconds: Double) -> Void = { _, _ in }
+        onConnectionLost: @escaping @Sendable (_ kind: String, _ retryInSeconds: Double) -> Void = { _, _ in },
+        onPushesQueued: @escaping @Sendable () -> Void = {}
     ) throws {
         let ownPrefix = store.instanceID + " "
         listener = try PostgresListener(
             url: store.database.url,
-            channels: [PostgresClusterChannel.changes, PostgresClusterChannel.revocations],
+            channels: [PostgresClusterChannel.changes, PostgresClusterChannel.revocations, PostgresClusterChannel.pushes],
             minBackoff: minBackoff, maxBackoff: maxBackoff,
             onNotification: { channel, payload in
                 switch channel {
@@ -96,6 +105,8 @@ public final class PostgresClusterListener: Sendable {
                     if !userID.isEmpty { onChange(String(userID)) }
                 case PostgresClusterChannel.revocations:
                     if let event = PostgresRevocationEvent(payload: payload) { onRevocation(event) }
+                case PostgresClusterChannel.pushes:
+                    onPushesQueued()
                 default:
                     return
                 }

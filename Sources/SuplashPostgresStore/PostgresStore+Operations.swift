@@ -46,3 +46,13 @@ extension PostgresStore: DatabaseSizing {
         return size.int64Value
     }
 }
+
+extension PostgresStore {
+    /// `SealedValueRepository.compactAfterSealing`: `VACUUM device_tokens` (dead row versions
+    /// of the plaintext rows are removed from the table's pages; the cluster's WAL and earlier
+    /// base backups still hold what was written before, docs/apple.md "Sealed secrets").
+    /// - Throws: `RepositoryError` (the storage failure mapped).
+    public func compactAfterSealing() throws {
+        _ = try read { c in try c.query("VACUUM device_tokens") }
+    }
+}

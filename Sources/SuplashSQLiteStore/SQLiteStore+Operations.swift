@@ -27,3 +27,12 @@ extension SQLiteStore: DatabaseSizing {
         try copy.execute("UPDATE database_identity SET database_id = lower(hex(randomblob(16))) WHERE singleton = 1")
     }
 }
+
+extension SQLiteStore {
+    /// `SealedValueRepository.compactAfterSealing`: `VACUUM`, then a truncating WAL checkpoint
+    /// (`SQLiteDatabase.vacuum`).
+    /// - Throws: `RepositoryError` (the storage failure mapped).
+    public func compactAfterSealing() throws {
+        do { try database.vacuum() } catch let error as StorageError { throw map(error) }
+    }
+}

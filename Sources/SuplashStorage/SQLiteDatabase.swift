@@ -169,6 +169,15 @@ public final class SQLiteDatabase: Sendable {
         }
     }
 
+    /// Rewrites the database file (`VACUUM`, on the writer thread, alone), then truncates the
+    /// WAL (`PRAGMA wal_checkpoint(TRUNCATE)`): no free page of the file and no WAL frame keeps
+    /// bytes of deleted or overwritten rows (with `secure_delete`, used after sealing plaintext).
+    /// - Throws: `StorageError`.
+    public func vacuum() throws {
+        try writeExclusive { context in try context.connection.execute("VACUUM") }
+        try checkpoint()
+    }
+
     /// Size on disk in bytes: `page_count × page_size` of the database plus the WAL file size.
     /// - Throws: `StorageError` (`.closed` once closed).
     public var databaseBytes: Int64 {

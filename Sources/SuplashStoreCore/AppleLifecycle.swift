@@ -39,10 +39,16 @@ extension AppleRevokeJobRepository where Self: SQLStore {
             return (Int(row?["pending"].int64 ?? 0), Int(row?["failed"].int64 ?? 0))
         }
     }
+
+    public func purgeRevokeJobs(endedBefore: Int64) throws -> Int {
+        try transaction { tx in try tx.execute(AppleLifecycleSQL.purgeJobs, [.integer(endedBefore)]) }
+    }
 }
 
 /// The sealed columns (docs/apple.md, "Sealed secrets"): Apple refresh tokens on identities
-/// and on revoke jobs, both bound to (`apple_identities`, `refresh_token`, `sub`).
+/// and on revoke jobs, both bound to (`apple_identities`, `refresh_token`, `sub`); APNs device
+/// tokens, bound to (`device_tokens`, `token`, `<user>/<device>/<push type>`) with their blind
+/// index.
 extension SealedValueRepository where Self: SQLStore {
     public func sealedKeyIDs() throws -> Set<String> {
         try reading { c in Set(try c.query(AppleLifecycleSQL.keyIDs, []).compactMap { $0["k"].text }) }
@@ -58,15 +64,62 @@ extension SealedValueRepository where Self: SQLStore {
                 AppleLifecycleSQL.value(
                     table: "apple_revoke_jobs", rowKey: row["id"].text ?? "", sub: row["sub"].text ?? "", row["refresh_token"].text)
             }
-            return identities + jobs
+            let devices = try c.query(AppleLifecycleSQL.deviceTokens, []).map { row in
+                let key = [row["user_id"].text, row["device_id"].text, row["push_type"].text].map { $0 ?? "" }.joined(separator: "/")
+                return SealedValue(
+                    table: DeviceTokenSealing.table, rowKey: key, contextTable: DeviceTokenSealing.table,
+                    contextColumn: DeviceTokenSealing.column, contextRowID: key, envelope: row["sealed_token"].text ?? "")
+            }
+            return identities + jobs + devices
         }
     }
 
-    public func replaceSealedValue(_ value: SealedValue, with envelope: String) throws -> Bool {
-        let statement = value.table == "apple_identities" ? AppleLifecycleSQL.replaceIdentityToken : AppleLifecycleSQL.replaceJobToken
-        return try transaction { tx in
-            try tx.execute(statement, [.text(envelope), .text(value.rowKey), .text(value.envelope)]) > 0
+    public func replaceSealedValue(_ value: SealedValue, with envelope: String, blindIndex: String?) throws -> Bool {
+        switch value.table {
+        case DeviceTokenSealing.table:
+            let key = value.rowKey.split(separator: "/", omittingEmptySubsequences: false).map { SQLValue.text(String($0)) }
+            guard key.count == 3, let blindIndex else { return false }
+            return try transaction { tx in
+                try tx.execute(AppleLifecycleSQL.replaceDeviceToken, [.text(envelope), .text(blindIndex)] + key + [.text(value.envelope)])
+                    > 0
+            }
+        default:
+            let statement =
+                value.table == "apple_identities" ? AppleLifecycleSQL.replaceIdentityToken : AppleLifecycleSQL.replaceJobToken
+            return try transaction { tx in
+                try tx.execute(statement, [.text(envelope), .text(value.rowKey), .text(value.envelope)]) > 0
+            }
         }
+    }
+
+    public func plaintextDeviceTokens() throws -> [PlaintextDeviceToken] {
+        try reading { c in
+            try c.query(DeviceSQL.plaintext, []).compactMap { row in
+                guard let type = row["push_type"].text.flatMap(PushType.init(rawValue:)) else { return nil }
+                return PlaintextDeviceToken(
+                    userID: row["user_id"].text ?? "", deviceID: row["device_id"].text ?? "", pushType: type,
+                    token: row["token"].bytes ?? [])
+            }
+        }
+    }
+
+    public func sealPlaintextDeviceTokens(_ sealed: [(PlaintextDeviceToken, SealedPushToken)]) throws -> Int {
+        try transaction { tx in
+            var n = 0
+            for (plain, token) in sealed {
+                n += try tx.execute(
+                    DeviceSQL.sealPlaintext,
+                    [
+                        .text(token.envelope), .text(token.blindIndex), .text(plain.userID), .text(plain.deviceID),
+                        .text(plain.pushType.rawValue), .blob(plain.token),
+                    ])
+            }
+            return n
+        }
+    }
+
+    public func dropPlaintextDeviceTokens() throws -> Int {
+        try transaction { tx in try tx.execute(DeviceSQL.dropPlaintext, []) }
     }
 }
 
@@ -77,7 +130,7 @@ extension AppleAccountEventRepository where Self: SQLStore {
     public func applyAppleEvent(jti: String, event: AppleAccountEvent, now: Int64) throws -> AppleEventOutcome {
         try transaction { tx in
             guard try tx.queryOne(AppleLifecycleSQL.rememberEvent, [.text(jti), .integer(now)]) != nil else { return .duplicate }
-            try tx.execute(AppleLifecycleSQL.forgetOldEvents, [.integer(now - AppleLifecycleSQL.eventRetentionMillis)])
+            try tx.execute(AppleLifecycleSQL.forgetOldEvents, [.integer(now - AppleRetention.eventMs)])
             let sub: String
             switch event {
             case .emailDisabled(let s, _, _), .emailEnabled(let s, _, _), .consentRevoked(let s), .accountDelete(let s): sub = s
@@ -111,13 +164,19 @@ extension AppleAccountEventRepository where Self: SQLStore {
 }
 
 extension AppleAccountEventRepository where Self: SQLStore {
+    public func forgetAppleEvents(receivedBefore: Int64) throws -> Int {
+        try transaction { tx in try tx.execute(AppleLifecycleSQL.forgetOldEvents, [.integer(receivedBefore)]) }
+    }
+
     /// Whether mail to `address` is held now (`OutboxSQL.notHeld`).
     static func isHeld(_ tx: some StoreTransaction, _ address: String) throws -> Bool {
         try tx.queryOne(AppleLifecycleSQL.held, [.text(address)]) != nil
     }
 }
 
-enum AppleLifecycleSQL {
+/// The Apple lifecycle's statements (`apple_revoke_jobs`, `apple_notifications`, `mail_holds`:
+/// migrations 0009, 0011, 0013).
+public enum AppleLifecycleSQL {
     static let claim = OutboxClaim(
         table: "apple_revoke_jobs", returning: ["id", "sub", "client_id", "refresh_token", "created_at", "attempts"])
     static let done = SQLText(
@@ -149,12 +208,21 @@ enum AppleLifecycleSQL {
         """
         SELECT substr(refresh_token, 4, 16) AS k FROM apple_identities WHERE refresh_token IS NOT NULL
         UNION SELECT substr(refresh_token, 4, 16) AS k FROM apple_revoke_jobs WHERE refresh_token <> ''
+        UNION SELECT substr(sealed_token, 4, 16) AS k FROM device_tokens WHERE token_index IS NOT NULL
         """)
     static let identityTokens = SQLText("SELECT sub, refresh_token FROM apple_identities WHERE refresh_token IS NOT NULL")
     static let jobTokens = SQLText("SELECT id, sub, refresh_token FROM apple_revoke_jobs WHERE refresh_token <> ''")
     static let replaceIdentityToken = SQLText(
         "UPDATE apple_identities SET refresh_token = ?1 WHERE sub = ?2 AND refresh_token = ?3")
     static let replaceJobToken = SQLText("UPDATE apple_revoke_jobs SET refresh_token = ?1 WHERE id = ?2 AND refresh_token = ?3")
+    static let deviceTokens = SQLText(
+        "SELECT user_id, device_id, push_type, sealed_token FROM device_tokens WHERE token_index IS NOT NULL")
+    /// Binds envelope, blind index, user, device, push type, the envelope it replaces.
+    static let replaceDeviceToken = SQLText(
+        """
+        UPDATE device_tokens SET sealed_token = ?1, token_index = ?2
+        WHERE user_id = ?3 AND device_id = ?4 AND push_type = ?5 AND sealed_token = ?6
+        """)
 
     static func value(table: String, rowKey: String, sub: String, _ envelope: String?) -> SealedValue {
         SealedValue(
@@ -162,10 +230,16 @@ enum AppleLifecycleSQL {
             contextRowID: sub, envelope: envelope ?? "")
     }
 
-    /// How long a `jti` is remembered: 8 days, past the 7 days an event's `iat` may be old
-    /// (`AppleNotifications.maximumAgeSeconds`), so an older repeat is refused by its `iat`.
-    static let eventRetentionMillis: Int64 = 8 * 86_400_000
-    static let forgetOldEvents = SQLText("DELETE FROM apple_notifications WHERE received_at < ?1")
+    /// `jti`s received before ?1 (index `apple_notifications_received`); kept
+    /// `AppleRetention.eventMs`.
+    public static let forgetOldEvents = SQLText("DELETE FROM apple_notifications WHERE received_at < ?1")
+    /// Jobs that ended before ?1 (the partial index `apple_revoke_jobs_ended`; its predicate is
+    /// repeated so that SQLite uses it); pending jobs stay.
+    public static let purgeJobs = SQLText(
+        """
+        DELETE FROM apple_revoke_jobs
+        WHERE (delivered_at IS NOT NULL OR failed_at IS NOT NULL) AND coalesce(delivered_at, failed_at) < ?1
+        """)
     static let rememberEvent = SQLText(
         "INSERT INTO apple_notifications (jti, received_at) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING RETURNING jti")
     static let userOfSub = SQLText { d in "SELECT user_id FROM apple_identities WHERE sub = ?1 \(d.forUpdate())" }

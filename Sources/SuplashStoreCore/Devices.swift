@@ -9,7 +9,8 @@ import SuplashSQL
 /// writes are queued and travel with it.
 extension DeviceRepository where Self: SQLStore {
     public func registerDevice(
-        userID: String, deviceID: String, sessionID: String?, registration r: DeviceRegistration, now: Int64
+        userID: String, deviceID: String, sessionID: String?, registration r: DeviceRegistration,
+        tokens sealed: [SealedPushToken], now: Int64
     ) throws -> DeviceRegisterOutcome {
         try transaction { tx in
             let key: [SQLValue] = [.text(userID), .text(deviceID)]
@@ -20,7 +21,7 @@ extension DeviceRepository where Self: SQLStore {
             let createdAt = rows[1].first?["created_at"].int64
             // The session's logout committed first: store the device as that logout left it.
             let sessionLive = sessionID == nil || rows[2].first.map { $0["revoked_at"].isNull } == true
-            let tokens = sessionLive ? r.tokens : []
+            let tokens = sessionLive ? sealed : []
             try tx.enqueue(
                 DeviceSQL.upsert,
                 key + [
@@ -29,12 +30,15 @@ extension DeviceRepository where Self: SQLStore {
                 ])
             try tx.enqueue(DeviceSQL.deleteTokens, key)
             for t in tokens {
-                try tx.enqueue(DeviceSQL.takeToken, [.text(t.pushType.rawValue), .blob(t.token)])
-                try tx.enqueue(DeviceSQL.insertToken, key + [.text(t.pushType.rawValue), .blob(t.token), .integer(now)])
+                for index in t.lookupIndexes {
+                    try tx.enqueue(DeviceSQL.takeToken, [.text(t.pushType.rawValue), .text(index)])
+                }
+                try tx.enqueue(
+                    DeviceSQL.insertToken,
+                    key + [.text(t.pushType.rawValue), .text(t.envelope), .text(t.blindIndex), .integer(now)])
             }
-            var registration = r
-            registration.tokens = tokens
-            let device = Device(id: deviceID, registration: registration, createdAt: createdAt ?? now, now: now)
+            var device = Device(id: deviceID, registration: r, createdAt: createdAt ?? now, now: now)
+            device.pushTypes = tokens.map(\.pushType).sorted()
             guard createdAt == nil else { return .replaced(device) }
             try tx.enqueue(DeviceSQL.evict, key + [.integer(Int64(DeviceRules.maxDevicesPerUser - 1))])
             return .created(device)
@@ -136,11 +140,29 @@ enum DeviceSQL {
             session_id = excluded.session_id, updated_at = excluded.updated_at, last_seen_at = excluded.last_seen_at
         """)
     static let deleteTokens = SQLText("DELETE FROM device_tokens WHERE user_id = ?1 AND device_id = ?2")
-    /// The token wherever it is registered for this push type (index `device_tokens_token`):
-    /// it moves to the registering device.
-    static let takeToken = SQLText("DELETE FROM device_tokens WHERE push_type = ?1 AND token = ?2")
-    static let insertToken = SQLText(
-        "INSERT INTO device_tokens (user_id, device_id, push_type, token, registered_at) VALUES (?1, ?2, ?3, ?4, ?5)")
+    /// The token wherever it is registered for this push type, by its blind index (index
+    /// `device_tokens_index`): it moves to the registering device.
+    static let takeToken = SQLText("DELETE FROM device_tokens WHERE push_type = ?1 AND token_index = ?2")
+    /// Binds user, device, push type, envelope, blind index, now; the plaintext column stays empty.
+    static let insertToken = SQLText { d in
+        """
+        INSERT INTO device_tokens (user_id, device_id, push_type, token, sealed_token, token_index, registered_at)
+        VALUES (?1, ?2, ?3, \(emptyToken(d)), ?4, ?5, ?6)
+        """
+    }
+    /// The empty `token` of sealed rows, a zero-length blob (the column held plaintext before
+    /// tokens were sealed).
+    static func emptyToken(_ d: SQLDialect) -> String { d == .sqlite ? "X''" : "'\\x'::bytea" }
+    /// Rows still holding their plaintext (`token_index` is set with the envelope).
+    static let plaintext = SQLText("SELECT user_id, device_id, push_type, token FROM device_tokens WHERE token_index IS NULL")
+    /// Binds envelope, blind index, user, device, push type, the plaintext it replaces.
+    static let sealPlaintext = SQLText { d in
+        """
+        UPDATE device_tokens SET token = \(emptyToken(d)), sealed_token = ?1, token_index = ?2
+        WHERE user_id = ?3 AND device_id = ?4 AND push_type = ?5 AND token = ?6 AND token_index IS NULL
+        """
+    }
+    static let dropPlaintext = SQLText("DELETE FROM device_tokens WHERE token_index IS NULL")
     /// Keeps the registering device `?2` and the `?3` most recently seen others of user `?1`
     /// (index `devices_user_seen`); tokens go with their devices (`ON DELETE CASCADE`).
     static let evict = SQLText(

@@ -122,7 +122,7 @@ enum EmailCodeSQL {
         try tx.execute(
             previous == nil ? insert : replace,
             key + [.blob(code.codeHash), .integer(code.createdAt), .integer(code.expiresAt)])
-        try OutboxSQL.queue(tx, message)
+        try OutboxSQL.queue(tx, message, expiresAt: code.expiresAt)
         return .issued
     }
 }

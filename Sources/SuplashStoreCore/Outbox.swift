@@ -12,7 +12,8 @@ extension OutboxRepository where Self: SQLStore {
     /// claimed nor counted by `nextAttemptTime`: they wait until the hold ends.
     public func claimDueMessages(now: Int64, limit: Int, leaseMs: Int64) throws -> [OutboxMessage] {
         try transaction { tx in
-            try OutboxSQL.claim.claim(tx, now: now, limit: limit, leaseMs: leaseMs).map(OutboxSQL.message)
+            try tx.enqueue(OutboxSQL.dropExpired, [.integer(now)])
+            return try OutboxSQL.claim.claim(tx, now: now, limit: limit, leaseMs: leaseMs).map(OutboxSQL.message)
         }
     }
 
@@ -40,6 +41,10 @@ extension OutboxRepository where Self: SQLStore {
 
     public func pendingCount() throws -> Int {
         try reading { c in Int(try c.queryOne(OutboxSQL.pending, [])?["n"].int64 ?? 0) }
+    }
+
+    public func dropExpiredMessages(now: Int64) throws -> Int {
+        try transaction { tx in try tx.execute(OutboxSQL.dropExpired, [.integer(now)]) }
     }
 }
 
@@ -84,7 +89,8 @@ public struct OutboxClaim: Sendable {
     }
 }
 
-enum OutboxSQL {
+/// The mail outbox's statements (`outbox`, migrations 0004 and 0013).
+public enum OutboxSQL {
     /// Mail to a held relay address (`mail_holds`: its latest `email-disabled` is newer than its
     /// latest `email-enabled`) waits.
     static let notHeld = """
@@ -95,14 +101,21 @@ enum OutboxSQL {
         table: "outbox", returning: ["id", "recipient", "subject", "body", "created_at", "attempts"], condition: notHeld)
     static let insert = SQLText(
         """
-        INSERT INTO outbox (id, recipient, subject, body, created_at, attempts, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)
+        INSERT INTO outbox (id, recipient, subject, body, created_at, attempts, next_attempt_at, expires_at)
+        VALUES (?1, ?2, ?3, ?4, ?5, 0, ?5, ?6)
         """)
 
-    /// Queues `message` (due at once) in the caller's transaction: sent only if it commits.
-    static func queue(_ tx: some StoreTransaction, _ m: OutboxMessage) throws {
+    /// Queues `message` (due at once) in the caller's transaction: sent only if it commits;
+    /// deleted unsent once `expiresAt` (the code's expiry, ms) passes.
+    static func queue(_ tx: some StoreTransaction, _ m: OutboxMessage, expiresAt: Int64) throws {
         try tx.execute(
-            insert, [.text(m.id), .text(m.recipient), .text(m.subject), .text(m.text), .integer(m.createdAt), .integer(m.createdAt)])
+            insert,
+            [.text(m.id), .text(m.recipient), .text(m.subject), .text(m.text), .integer(m.createdAt), .integer(expiresAt)])
     }
+
+    /// Pending messages whose code expired at ?1 (index `outbox_expires`), held or not.
+    public static let dropExpired = SQLText(
+        "DELETE FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL AND expires_at <= ?1")
 
     static let due = SQLText(
         """

@@ -9,25 +9,35 @@ import SuplashStoreRows
 /// positions up to its head, so a client that resumes after the last position it got misses
 /// nothing. On SQLite the reads share one read transaction.
 extension SyncRepository where Self: SQLStore {
-    /// `@inlinable`: each store specializes the page read for its row type (the hottest read).
+    /// `@inlinable`, and plain loops over indices rather than `zip`, key paths or
+    /// `Optional.map`: the conformance's witness runs this generic body unspecialised, where
+    /// each of those costs a runtime metadata or key-path lookup per call (the hottest read).
     @inlinable public func changes(userID: String, after: Int64, limit: Int, tombstonesAfter: Int64) throws -> SyncPage {
         let args: [SQLValue] = [
             .text(userID), .integer(after), .integer(Int64(limit + 1)), .integer(max(0, tombstonesAfter)),
         ]
         let sources = SyncFeedSource.allCases
-        let results = try snapshotPipeline(
-            sources.map { SQLStatement($0.sql, args) } + [
-                SQLStatement(SyncFeedSQL.head), SQLStatement(SyncFeedSQL.horizon), SQLStatement(SyncFeedSQL.databaseID),
-                SQLStatement(BookkeepingSQL.profile, [.text(userID)]),
-            ])
+        var statements: [SQLStatement] = []
+        statements.reserveCapacity(sources.count + 4)
+        for source in sources { statements.append(SQLStatement(source.sql, args)) }
+        statements.append(SQLStatement(SyncFeedSQL.head))
+        statements.append(SQLStatement(SyncFeedSQL.horizon))
+        statements.append(SQLStatement(SyncFeedSQL.databaseID))
+        statements.append(SQLStatement(BookkeepingSQL.profile, [.text(userID)]))
+        let results = try snapshotPipeline(statements)
         var all: [SyncChange] = []
-        for (source, rows) in zip(sources, results) { all += rows.map(source.change) }
+        for index in sources.indices {
+            for row in results[index] { all.append(sources[index].change(row)) }
+        }
         all.sort { $0.position < $1.position }
-        let rest = results.dropFirst(sources.count).map(\.first)
+        let n = sources.count
+        let head = results[n].isEmpty ? 0 : results[n][0][0].int64 ?? 0
+        let horizon = results[n + 1].isEmpty ? 0 : results[n + 1][0][0].int64 ?? 0
+        let databaseID = results[n + 2].isEmpty ? "" : results[n + 2][0][0].text ?? ""
+        let profile = results[n + 3].isEmpty ? nil : StoreRows.user(results[n + 3][0]).profile
         return SyncPage(
-            changes: Array(all.prefix(limit)), hasMore: all.count > limit, databaseID: rest[2]?[0].text ?? "",
-            purgeHorizon: rest[1]?[0].int64 ?? 0, headPosition: rest[0]?[0].int64 ?? 0,
-            profile: rest[3].map { StoreRows.user($0).profile })
+            changes: all.count > limit ? Array(all.prefix(limit)) : all, hasMore: all.count > limit,
+            databaseID: databaseID, purgeHorizon: horizon, headPosition: head, profile: profile)
     }
 
     public func databaseID() throws -> String {

@@ -5,7 +5,8 @@ import SuplashPostgresStore
 
 /// Makes several `serve` processes on one PostgreSQL database behave as one:
 /// one `LISTEN` connection per process feeds the long-poll registry (commits of other
-/// instances), the revocation view and the admin-key cache (revocations of any instance).
+/// instances), the revocation view and the admin-key cache (revocations of any instance), and
+/// wakes the push sender (pushes queued on any instance).
 enum ClusterWiring {
     /// Starts the listener thread; stop it on shutdown.
     /// - Parameters:
@@ -14,7 +15,7 @@ enum ClusterWiring {
     /// - Throws: `PostgresError` when the listener cannot start its thread.
     static func start(
         store: PostgresStore, longPolls: LongPollRegistry?, revocations: RevocationView,
-        adminKeys: AdminKeyCache, revocationWindowMs: Int64, logger: Logger
+        adminKeys: AdminKeyCache, revocationWindowMs: Int64, pushSender: PushSender?, logger: Logger
     ) throws -> PostgresClusterListener {
         let listener = try PostgresClusterListener(
             store: store,
@@ -40,11 +41,13 @@ enum ClusterWiring {
                 }
                 adminKeys.invalidate()
                 longPolls?.wakeAll()
+                pushSender?.wake()
                 logger.info("cluster_listening", .number("reconnect", reconnect ? 1 : 0))
             },
             onConnectionLost: { kind, retry in
                 logger.warning("cluster_listener_lost", .errorType(kind), .number("retryMs", Int(retry * 1000)))
-            })
+            },
+            onPushesQueued: { pushSender?.wake() })
         try listener.start()
         return listener
     }

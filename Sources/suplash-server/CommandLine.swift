@@ -66,9 +66,9 @@ struct ParsedCommandLine {
                                     copy a (live) SQLite deployment (PATH: the .sqlite file or the
                                     data dir) into PostgreSQL, then verify row counts per table;
                                     safe to re-run (copies what changed). See docs/postgresql.md
-          reseal [--data-dir DIR]   seal every sealed value (Apple refresh tokens) again with
-                                    security.sealingKeyFile; older keys from
-                                    security.olderSealingKeyFiles (docs/apple.md)
+          reseal [--data-dir DIR]   seal every sealed value (Apple refresh tokens, push tokens and
+                                    their blind indexes) again with security.sealingKeyFile;
+                                    older keys from security.olderSealingKeyFiles (docs/apple.md)
           problem-codes [--markdown]
                                     print every problem code the server can emit as JSON
                                     (code, status, title, type, scope), or docs/errors.md

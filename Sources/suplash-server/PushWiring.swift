@@ -15,7 +15,8 @@ enum PushWiring {
     /// - Throws: `Settings.LoadError` for an unreadable or invalid key, a missing key id or team
     ///   id, or an HTTP client that cannot start.
     static func install(
-        into services: inout Services, settings: Settings, store: any PushOutboxRepository, logger: Logger
+        into services: inout Services, settings: Settings, keyring: SealingKeyring?, store: any PushOutboxRepository,
+        logger: Logger
     ) throws -> PushSender? {
         let apns = settings.apns
         let metrics = services.metrics
@@ -33,6 +34,10 @@ enum PushWiring {
         }
         guard !apns.keyId.isEmpty, !apns.teamId.isEmpty else {
             throw Settings.LoadError(description: "apns.keyId and apns.teamId are required with apns.keyFile")
+        }
+        // Tokens are kept sealed only (docs/apple.md, "Sealed secrets"): no key, nothing to send.
+        guard let keyring else {
+            throw Settings.LoadError(description: "security.sealingKeyFile is required with apns.keyFile (push tokens are sealed)")
         }
         guard let pem = FileManager.default.contents(atPath: apns.keyFile) else {
             throw Settings.LoadError(description: "cannot read apns.keyFile")
@@ -58,9 +63,9 @@ enum PushWiring {
                 maxConcurrentPushes: max(1, apns.maxConcurrentPushes)),
             logger: logger)
         let push = PushSender(
-            repository: store, sender: sender, client: client,
+            repository: store, sender: sender, client: client, keyring: keyring,
             backgroundWindowMs: Int64(max(0, apns.backgroundWindowSeconds)) * 1000,
-            pollIntervalMs: Int64(max(10, apns.pollIntervalMs)), logger: logger)
+            widgetsPerDay: max(0, apns.widgetPushesPerDay), pollIntervalMs: Int64(max(10, apns.pollIntervalMs)), logger: logger)
         services.pushStatus = { push.status }
         metrics.counters("suplash_push_sent_total", help: "Pushes APNs accepted.", label: "push_type") {
             push.figures.sent.sorted { $0.key < $1.key }.map { ($0.key, Double($0.value)) }
@@ -113,7 +118,9 @@ final class PushSender: @unchecked Sendable {
     private let repository: any PushOutboxRepository
     private let sender: APNsSender
     private let client: HTTPClient
+    private let keyring: SealingKeyring
     private let backgroundWindowMs: Int64
+    private let widgetsPerDay: Int
     private let pollIntervalMs: Int64
     private let logger: Logger
     private let condition = NSCondition()
@@ -121,16 +128,20 @@ final class PushSender: @unchecked Sendable {
     private var stopped = false
     private var started = false
     private var done = false
+    private var woken = false
     private var counted = Figures()
+    private var stopObserving: (@Sendable () -> Void)?
 
     init(
-        repository: any PushOutboxRepository, sender: APNsSender, client: HTTPClient, backgroundWindowMs: Int64,
-        pollIntervalMs: Int64, logger: Logger
+        repository: any PushOutboxRepository, sender: APNsSender, client: HTTPClient, keyring: SealingKeyring,
+        backgroundWindowMs: Int64, widgetsPerDay: Int, pollIntervalMs: Int64, logger: Logger
     ) {
         self.repository = repository
         self.sender = sender
         self.client = client
+        self.keyring = keyring
         self.backgroundWindowMs = backgroundWindowMs
+        self.widgetsPerDay = widgetsPerDay
         self.pollIntervalMs = pollIntervalMs
         self.logger = logger
     }
@@ -151,18 +162,33 @@ final class PushSender: @unchecked Sendable {
             return !started
         }
         guard first else { return }
+        let stop = repository.observeQueuedPushes { [weak self] in self?.wake() }
+        condition.withLock { stopObserving = stop }
         let thread = Thread { [self] in run() }
         thread.name = "suplash-push"
         thread.start()
     }
 
+    /// Makes the thread claim now instead of at the end of its poll interval (a commit queued
+    /// pushes: `PushOutboxRepository.observeQueuedPushes` in this process, `NOTIFY
+    /// suplash_pushes` from any instance on PostgreSQL). Wakes during a batch make the next
+    /// claim follow it at once; the poll stays the fallback.
+    func wake() {
+        condition.withLock {
+            woken = true
+            condition.broadcast()
+        }
+    }
+
     /// Stops the thread after the batch in hand, waits for it, and shuts the HTTP/2 client.
     func stop() {
-        condition.withLock {
+        let stopObserving = condition.withLock {
             stopped = true
             condition.broadcast()
             while started && !done { condition.wait() }
+            return self.stopObserving
         }
+        stopObserving?()
         let client = client
         let finished = DispatchSemaphore(value: 0)
         Task {
@@ -172,11 +198,12 @@ final class PushSender: @unchecked Sendable {
         finished.wait()
     }
 
-    /// Waits `ms` or until stopped; false when stopped.
+    /// Waits `ms`, or until woken (`wake`) or stopped; false when stopped.
     private func pause(_ ms: Int64) -> Bool {
         condition.withLock {
             let deadline = Date(timeIntervalSinceNow: Double(ms) / 1000)
-            while !stopped { if !condition.wait(until: deadline) { break } }
+            while !stopped && !woken { if !condition.wait(until: deadline) { break } }
+            woken = false
             return !stopped
         }
     }
@@ -218,7 +245,8 @@ final class PushSender: @unchecked Sendable {
             let claimed: [ClaimedPush]
             do {
                 claimed = try repository.claimDuePushes(
-                    now: now, limit: Self.batchSize, leaseMs: Self.leaseMs, backgroundWindowMs: backgroundWindowMs)
+                    now: now, limit: Self.batchSize, leaseMs: Self.leaseMs, backgroundWindowMs: backgroundWindowMs,
+                    widgetsPerDay: widgetsPerDay)
             } catch {
                 logger.warning("push_claim_failed", .errorType(String(reflecting: type(of: error))))
                 guard pause(pollIntervalMs) else { return }
@@ -229,8 +257,9 @@ final class PushSender: @unchecked Sendable {
         }
     }
 
-    /// The request of `push`, nil when the row cannot be sent (an id or type we never write).
-    static func request(_ push: ClaimedPush) -> APNsPush? {
+    /// The request of `push` to the opened token `deviceToken` (lower-case hex), nil when the
+    /// row cannot be sent (an id or type we never write).
+    static func request(_ push: ClaimedPush, deviceToken: String) -> APNsPush? {
         let hex = Array(push.id)
         guard hex.count == 32, let type = APNsPushType(rawValue: push.pushType.rawValue),
             let environment = APNsEnvironment(rawValue: push.environment.rawValue)
@@ -238,66 +267,96 @@ final class PushSender: @unchecked Sendable {
         let text = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }.joined(separator: "-")
         guard let id = UUID(uuidString: text) else { return nil }
         return APNsPush(
-            id: id, deviceToken: push.token.map { String(format: "%02x", $0) }.joined(), pushType: type,
+            id: id, deviceToken: deviceToken, pushType: type,
             bundleID: push.bundleID, environment: environment, payload: Array(push.payload.utf8),
             expiration: push.expiresAt / 1000, collapseID: push.collapseID, tokenRegisteredAt: push.tokenRegisteredAt)
     }
 
+    /// Sends `claimed` and records every outcome in one store transaction (one durable commit
+    /// per batch, not one per push).
     private func deliver(_ claimed: [ClaimedPush]) {
         var sendable: [(ClaimedPush, APNsPush)] = []
+        var outcomes: [(ClaimedPush, PushOutcome)] = []
         for push in claimed {
-            if let request = Self.request(push) {
+            let deviceToken: String
+            switch open(push) {
+            case .success(let token): deviceToken = token
+            case .failure(let unopened):
+                outcomes.append((push, unopened.outcome))
+                continue
+            }
+            if let request = Self.request(push, deviceToken: deviceToken) {
                 sendable.append((push, request))
             } else {
-                record(push, failed: "Unsendable", dropToken: false)
+                outcomes.append((push, .failed(id: push.id, reason: "Unsendable", dropTokenIndex: nil)))
             }
         }
-        guard !sendable.isEmpty else { return }
-        let started = ContinuousClock.now
-        let results = Self.wait(sender, sendable.map(\.1))
-        let seconds = (ContinuousClock.now - started) / .seconds(1)
-        condition.withLock {
-            counted.sendSeconds += seconds
-            counted.timedPushes += sendable.count
-        }
-        for ((push, _), result) in zip(sendable, results) {
+        if !sendable.isEmpty {
+            let started = ContinuousClock.now
+            let results = Self.wait(sender, sendable.map(\.1))
+            let seconds = (ContinuousClock.now - started) / .seconds(1)
+            condition.withLock {
+                counted.sendSeconds += seconds
+                counted.timedPushes += sendable.count
+            }
             let now = Self.wallClock()
-            do {
-                switch result.outcome {
-                case .sent:
-                    try repository.recordPushSent(id: push.id, payload: push.payload, now: now)
-                    count(\.sent, push.pushType.rawValue)
-                case .tokenInvalid(let reason):
-                    record(push, failed: reason.rawValue, dropToken: true)
-                case .rejected(let reason):
-                    record(push, failed: reason.rawValue, dropToken: false)
-                case .retryLater(let reason, let after):
-                    let delayMs = Int64((after / .milliseconds(1)).rounded(.up))
-                    try repository.recordPushRetry(
-                        id: push.id, attempts: result.attempts, nextAttemptAt: now + max(delayMs, 1000), reason: reason.rawValue)
-                    count(\.retried, reason.rawValue)
-                case .paused(let reason):
-                    try repository.recordPushRetry(
-                        id: push.id, attempts: 0, nextAttemptAt: now + Self.alarmIntervalMs, reason: reason.rawValue)
-                    count(\.retried, reason.rawValue)
-                }
-            } catch {
-                // The lease ends and another attempt follows (at least once).
-                logger.warning(
-                    "push_record_failed", .identifier("pushId", push.id), .errorType(String(reflecting: type(of: error))))
+            for ((push, _), result) in zip(sendable, results) {
+                let outcome: PushOutcome =
+                    switch result.outcome {
+                    case .sent: .sent(id: push.id, payload: push.payload)
+                    case .tokenInvalid(let reason): .failed(id: push.id, reason: reason.rawValue, dropTokenIndex: push.tokenIndex)
+                    case .rejected(let reason): .failed(id: push.id, reason: reason.rawValue, dropTokenIndex: nil)
+                    case .retryLater(let reason, let after):
+                        .retry(
+                            id: push.id, attempts: result.attempts,
+                            nextAttemptAt: now + max(Int64((after / .milliseconds(1)).rounded(.up)), 1000), reason: reason.rawValue)
+                    case .paused(let reason):
+                        .retry(id: push.id, attempts: 0, nextAttemptAt: now + Self.alarmIntervalMs, reason: reason.rawValue)
+                    }
+                outcomes.append((push, outcome))
+            }
+        }
+        do {
+            try repository.recordPushOutcomes(outcomes.map(\.1), now: Self.wallClock())
+        } catch {
+            // The leases end and other attempts follow (at least once).
+            logger.warning(
+                "push_record_failed", .number("pushes", outcomes.count), .errorType(String(reflecting: type(of: error))))
+            return
+        }
+        for (push, outcome) in outcomes {
+            switch outcome {
+            case .sent: count(\.sent, push.pushType.rawValue)
+            case .retry(_, _, _, let reason): count(\.retried, reason)
+            case .failed(_, let reason, let token):
+                count(\.failed, reason)
+                logger.info(
+                    token == nil ? "push_given_up" : "push_token_dropped", .identifier("pushId", push.id),
+                    .identifier("deviceId", push.deviceID), .code("reason", reason))
             }
         }
     }
 
-    private func record(_ push: ClaimedPush, failed reason: String, dropToken: Bool) {
+    /// Why a claimed push's sealed token did not open, as the outcome to record for it.
+    private struct Unopened: Error {
+        let outcome: PushOutcome
+    }
+
+    /// Opens the push's sealed token just before sending. A token sealed under a key this
+    /// instance lacks (another instance already seals with the new key of a rolling rotation)
+    /// waits like a paused sender; one that does not open otherwise is given up and dropped.
+    private func open(_ push: ClaimedPush) -> Result<String, Unopened> {
         do {
-            try repository.recordPushFailed(id: push.id, reason: reason, now: Self.wallClock(), dropToken: dropToken ? push.token : nil)
-            count(\.failed, reason)
-            logger.info(
-                dropToken ? "push_token_dropped" : "push_given_up", .identifier("pushId", push.id),
-                .identifier("deviceId", push.deviceID), .code("reason", reason))
+            return .success(try PushTokenSealing.open(push, keyring: keyring))
+        } catch .unknownKeyID {
+            logger.warning("push_token_unopenable", .identifier("pushId", push.id), .code("reason", "unknown_key_id"))
+            return .failure(
+                Unopened(
+                    outcome: .retry(
+                        id: push.id, attempts: 0, nextAttemptAt: Self.wallClock() + Self.alarmIntervalMs,
+                        reason: "SealingKeyMissing")))
         } catch {
-            logger.warning("push_record_failed", .identifier("pushId", push.id), .errorType(String(reflecting: type(of: error))))
+            return .failure(Unopened(outcome: .failed(id: push.id, reason: "TokenUnopenable", dropTokenIndex: push.tokenIndex)))
         }
     }
 

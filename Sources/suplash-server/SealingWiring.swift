@@ -1,6 +1,8 @@
 import Foundation
+import SuplashAPI
 import SuplashCrypto
 import SuplashDomain
+import SuplashLogging
 
 /// Secrets sealed at rest (docs/apple.md, "Sealed secrets"): the keyring from
 /// `security.sealingKeyFile` / `security.olderSealingKeyFiles`, the start-up check that every
@@ -43,6 +45,16 @@ enum SealingWiring {
             exitCode: ExitCode.dataError)
     }
 
+    /// At start-up: seals the device tokens stored in plaintext before tokens were sealed
+    /// (without a key: deletes them, no token is kept), then compacts the database; logs
+    /// `device_tokens_sealed` with the counts (never a token).
+    /// - Throws: the store's error, or `SealingError`.
+    static func sealStoredDeviceTokens(_ keyring: SealingKeyring?, store: any SealedValueRepository, logger: Logger) throws {
+        let outcome = try PushTokenSealing.sealStoredPlaintext(keyring: keyring, store: store)
+        guard outcome.sealed + outcome.dropped > 0 else { return }
+        logger.info("device_tokens_sealed", .number("sealed", outcome.sealed), .number("dropped", outcome.dropped))
+    }
+
     /// `suplash-server reseal`: seals every value under an older key again with the current
     /// key (compare-and-set per row, so a concurrent change wins). Returns (resealed, total).
     /// - Throws: `StartupRefusal` without a keyring or for a value that does not open, or the
@@ -60,7 +72,17 @@ enum SealingWiring {
             let context = SealingContext(table: value.contextTable, column: value.contextColumn, rowID: value.contextRowID)
             do {
                 guard try keyring.needsReseal(value.envelope) else { continue }
-                if try store.replaceSealedValue(value, with: try keyring.reseal(value.envelope, context: context)) {
+                var envelope: String
+                var blindIndex: String?
+                if value.contextTable == DeviceTokenSealing.table {
+                    // A device token also gets its blind index under the new key.
+                    let hex = try keyring.openText(value.envelope, context: context)
+                    envelope = try keyring.seal(hex, context: context)
+                    blindIndex = try keyring.blindIndex(apnsDeviceToken: hex)
+                } else {
+                    envelope = try keyring.reseal(value.envelope, context: context)
+                }
+                if try store.replaceSealedValue(value, with: envelope, blindIndex: blindIndex) {
                     resealed += 1
                 }
             } catch let error as SealingError {

@@ -258,6 +258,7 @@ enum ServeCommand {
         let (store, subscribe, postgresStore) = env.backend.makeStore(health: storageHealth)
         let keyring = try SealingWiring.keyring(settings)
         try SealingWiring.checkKeys(keyring, store: store)
+        try SealingWiring.sealStoredDeviceTokens(keyring, store: store, logger: logger)
         let secret = try postgresStore.map { try env.sharedJWTSecret($0) } ?? env.jwtSecret()
         let tokens = TokenService(
             secret: secret,
@@ -323,13 +324,16 @@ enum ServeCommand {
             retentionDays: settings.sync.tombstoneRetentionDays,
             intervalSeconds: Double(max(1, settings.sync.maintenanceIntervalSeconds)),
             logger: logger)
+        let retention = RetentionMaintenance(
+            revokeJobs: store, events: store, mail: store,
+            intervalSeconds: Double(max(1, settings.sync.maintenanceIntervalSeconds)), logger: logger)
         let outbox = try MailWiring.install(
             into: &services, settings: settings, dataDir: env.dataDir, store: store,
             secret: secret, logger: logger)
         services.storageHealth = storageHealth
         let appleRevokes = try AppleWiring.install(
             into: &services, settings: settings, keyring: keyring, store: store, metrics: metrics, logger: logger)
-        services.devices = DeviceRegistry(repository: store, bundleIDs: Set(settings.apns.bundleIds))
+        services.devices = DeviceRegistry(repository: store, bundleIDs: Set(settings.apns.bundleIds), keyring: keyring)
         services.reminders = store
         services.campaigns = store
         let reminderCounters = ReminderCounters()
@@ -338,7 +342,8 @@ enum ServeCommand {
         let reminderScheduler = ReminderWiring.install(
             settings: settings, store: store, campaigns: store, messages: messages, counters: reminderCounters,
             logger: logger)
-        let pushSender = try PushWiring.install(into: &services, settings: settings, store: store, logger: logger)
+        let pushSender = try PushWiring.install(
+            into: &services, settings: settings, keyring: keyring, store: store, logger: logger)
 
         var api = APIConfiguration()
         api.defaultBodyLimit = settings.server.maxBodyBytes
@@ -398,7 +403,8 @@ enum ServeCommand {
         let cluster = try postgresStore.map {
             try ClusterWiring.start(
                 store: $0, longPolls: services.sync?.longPolls, revocations: revocations,
-                adminKeys: adminKeys, revocationWindowMs: (tokens.accessTokenTTL + 60) * 1000, logger: logger)
+                adminKeys: adminKeys, revocationWindowMs: (tokens.accessTokenTTL + 60) * 1000, pushSender: pushSender,
+                logger: logger)
         }
         outbox.start()
         appleRevokes?.start()
@@ -416,6 +422,7 @@ enum ServeCommand {
         application.shutdown()
         cluster?.stop()
         maintenance.stop()
+        retention.stop()
         storageMonitor.stop()
         outbox.stop()
         appleRevokes?.stop()

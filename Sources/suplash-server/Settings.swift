@@ -144,6 +144,7 @@ struct Settings: Sendable, Equatable {
         var caFile = ""
         var maxConcurrentPushes = 100
         var backgroundWindowSeconds = 300
+        var widgetPushesPerDay = 40  // ProgressPushRules.widgetsPerDay
         var pollIntervalMs = 1000
     }
 
@@ -338,8 +339,9 @@ struct Settings: Sendable, Equatable {
                     + "per pause"),
             Field(
                 "security.sealingKeyFile", \.security.sealingKeyFile,
-                "file of 32 random bytes (mode 0600), the same on every instance: seals Apple refresh tokens "
-                    + "([apple](apple.md#sealed-secrets)); start-up refuses sealed data whose key is missing"),
+                "file of 32 random bytes (mode 0600), the same on every instance: seals Apple refresh tokens and "
+                    + "APNs device tokens ([apple](apple.md#sealed-secrets)); empty = the code exchange is off and no "
+                    + "push token is kept; required with `apns.keyFile`; start-up refuses sealed data whose key is missing"),
             Field(
                 "security.olderSealingKeyFiles", \.security.olderSealingKeyFiles,
                 "comma-separated older sealing key files, read only (opening, `suplash-server reseal`)"),
@@ -349,8 +351,8 @@ struct Settings: Sendable, Equatable {
                     + "well-formed bundle id ([push](push.md#device-registry))"),
             Field(
                 "apns.keyFile", \.apns.keyFile,
-                "path of the APNs `.p8` signing key (never logged); empty = nothing is sent, devices still register "
-                    + "and `/readyz` says so ([push](push.md#sender))"),
+                "path of the APNs `.p8` signing key (never logged); needs `security.sealingKeyFile`; empty = nothing "
+                    + "is sent, devices still register and `/readyz` says so ([push](push.md#sender))"),
             Field("apns.keyId", \.apns.keyId, "the key's 10-character id (JWT `kid`)"),
             Field("apns.teamId", \.apns.teamId, "the developer team id (JWT `iss`)"),
             Field("apns.productionURL", \.apns.productionURL, "APNs production origin (tests: the mock)"),
@@ -363,6 +365,10 @@ struct Settings: Sendable, Equatable {
                 "apns.backgroundWindowSeconds", \.apns.backgroundWindowSeconds,
                 "background refresh coalescing window per device: the first change is pushed at once, later ones "
                     + "at most once per window (and never more than 3 an hour)"),
+            Field(
+                "apns.widgetPushesPerDay", \.apns.widgetPushesPerDay,
+                "widget pushes (`content-changed`) per device in any 24 hours; over it a device's widget waits or its "
+                    + "push expires; 0 = none ([push](push.md#widgets-and-complications))"),
             Field("apns.pollIntervalMs", \.apns.pollIntervalMs, "how often the sender looks for due pushes, ms"),
             Field("log.level", \.log.level, "lowest level logged: `debug` `info` `warning` `error`"),
         ]

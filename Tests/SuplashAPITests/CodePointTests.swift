@@ -73,6 +73,21 @@ final class CodePointTests: XCTestCase {
         XCTAssertEqual(repeated.json?["code"]?.stringValue, "invalid_query")
     }
 
+    func testQueryParsingSplitsOnBytesAndDecodesEscapes() throws {
+        let q = try APIRequest.parseQuery("&&a=1&b=%41%e2%84%aa&c&d=x=y&=e&f=")
+        XCTAssertEqual(q["a"], "1")
+        XCTAssertEqual(q["b"], "A\u{212A}")
+        XCTAssertEqual(q["c"], "")
+        XCTAssertEqual(q["d"], "x=y")
+        XCTAssertEqual(q[""], "e")
+        XCTAssertEqual(q["f"], "")
+        XCTAssertEqual(try APIRequest.parseQuery("\u{131}=\u{15F}")["\u{131}"], "\u{15F}")
+        XCTAssertTrue(try APIRequest.parseQuery(nil).isEmpty)
+        for bad in ["a=%", "a=%4", "a=%zz", "%4=1", "a=%FF", "a=1&a=2"] {
+            XCTAssertThrowsError(try APIRequest.parseQuery(bad), bad)
+        }
+    }
+
     /// Emails are normalised to NFC at input on purpose: the NFD spelling of an address is the
     /// same account (409 on a second signup, and it logs in).
     func testNFCAndNFDEmailsAreOneAccount() throws {

@@ -8,9 +8,14 @@ import XCTest
 final class DeviceTests: XCTestCase {
     static let bundleIDs = "app.suplash.ios, app.suplash.ios.watchkitapp"
     nonisolated(unsafe) static var server: TestServer?
+    /// The sealing key (`security.sealingKeyFile`): push tokens are kept sealed only.
+    static let keyFile = TestServer.makeSealingKeyFile()
+    static var environment: [String: String] {
+        ["SUPLASH_APNS_BUNDLE_IDS": bundleIDs, "SUPLASH_SECURITY_SEALING_KEY_FILE": keyFile]
+    }
 
     override class func setUp() {
-        server = try? TestServer(environment: ["SUPLASH_APNS_BUNDLE_IDS": bundleIDs])
+        server = try? TestServer(environment: environment)
     }
 
     override class func tearDown() {
@@ -308,7 +313,7 @@ final class DeviceTests: XCTestCase {
     }
 
     func testExportListsDevicesWithoutTokensAndErasureDeletesThem() throws {
-        let s = try TestServer(environment: ["SUPLASH_APNS_BUNDLE_IDS": Self.bundleIDs])
+        let s = try TestServer(environment: Self.environment)
         let u = try s.signUp()
         let device = newDevice()
         let token = newToken()

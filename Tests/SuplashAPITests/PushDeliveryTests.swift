@@ -8,6 +8,7 @@ import XCTest
 /// server's queue depth, never on a time.
 final class PushDeliveryTests: XCTestCase {
     nonisolated(unsafe) static var server: TestServer?
+    nonisolated(unsafe) static var wakeServer: TestServer?
     nonisolated(unsafe) static var requestLog = ""
     nonisolated(unsafe) static var bundleID = ""
     nonisolated(unsafe) static var startError: String?
@@ -22,16 +23,23 @@ final class PushDeliveryTests: XCTestCase {
         else { return }
         requestLog = log
         bundleID = bundle
+        let environment = [
+            "SUPLASH_APNS_KEY_FILE": key, "SUPLASH_APNS_KEY_ID": keyID, "SUPLASH_APNS_TEAM_ID": team,
+            "SUPLASH_APNS_PRODUCTION_URL": "https://127.0.0.1:\(production)",
+            "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(sandbox)", "SUPLASH_APNS_CA_FILE": ca,
+            "SUPLASH_APNS_BUNDLE_IDS": bundle, "SUPLASH_APNS_BACKGROUND_WINDOW_SECONDS": "10",
+            "SUPLASH_APNS_POLL_INTERVAL_MS": "50", "SUPLASH_RATELIMIT_ENABLED": "false",
+            "SUPLASH_SECURITY_SEALING_KEY_FILE": TestServer.makeSealingKeyFile(),
+            // Reminder alerts are ReminderDeliveryTests' subject, not these tests'.
+            "SUPLASH_REMINDERS_SCHEDULER_ENABLED": "false",
+        ]
         do {
-            server = try TestServer(environment: [
-                "SUPLASH_APNS_KEY_FILE": key, "SUPLASH_APNS_KEY_ID": keyID, "SUPLASH_APNS_TEAM_ID": team,
-                "SUPLASH_APNS_PRODUCTION_URL": "https://127.0.0.1:\(production)",
-                "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(sandbox)", "SUPLASH_APNS_CA_FILE": ca,
-                "SUPLASH_APNS_BUNDLE_IDS": bundle, "SUPLASH_APNS_BACKGROUND_WINDOW_SECONDS": "10",
-                "SUPLASH_APNS_POLL_INTERVAL_MS": "50", "SUPLASH_RATELIMIT_ENABLED": "false",
-                // Reminder alerts are ReminderDeliveryTests' subject, not these tests'.
-                "SUPLASH_REMINDERS_SCHEDULER_ENABLED": "false",
-            ])
+            server = try TestServer(environment: environment)
+            // Polling once an hour: only the wake-up after a commit can send within a test.
+            wakeServer = try TestServer(
+                environment: environment.merging([
+                    "SUPLASH_APNS_POLL_INTERVAL_MS": "3600000", "SUPLASH_APNS_BACKGROUND_WINDOW_SECONDS": "0",
+                ]) { $1 })
         } catch {
             startError = "\(error)"
         }
@@ -40,6 +48,8 @@ final class PushDeliveryTests: XCTestCase {
     override class func tearDown() {
         server?.stop()
         server = nil
+        wakeServer?.stop()
+        wakeServer = nil
     }
 
     func srv() throws -> TestServer {
@@ -107,8 +117,8 @@ final class PushDeliveryTests: XCTestCase {
 
     /// A new user with a phone (alert and background sharing one token) and a watch
     /// (background) registered: (server, access token, phone id, phone token, watch token).
-    func phoneAndWatch() throws -> (TestServer, String, String, String, String) {
-        let s = try srv()
+    func phoneAndWatch(on server: TestServer? = nil) throws -> (TestServer, String, String, String, String) {
+        let s = try server ?? srv()
         let u = try s.signUp()
         let (phone, watch) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
         let (phoneToken, watchToken) = (newToken(), newToken())
@@ -161,6 +171,19 @@ final class PushDeliveryTests: XCTestCase {
 }
 
 extension PushDeliveryTests {
+    /// A commit that queued pushes wakes the sender: on a server that polls once an hour the
+    /// second entry's push (the first may meet the start-up claim) still reaches the watch.
+    func testACommitWakesTheSenderBeforeItsPoll() throws {
+        _ = try srv()
+        let wakeServer = try XCTUnwrap(Self.wakeServer)
+        let (s, token, phone, _, watchToken) = try phoneAndWatch(on: wakeServer)
+        try postEntry(s, token, device: phone)
+        try eventually("the first push reached the mock") { try records(watchToken).count == 1 }
+        try eventually("the push outbox drained") { try queueDepth(s) == 0 }
+        try postEntry(s, token, device: phone)
+        try eventually("the second push reached the mock") { try records(watchToken).count == 2 }
+    }
+
     /// A glass from the phone moves today's progress by ≥ 5 % of the goal: the iPad's widget
     /// gets a `content-changed` push.
     func testProgressReloadsTheOtherDevicesWidgets() throws {
@@ -210,7 +233,8 @@ final class PushPausedTests: XCTestCase {
             "SUPLASH_APNS_PRODUCTION_URL": "https://127.0.0.1:\(try XCTUnwrap(info["productionPort"]?.int64Value))",
             "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(try XCTUnwrap(info["sandboxPort"]?.int64Value))",
             "SUPLASH_APNS_CA_FILE": try XCTUnwrap(info["caFile"]?.stringValue), "SUPLASH_APNS_BUNDLE_IDS": bundle,
-            "SUPLASH_APNS_POLL_INTERVAL_MS": "50", "SUPLASH_REMINDERS_SCHEDULER_ENABLED": "false",
+            "SUPLASH_APNS_POLL_INTERVAL_MS": "50", "SUPLASH_SECURITY_SEALING_KEY_FILE": TestServer.makeSealingKeyFile(),
+            "SUPLASH_REMINDERS_SCHEDULER_ENABLED": "false",
         ])
         defer { s.stop() }
         let u = try s.signUp()
@@ -251,7 +275,7 @@ final class PushPausedTests: XCTestCase {
 /// Without `apns.keyFile` devices register, nothing is sent and `/readyz` stays 200 and says so.
 final class PushOffTests: XCTestCase {
     func testNoKeyMeansReadyAndOff() throws {
-        let s = try TestServer()
+        let s = try TestServer(environment: ["SUPLASH_SECURITY_SEALING_KEY_FILE": TestServer.makeSealingKeyFile()])
         defer { s.stop() }
         let ready = try s.request("GET", "/readyz")
         XCTAssertEqual(ready.status, 200)

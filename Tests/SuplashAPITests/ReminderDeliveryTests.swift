@@ -30,6 +30,7 @@ final class ReminderDeliveryTests: XCTestCase {
                 "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(sandbox)", "SUPLASH_APNS_CA_FILE": ca,
                 "SUPLASH_APNS_BUNDLE_IDS": bundle, "SUPLASH_APNS_POLL_INTERVAL_MS": "50",
                 "SUPLASH_REMINDERS_POLL_INTERVAL_MS": "50", "SUPLASH_RATELIMIT_ENABLED": "false",
+                "SUPLASH_SECURITY_SEALING_KEY_FILE": TestServer.makeSealingKeyFile(),
             ])
         } catch {
             startError = "\(error)"

@@ -29,6 +29,37 @@ final class StoreQueryPlanTests: XCTestCase {
         XCTAssertFalse(details.contains("TEMP B-TREE"), "the index must give the order: \(details)")
     }
 
+    /// The push claim reads due rows in its order from `push_outbox_due` (no sort of every
+    /// due row per claim: a backlog drains in linear time).
+    func testPushClaimUsesTheDueIndexForItsOrder() throws {
+        let (_, db) = try makeStore()
+        defer { db.close() }
+        let plan = try db.read { c in
+            try c.query(
+                "EXPLAIN QUERY PLAN " + PushSQL.claim.statement.sqlite, [.integer(1), .integer(2), .integer(100)])
+        }
+        let details = plan.map { String(describing: $0["detail"]) }.joined(separator: "\n")
+        XCTAssertTrue(details.contains("push_outbox_due"), details)
+        XCTAssertFalse(details.contains("TEMP B-TREE"), "the index must give the order: \(details)")
+    }
+
+    /// The retention purges (Apple account events, ended revoke jobs, expired code mail) read
+    /// their indexes, never the whole table.
+    func testRetentionPurgesUseTheirIndexes() throws {
+        let (_, db) = try makeStore()
+        defer { db.close() }
+        for (statement, index) in [
+            (AppleLifecycleSQL.forgetOldEvents, "apple_notifications_received"),
+            (AppleLifecycleSQL.purgeJobs, "apple_revoke_jobs_ended"),
+            (OutboxSQL.dropExpired, "outbox_expires"),
+        ] {
+            let plan = try db.read { c in try c.query("EXPLAIN QUERY PLAN " + statement.sqlite, [.integer(1)]) }
+            let details = plan.map { String(describing: $0["detail"]) }.joined(separator: "\n")
+            XCTAssertTrue(details.contains(index), details)
+            XCTAssertFalse(details.contains("SCAN"), details)
+        }
+    }
+
     func testWriterIsDurable() throws {
         let (_, db) = try makeStore()
         defer { db.close() }

@@ -28,6 +28,15 @@ final class TestServer: @unchecked Sendable {
         return dir.path
     }
 
+    /// A new sealing key file (`security.sealingKeyFile`: 32 random bytes, mode 0600) in a
+    /// fresh directory: push tokens are kept only with one.
+    static func makeSealingKeyFile() -> String {
+        let path = makeDataDir() + "/sealing.key"
+        _ = FileManager.default.createFile(
+            atPath: path, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }), attributes: [.posixPermissions: 0o600])
+        return path
+    }
+
     static func makeDataDir() -> String {
         let path = NSTemporaryDirectory() + "suplash-test-" + UUID().uuidString
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -1,3 +1,5 @@
+import Dispatch
+import Synchronization
 import XCTest
 
 @testable import SuplashCrypto
@@ -59,6 +61,10 @@ final class DigestTests: XCTestCase {
             XCTAssertEqual(hexString(HMACSHA256.authenticationCode(key: key, message: message)), expected)
             // Non-contiguous input takes the copying path and agrees.
             XCTAssertEqual(hexString(HMACSHA256.authenticationCode(key: key, message: message.lazy.map { $0 })), expected)
+            // A prepared key gives the same code, every time it is used.
+            let prepared = HMACSHA256.Key(key)
+            XCTAssertEqual(hexString(prepared.authenticationCode(message)), expected)
+            XCTAssertEqual(hexString(prepared.authenticationCode(message)), expected)
         }
         // RFC 4231 test case 5 (truncated to 128 bits).
         let tc5 = HMACSHA256.authenticationCode(key: [UInt8](repeating: 0x0c, count: 20), message: Array("Test With Truncation".utf8))
@@ -67,6 +73,19 @@ final class DigestTests: XCTestCase {
         XCTAssertEqual(
             hexString(HMACSHA256.authenticationCode(key: [], message: [UInt8]())),
             "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+        XCTAssertEqual(
+            hexString(HMACSHA256.Key([]).authenticationCode([])),
+            "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+        // One prepared key used from many threads at once agrees with the one-shot code.
+        let shared = HMACSHA256.Key(Array("shared key".utf8))
+        let expected = HMACSHA256.authenticationCode(key: Array("shared key".utf8), message: Array("payload".utf8))
+        let mismatches = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 64) { _ in
+            for _ in 0..<50 where shared.authenticationCode(Array("payload".utf8)) != expected {
+                mismatches.withLock { $0 += 1 }
+            }
+        }
+        XCTAssertEqual(mismatches.withLock { $0 }, 0)
     }
 
     func testSecureRandom() {

@@ -79,6 +79,17 @@ final class ReminderSettingsTests: XCTestCase {
                 quietEnd: clockTime("08:00"), billReminders: true))
     }
 
+    func testStoredTextRoundTripsForDefaultsAndChangedSettings() {
+        XCTAssertEqual(ReminderSettings(stored: ReminderSettings().json.serializedString()), ReminderSettings())
+        XCTAssertEqual(ReminderSettings(stored: "{}"), ReminderSettings())
+        XCTAssertEqual(ReminderSettings(stored: nil), ReminderSettings())
+        let changed = ReminderSettings(
+            enabled: false, mode: .fixed, intervalMinutes: 60, maxPerDay: 4,
+            quietStart: clockTime("22:00"), quietEnd: clockTime("07:00"), billReminders: false)
+        XCTAssertEqual(ReminderSettings(stored: changed.json.serializedString()), changed)
+        XCTAssertEqual(ReminderSettings(stored: #"{"maxPerDay": 3}"#).maxPerDay, 3)
+    }
+
     func testEveryBadFieldIsReportedWithItsPointer() throws {
         let e = try errors(
             """

@@ -155,6 +155,12 @@ final class JSONParserTests: XCTestCase {
         XCTAssertNil(try parse(#"{"weight\u212Ag":1}"#)["weightKg"])
         XCTAssertNotEqual(try parse(#"{"weight\u212Ag":1}"#), try parse(#"{"weightKg":1}"#))
         XCTAssertNotEqual(Set([CodePointKey("\u{212A}"), CodePointKey("K")]).count, 1)
+        let built = String("xweightKg".dropFirst())
+        XCTAssertEqual(Set([CodePointKey(built), CodePointKey("weightKg")]).count, 1)
+        XCTAssertTrue("weightKg".dropFirst(0).hasSameCodePoints(as: built))
+        XCTAssertFalse("weightK".hasSameCodePoints(as: built))
+        XCTAssertFalse("weightKh".hasSameCodePoints(as: built))
+        XCTAssertFalse("weight\u{212A}g".hasSameCodePoints(as: built))
         XCTAssertTrue("K".hasSameCodePoints(as: "\u{4B}"))
         XCTAssertFalse("K".hasSameCodePoints(as: "\u{212A}"))
     }

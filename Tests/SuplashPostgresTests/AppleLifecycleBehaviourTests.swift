@@ -47,8 +47,8 @@ final class AppleLifecycleBehaviourTests: XCTestCase {
         record("key ids") { try store.sealedKeyIDs().sorted() }
         let values = try store.sealedValues()
         record("values") { values.map { "\($0.table)/\($0.rowKey) \($0.contextTable).\($0.contextColumn)#\($0.contextRowID) \($0.envelope)" } }
-        record("reseal") { try store.replaceSealedValue(values[0], with: new) }
-        record("reseal a changed row") { try store.replaceSealedValue(values[0], with: old) }
+        record("reseal") { try store.replaceSealedValue(values[0], with: new, blindIndex: nil) }
+        record("reseal a changed row") { try store.replaceSealedValue(values[0], with: old, blindIndex: nil) }
         record("key ids after") { try store.sealedKeyIDs().sorted() }
 
         // Erasure queues a revoke job holding the sealed token; the account is gone.
@@ -102,6 +102,45 @@ final class AppleLifecycleBehaviourTests: XCTestCase {
         record("account delete") { try store.applyAppleEvent(jti: "j5", event: .accountDelete(sub: "sub-d"), now: t0 + 600) }
         record("gone") { try store.user(id: dan) as Any }
         record("no revoke job") { try store.revokeJobCounts() }
+
+        // Retention: ended revoke jobs, old jtis, code mail past its code's expiry (held or not).
+        let (eve, frank) = ("01930000-0000-7000-8000-0000000000c3", "01930000-0000-7000-8000-0000000000c4")
+        record("eve") { try signIn("sub-e", eve, "eve@privaterelay.appleid.com", sealed: old) }
+        record("erase eve") { try store.eraseAccount(userID: eve, now: t0 + 700) }
+        record("purge before the end") { try store.purgeRevokeJobs(endedBefore: t0 + 5_001) }
+        record("purge ended") { try store.purgeRevokeJobs(endedBefore: t0 + 10_000_000) }
+        record("pending stays") { try store.revokeJobCounts() }
+        record("forget events") { try store.forgetAppleEvents(receivedBefore: t0 + 500) }
+        record("forgotten jti applies") { try store.applyAppleEvent(jti: "j1", event: .consentRevoked(sub: "nobody"), now: t0 + 800) }
+        let frankRelay = "frank@privaterelay.appleid.com"
+        record("frank") { try signIn("sub-f", frank, frankRelay, sealed: nil) }
+        record("frank disabled") {
+            try store.applyAppleEvent(
+                jti: "j6", event: .emailDisabled(sub: "sub-f", email: frankRelay, eventTime: t0 + 900), now: t0 + 900)
+        }
+        record("queue held code") {
+            try store.issueCode(
+                NewEmailCode(userID: frank, purpose: .verifyEmail, codeHash: [3], createdAt: t0 + 901, expiresAt: t0 + 1_000),
+                message: OutboxMessage(id: "m-expiring", recipient: frankRelay, subject: "Code", text: "111111", createdAt: t0 + 901),
+                minIntervalMs: 0)
+        }
+        record("held before expiry") { try store.claimDueMessages(now: t0 + 950, limit: 10, leaseMs: 1_000).map(\.id) }
+        record("drop before expiry") { try store.dropExpiredMessages(now: t0 + 999) }
+        record("drop expired held") { try store.dropExpiredMessages(now: t0 + 1_000) }
+        record("frank enabled") {
+            try store.applyAppleEvent(
+                jti: "j7", event: .emailEnabled(sub: "sub-f", email: frankRelay, eventTime: t0 + 1_100), now: t0 + 1_100)
+        }
+        record("nothing released") { try store.claimDueMessages(now: t0 + 1_100, limit: 10, leaseMs: 1_000).map(\.id) }
+        let pendingBefore = try store.pendingCount()
+        record("queue short code") {
+            try store.issueCode(
+                NewEmailCode(userID: frank, purpose: .verifyEmail, codeHash: [4], createdAt: t0 + 1_101, expiresAt: t0 + 1_200),
+                message: OutboxMessage(id: "m-short", recipient: frankRelay, subject: "Code", text: "222222", createdAt: t0 + 1_101),
+                minIntervalMs: 0)
+        }
+        record("claim drops expired") { try store.claimDueMessages(now: t0 + 1_200, limit: 10, leaseMs: 1_000).map(\.id) }
+        record("short code deleted") { try store.pendingCount() == pendingBefore }
         return transcript
     }
 
@@ -121,6 +160,13 @@ final class AppleLifecycleBehaviourTests: XCTestCase {
         XCTAssertTrue(sqlite.contains("stale disable: mailHold(held: false)") && sqlite.contains("not held: [\"m-after\"]"), "\(sqlite)")
         XCTAssertTrue(sqlite.contains("account delete: accountErased(userID: \"\(dan)\")"), "\(sqlite)")
         XCTAssertTrue(sqlite.contains("gone: nil") && sqlite.contains("no revoke job: (pending: 0, failed: 0)"), "\(sqlite)")
+        for line in [
+            "purge before the end: 0", "purge ended: 1", "pending stays: (pending: 1, failed: 0)", "forget events: 3",
+            "forgotten jti applies: unknownAccount", "frank disabled: mailHold(held: true)", "held before expiry: []",
+            "drop before expiry: 0", "drop expired held: 1", "nothing released: []", "claim drops expired: []", "short code deleted: true",
+        ] {
+            XCTAssertTrue(sqlite.contains(line), "\(line) in \(sqlite)")
+        }
         guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
             throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
         }

@@ -51,7 +51,7 @@ final class PushOutboxBehaviourTests: XCTestCase {
     }
 
     func describe(_ pushes: [ClaimedPush]) -> String {
-        pushes.map { "\($0.deviceID.suffix(2)) \($0.pushType.rawValue) \($0.token == Self.watchToken ? "W" : "P")" }
+        pushes.map { "\($0.deviceID.suffix(2)) \($0.pushType.rawValue) \(TestSealing.token($0) == Self.watchToken ? "W" : "P")" }
             .sorted().joined(separator: ", ")
     }
 
@@ -101,7 +101,7 @@ final class PushOutboxBehaviourTests: XCTestCase {
         transcript.append("claim: \(describe(both))")  // the watch's third send in the hour is allowed
         // The phone's token is gone at Apple: dropped with the row.
         if let phonePush = both.first(where: { $0.deviceID == Self.phone }) {
-            try store.recordPushFailed(id: phonePush.id, reason: "Unregistered", now: far, dropToken: phonePush.token)
+            try store.recordPushFailed(id: phonePush.id, reason: "Unregistered", now: far, dropTokenIndex: phonePush.tokenIndex)
         }
         transcript.append("phone after Unregistered: \(try store.device(userID: alice, id: Self.phone)?.pushTypes.map(\.rawValue) ?? [])")
         if let watchPush = both.first(where: { $0.deviceID == Self.watch }) {
@@ -145,9 +145,10 @@ final class PushOutboxBehaviourTests: XCTestCase {
                 ]
             ) { _, profile in profile }
         }
-        func send() throws -> String {
+        func send(widgetsPerDay: Int = ProgressPushRules.widgetsPerDay) throws -> String {
             let now = later()
-            let pushes = try store.claimDuePushes(now: now, limit: 10, leaseMs: 60_000, backgroundWindowMs: Self.window)
+            let pushes = try store.claimDuePushes(
+                now: now, limit: 10, leaseMs: 60_000, backgroundWindowMs: Self.window, widgetsPerDay: widgetsPerDay)
             for p in pushes { try store.recordPushSent(id: p.id, payload: p.payload, now: now) }
             XCTAssertTrue(pushes.allSatisfy { $0.payload == ProgressPushRules.payload })
             return pushes.map { "\($0.deviceID.suffix(2)) \($0.pushType.rawValue)" }.sorted().joined(separator: ", ")
@@ -158,18 +159,32 @@ final class PushOutboxBehaviourTests: XCTestCase {
         transcript.append("10 ml: \(try send())")
         try drink(500, daysAgo: 3)
         transcript.append("500 ml three days ago: \(try send())")
-        // The widget's budget: 40 in 24 hours (one sent above); the complication's is 50.
+        // A budget of one widget push a day (the setting): the widget's row is over it.
+        try drink(500)
+        transcript.append("budget 1: \(try send(widgetsPerDay: 1))")
+        transcript.append("pending after: \(try store.pushQueueFigures(now: later()).pending)")
+        // The widget's budget: 40 in 24 hours (one sent above); the complication's is 50 (two
+        // sent above, 39 + 1 + 8 below).
         for _ in 0..<39 {
             try drink(300)
             _ = try send()
         }
         try drink(300)
         transcript.append("41st: \(try send())")
+        for _ in 0..<8 {
+            try drink(300)
+            _ = try send()
+        }
+        try drink(300)
+        transcript.append("51st complication: \(try send())")
         return transcript
     }
 
     func testProgressPushesOnSQLiteAndPostgres() throws {
-        let expected = ["500 ml: 02 complication, 04 widgets", "10 ml: ", "500 ml three days ago: ", "41st: 02 complication"]
+        let expected = [
+            "500 ml: 02 complication, 04 widgets", "10 ml: ", "500 ml three days ago: ", "budget 1: 02 complication",
+            "pending after: 0", "41st: 02 complication", "51st complication: ",
+        ]
         XCTAssertEqual(try progressScenario(try fixtures.sqliteStore().0), expected)
         guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
             throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
@@ -247,15 +262,8 @@ final class PushOutboxBehaviourTests: XCTestCase {
     /// The background refresh is queued with the commit: a bill costs the same round trips with
     /// devices registered as without.
     func testBackgroundRefreshAddsNoRoundTrip() throws {
-        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
-        fixtures.cleanups.append { db.close() }
-        let store = PostgresStore(database: db)
-        try fixtures.makeUsers(store)
-        func roundTrips(_ body: () throws -> Void) throws -> Int {
-            let before = try db.read { $0.roundTrips }
-            try body()
-            return try db.read { $0.roundTrips } - before
-        }
+        let (store, db) = try oneConnectionStore()
+        func roundTrips(_ body: () throws -> Void) throws -> Int { try Self.roundTrips(db, body) }
         let (alice, bob) = (fixtures.alice, fixtures.bob)
         // Warm-up: every statement prepared once.
         _ = try store.createBill(userID: bob, id: "w", content: bill(0), deviceID: nil, now: fixtures.t0)
@@ -269,6 +277,191 @@ final class PushOutboxBehaviourTests: XCTestCase {
         }
         XCTAssertEqual(with, without)
         XCTAssertEqual(try store.pushQueueFigures(now: later()).pending, 1)
+    }
+
+    /// A commit that queued pushes rings this process's doorbell after it (SQLite); one that
+    /// queued nothing — no device, or the device's row waiting — does not. Observers run in
+    /// commit order, so the last ring counted marks that no earlier write rang.
+    func testCommitsThatQueuePushesRingTheDoorbellOnSQLite() throws {
+        let (store, _) = try fixtures.sqliteStore()
+        try fixtures.makeUsers(store)
+        let (alice, bob) = (fixtures.alice, fixtures.bob)
+        try register(store, alice, Self.watch, [(.background, Self.watchToken)])
+        let rings = Locked(0)
+        let stop = store.observeQueuedPushes { rings.withLock { $0 += 1 } }
+        defer { stop() }
+        _ = try store.createBill(userID: bob, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: alice, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: alice, id: "b2", content: bill(2), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: bob, id: "b2", content: bill(2), deviceID: Self.phone, now: fixtures.t0)
+        let now = later()
+        for push in try store.claimDuePushes(now: now, limit: 10, leaseMs: 60_000, backgroundWindowMs: 0) {
+            try store.recordPushSent(id: push.id, payload: push.payload, now: now)
+        }
+        _ = try store.createBill(userID: alice, id: "b3", content: bill(3), deviceID: Self.phone, now: fixtures.t0)
+        XCTAssertTrue(eventually { rings.current >= 2 })
+        XCTAssertEqual(rings.current, 2, "only the two writes that queued a row rang")
+    }
+
+    /// On PostgreSQL a commit that queued pushes notifies `suplash_pushes` (payload: the user),
+    /// heard by every instance's listener; one that queued nothing does not.
+    func testCommitsThatQueuePushesNotifyOnPostgres() throws {
+        let (store, _) = try fixtures.postgresStore()
+        let db = store.database
+        try fixtures.makeUsers(store)
+        let (alice, bob) = (fixtures.alice, fixtures.bob)
+        try register(store, alice, Self.watch, [(.background, Self.watchToken)])
+        let heard = Locked([String]())
+        let listening = Locked(0)
+        let listener = try PostgresListener(
+            url: try PostgresTestSupport.url(), channels: [PostgresClusterChannel.pushes],
+            onNotification: { _, payload in heard.withLock { $0.append(payload) } },
+            onConnection: { if case .listening = $0 { listening.withLock { $0 += 1 } } })
+        try listener.start()
+        defer { listener.stop() }
+        XCTAssertTrue(eventually { listening.current == 1 })
+        _ = try store.createBill(userID: bob, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: alice, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: alice, id: "b2", content: bill(2), deviceID: Self.phone, now: fixtures.t0)
+        try db.transaction { tx in tx.notify(channel: PostgresClusterChannel.pushes, payload: "end") }
+        XCTAssertTrue(eventually { heard.current.last == "end" })
+        XCTAssertEqual(heard.current, [alice, "end"])
+    }
+
+    /// A sent batch's outcomes are recorded in one transaction whose round trips do not grow
+    /// with the batch: the pending payloads in one pipeline, the rest with the commit. Sent,
+    /// retried and failed rows end as recorded; a token is dropped when asked.
+    func testABatchOfOutcomesIsOneTransactionOfFixedRoundTrips() throws {
+        let (store, db) = try oneConnectionStore()
+        let alice = fixtures.alice
+        for i in 1...9 {
+            let device = String(format: "0193e000-0000-4000-8000-%012d", i)
+            try register(store, alice, device, [(.background, [UInt8(i)] + [UInt8](repeating: 0xE5, count: 31))])
+        }
+        _ = try store.createBill(userID: alice, id: "b1", content: bill(1), deviceID: nil, now: fixtures.t0)
+        let now = later()
+        let claimed = try store.claimDuePushes(now: now, limit: 10, leaseMs: 60_000, backgroundWindowMs: 0)
+        XCTAssertEqual(claimed.count, 9)
+        func roundTrips(_ body: () throws -> Void) throws -> Int { try Self.roundTrips(db, body) }
+        func batch(_ p: ArraySlice<ClaimedPush>) -> [PushOutcome] {
+            [
+                .sent(id: p[p.startIndex].id, payload: p[p.startIndex].payload),
+                .sent(id: p[p.startIndex + 1].id, payload: p[p.startIndex + 1].payload),
+                .retry(id: p[p.startIndex + 2].id, attempts: 1, nextAttemptAt: now + 1_000, reason: "TooManyRequests"),
+                .failed(id: p[p.startIndex + 3].id, reason: "Unregistered", dropTokenIndex: p[p.startIndex + 3].tokenIndex),
+            ]
+        }
+        try store.recordPushOutcomes(batch(claimed[0..<4]), now: now)  // warm-up: every statement prepared
+        let one = try roundTrips { try store.recordPushSent(id: claimed[4].id, payload: claimed[4].payload, now: now) }
+        let four = try roundTrips { try store.recordPushOutcomes(batch(claimed[5..<9]), now: now) }
+        XCTAssertEqual(one, 2, "the pending payloads, the commit")
+        XCTAssertEqual(four, one)
+        let states = try db.read {
+            try $0.query("SELECT state, coalesce(reason, '') FROM push_outbox ORDER BY state, reason").map {
+                "\($0[0].text ?? "") \($0[1].text ?? "")"
+            }
+        }
+        XCTAssertEqual(
+            states,
+            ["failed Unregistered", "failed Unregistered", "pending TooManyRequests", "pending TooManyRequests"]
+                + Array(repeating: "sent ", count: 5))
+        let failedDevice = try XCTUnwrap(claimed.last?.deviceID)
+        XCTAssertEqual(try store.device(userID: alice, id: failedDevice)?.pushTypes, [], "the stale token is dropped")
+    }
+
+    /// A PostgreSQL store on a pool of one connection (its round trips are counted), with the
+    /// fixtures' users.
+    func oneConnectionStore() throws -> (PostgresStore, PostgresDatabase) {
+        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
+        fixtures.cleanups.append { db.close() }
+        let store = PostgresStore(database: db)
+        try fixtures.makeUsers(store)
+        return (store, db)
+    }
+
+    /// The round trips `body` makes on `db` (a pool of one connection).
+    static func roundTrips(_ db: PostgresDatabase, _ body: () throws -> Void) throws -> Int {
+        let before = try db.read { $0.roundTrips }
+        try body()
+        return try db.read { $0.roundTrips } - before
+    }
+
+    /// Waits until `condition` holds (a bound only against a hang; nothing is timed).
+    func eventually(_ condition: () -> Bool) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while !condition() {
+            guard Date() < deadline else { return false }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return true
+    }
+
+    /// An entry create (the hottest write) by a user with three other devices holding
+    /// background and widgets tokens costs what it costs without devices — the checks, the
+    /// locked reads and the commit, three round trips — while queuing their pushes.
+    func testEntryCreateWithThreeDevicesIsThreeRoundTrips() throws {
+        let (store, db) = try oneConnectionStore()
+        let (alice, bob) = (fixtures.alice, fixtures.bob)
+        for i in 1...3 {
+            let token = [UInt8(i)] + [UInt8](repeating: 0xD4, count: 31)
+            try register(
+                store, alice, String(format: "0193e000-0000-4000-8000-%012d", i), [(.background, token), (.widgets, token)])
+        }
+        func roundTrips(_ body: () throws -> Void) throws -> Int { try Self.roundTrips(db, body) }
+        var n = 0
+        func create(_ user: String) throws -> Int {
+            n += 1
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let content = WaterEntryContent(amountMl: 500, loggedAt: now, source: .phone, healthKitUUID: nil, note: nil)
+            return try roundTrips {
+                _ = try store.createEntry(
+                    userID: user, id: String(format: "0193c000-0000-4000-8000-%012d", n), content: content,
+                    deviceID: Self.phone, now: now)
+            }
+        }
+        // Warm-up: every statement prepared once, both outbox rows per device queued.
+        _ = try create(bob)
+        _ = try create(alice)
+        XCTAssertEqual(try store.pushQueueFigures(now: later()).pending, 6)
+        let without = try create(bob)
+        let with = try create(alice)
+        XCTAssertEqual(without, 3)
+        XCTAssertEqual(with, 3)
+        let third = try create(alice)  // the rows wait: coalesced, still no extra round trip
+        XCTAssertEqual(third, 3)
+        XCTAssertEqual(try store.pushQueueFigures(now: later()).pending, 6)
+    }
+
+    /// A change while a device's background row waits leaves that row alone: no row lock
+    /// (`xmax` stays 0), so no WAL record and no dirtied page per device and write.
+    func testWaitingBackgroundRowIsNotLockedByLaterChanges() throws {
+        let (store, db) = try oneConnectionStore()
+        let alice = fixtures.alice
+        try register(store, alice, Self.watch, [(.background, Self.watchToken)])
+        _ = try store.createBill(userID: alice, id: "b1", content: bill(1), deviceID: Self.phone, now: fixtures.t0)
+        _ = try store.createBill(userID: alice, id: "b2", content: bill(2), deviceID: Self.phone, now: fixtures.t0)
+        let rows = try db.read {
+            try $0.query("SELECT xmax::text, state FROM push_outbox WHERE push_type = 'background'")
+        }
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(rows.first?[0], .text("0"), "the waiting row was locked by the second change")
+        XCTAssertEqual(rows.first?[1], .text("pending"))
+    }
+}
+
+/// The 24-hour budget of widget and complication pushes alone (`ProgressPushRules.dueTime`).
+final class ProgressPushRulesTests: XCTestCase {
+    func testDueTime() {
+        let day = ProgressPushRules.dayMs
+        let now = 10 * day
+        XCTAssertEqual(ProgressPushRules.dueTime(now: now, recentSends: [now - 1, now - 2], perDay: 3), now, "within the budget")
+        XCTAssertEqual(
+            ProgressPushRules.dueTime(now: now, recentSends: [now - 5, now - 1, now - 9], perDay: 3), now - 9 + day,
+            "budget spent: a day after the oldest of the last three")
+        XCTAssertEqual(
+            ProgressPushRules.dueTime(now: now, recentSends: [now - 5, now - 1, now - day], perDay: 3), now,
+            "one is older than a day")
+        XCTAssertEqual(ProgressPushRules.dueTime(now: now, recentSends: [], perDay: 0), Int64.max, "a budget of 0 never sends")
     }
 }
 

@@ -23,7 +23,7 @@ import SuplashLogging
 /// `@unchecked Sendable`: `lastPurge` is guarded by `lock`.
 public final class SharedRateLimitBuckets: @unchecked Sendable {
     let repository: any RateLimitBucketRepository
-    private let key: [UInt8]
+    private let key: HMACSHA256.Key
     let logger: Logger
     private let purgeInterval: Double
     private let lock = NSLock()
@@ -39,7 +39,7 @@ public final class SharedRateLimitBuckets: @unchecked Sendable {
         purgeIntervalSeconds: Double = 300
     ) {
         self.repository = repository
-        self.key = key
+        self.key = HMACSHA256.Key(key)
         self.logger = logger
         self.purgeInterval = purgeIntervalSeconds
         self.lastPurge = RateLimits.now()
@@ -47,7 +47,7 @@ public final class SharedRateLimitBuckets: @unchecked Sendable {
 
     /// The bucket name of `clientKey` in layer `layer`: 32 bytes.
     func bucket(layer: String, clientKey: String) -> [UInt8] {
-        HMACSHA256.authenticationCode(key: key, message: Array(layer.utf8) + [0] + Array(clientKey.utf8))
+        key.authenticationCode(Array(layer.utf8) + [0] + Array(clientKey.utf8))
     }
 
     /// Starts a purge of idle buckets in the background when one is due.

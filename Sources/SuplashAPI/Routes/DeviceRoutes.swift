@@ -1,3 +1,4 @@
+import SuplashCrypto
 import SuplashDomain
 import SuplashHTTP
 import SuplashJSON
@@ -8,10 +9,15 @@ public struct DeviceRegistry: Sendable {
     public var repository: any DeviceRepository
     /// `apns.bundleIds`: the bundle ids a device may register with; empty = any well-formed one.
     public var bundleIDs: Set<String>
+    /// Seals push tokens and computes their blind indexes (`security.sealingKeyFile`); nil:
+    /// no token is kept (devices register, listed without push types; docs/apple.md).
+    public var keyring: SealingKeyring?
 
-    public init(repository: any DeviceRepository, bundleIDs: Set<String>) {
+    /// - Parameters: see the properties.
+    public init(repository: any DeviceRepository, bundleIDs: Set<String>, keyring: SealingKeyring?) {
         self.repository = repository
         self.bundleIDs = bundleIDs
+        self.keyring = keyring
     }
 }
 
@@ -52,8 +58,17 @@ enum DeviceRoutes {
         let registration = try DeviceValidation.registration(try request.jsonBody(), allowedBundleIDs: registry.bundleIDs)
         var sessionID: String?
         if case .user(_, let sid) = principal { sessionID = sid }
+        var sealed: [SealedPushToken] = []
+        if let keyring = registry.keyring {
+            do {
+                sealed = try PushTokenSealing.seal(registration.tokens, userID: uid, deviceID: deviceID, keyring: keyring)
+            } catch {
+                throw APIError.unavailable("The push tokens could not be sealed.")
+            }
+        }
         let outcome = try registry.repository.registerDevice(
-            userID: uid, deviceID: deviceID, sessionID: sessionID, registration: registration, now: request.now)
+            userID: uid, deviceID: deviceID, sessionID: sessionID, registration: registration, tokens: sealed,
+            now: request.now)
         switch outcome {
         case .created(let device):
             return .json(201, DevicePresenter.device(device), headers: [("Location", location(uid, device.id))])

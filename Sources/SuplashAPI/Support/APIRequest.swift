@@ -72,9 +72,14 @@ public struct APIRequest: Sendable {
     static func parseQuery(_ raw: String?) throws(APIError) -> QueryParameters {
         guard let raw, !raw.isEmpty else { return QueryParameters([:]) }
         var out: [CodePointKey: String] = [:]
-        for pair in raw.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = percentDecode(parts[0]), let value = percentDecode(parts.count > 1 ? parts[1] : "") else {
+        // Split on the bytes `&` and `=` (ASCII, never inside a multi-byte UTF-8 sequence):
+        // splitting the `String` would walk grapheme clusters for nothing.
+        let bytes = Array(raw.utf8)
+        for pair in bytes.split(separator: 0x26, omittingEmptySubsequences: true) {
+            let equals = pair.firstIndex(of: 0x3D)
+            let nameBytes = pair[pair.startIndex..<(equals ?? pair.endIndex)]
+            let valueBytes = equals.map { pair[pair.index(after: $0)...] } ?? pair[pair.endIndex...]
+            guard let name = percentDecode(nameBytes), let value = percentDecode(valueBytes) else {
                 throw APIError.badRequest(.invalidQuery, "The query string is not valid percent-encoding.")
             }
             guard out[CodePointKey(name)] == nil else {
@@ -85,14 +90,22 @@ public struct APIRequest: Sendable {
         return QueryParameters(out)
     }
 
-    static func percentDecode(_ s: Substring) -> String? {
+    /// `s` with `%XX` escapes decoded (RFC 3986 §2.1), or nil when an escape is cut short, not
+    /// hexadecimal, or the result is not UTF-8.
+    static func percentDecode(_ s: ArraySlice<UInt8>) -> String? {
+        guard s.contains(0x25) else { return String(validating: s, as: UTF8.self) }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(s.utf8.count)
-        var it = Array(s.utf8)[...]
-        while let c = it.popFirst() {
+        bytes.reserveCapacity(s.count)
+        var index = s.startIndex
+        while index < s.endIndex {
+            let c = s[index]
+            index += 1
             if c == 0x25 {
-                guard let h = it.popFirst(), let l = it.popFirst(), let hv = hexValue(h), let lv = hexValue(l) else { return nil }
+                guard index + 1 < s.endIndex, let hv = hexValue(s[index]), let lv = hexValue(s[index + 1]) else {
+                    return nil
+                }
                 bytes.append(hv << 4 | lv)
+                index += 2
             } else {
                 bytes.append(c)
             }

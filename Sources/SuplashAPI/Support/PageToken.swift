@@ -7,15 +7,15 @@ import SuplashCrypto
 /// sort key. It cannot be forged, and is refused (400 `invalid_page_token`) for another
 /// scope or other filters.
 public struct PageTokenCodec: Sendable {
-    private let key: [UInt8]
+    private let key: HMACSHA256.Key
 
     /// - Parameter key: a secret of ≥ 32 bytes (derived from the server secret).
-    public init(key: [UInt8]) { self.key = key }
+    public init(key: [UInt8]) { self.key = HMACSHA256.Key(key) }
 
     /// Encodes `position` (the sort-key fields, none containing U+0000) for `scope` and `filters`.
     public func encode(scope: String, filters: String, position: [String]) -> String {
         let payload = Array((["p1", scope, digest(filters)] + position).joined(separator: "\u{0}").utf8)
-        let mac = HMACSHA256.authenticationCode(key: key, message: payload).prefix(16)
+        let mac = key.authenticationCode(payload).prefix(16)
         return Base64URL.encode(payload + mac)
     }
 
@@ -26,7 +26,7 @@ public struct PageTokenCodec: Sendable {
         guard token.utf8.count <= 1024, let bytes = Base64URL.decode(token), bytes.count > 16 else { throw invalid }
         let payload = Array(bytes.dropLast(16))
         let mac = Array(bytes.suffix(16))
-        let expected = Array(HMACSHA256.authenticationCode(key: key, message: payload).prefix(16))
+        let expected = Array(key.authenticationCode(payload).prefix(16))
         guard constantTimeEquals(mac, expected), let text = String(validating: payload, as: UTF8.self) else { throw invalid }
         let parts = text.split(separator: "\u{0}", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 3 + fields, parts[0] == "p1", parts[1] == scope, parts[2] == digest(filters) else {

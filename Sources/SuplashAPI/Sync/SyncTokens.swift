@@ -12,7 +12,7 @@ import SuplashCrypto
 /// It cannot be forged; decoding checks the MAC only — the caller compares the database id,
 /// the purge horizon (410 `sync_token_expired`) and the head (410 `sync_history_changed`).
 public struct SyncTokenCodec: Sendable {
-    private let key: [UInt8]
+    private let key: HMACSHA256.Key
 
     /// A decoded token.
     public struct Decoded: Sendable, Equatable {
@@ -26,7 +26,7 @@ public struct SyncTokenCodec: Sendable {
     }
 
     /// - Parameter key: a secret of ≥ 32 bytes (derived from the server secret).
-    public init(key: [UInt8]) { self.key = key }
+    public init(key: [UInt8]) { self.key = HMACSHA256.Key(key) }
 
     /// The token for change `position` of database `databaseID`; with `snapshotStart`, the
     /// token of a full snapshot's next page.
@@ -34,7 +34,7 @@ public struct SyncTokenCodec: Sendable {
         var payload = Array((snapshotStart == nil ? "y1" : "y2").utf8) + Array(databaseID.utf8)
         Self.append(position, to: &payload)
         if let snapshotStart { Self.append(snapshotStart, to: &payload) }
-        return Base64URL.encode(payload + HMACSHA256.authenticationCode(key: key, message: payload).prefix(16))
+        return Base64URL.encode(payload + key.authenticationCode(payload).prefix(16))
     }
 
     private static func append(_ value: Int64, to payload: inout [UInt8]) {
@@ -59,7 +59,7 @@ public struct SyncTokenCodec: Sendable {
         let payload = Array(bytes.dropLast(16))
         let mac = Array(bytes.suffix(16))
         let version: UInt8 = payload.count == 42 ? 0x31 : 0x32
-        guard constantTimeEquals(mac, Array(HMACSHA256.authenticationCode(key: key, message: payload).prefix(16))),
+        guard constantTimeEquals(mac, Array(key.authenticationCode(payload).prefix(16))),
             payload[0] == 0x79, payload[1] == version,
             let id = String(validating: payload[2..<34], as: UTF8.self)
         else { throw invalid }

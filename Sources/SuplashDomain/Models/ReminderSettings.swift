@@ -91,7 +91,13 @@ public struct ReminderSettings: Sendable, Equatable {
     /// Settings stored as the text of `json` (the store's `users.reminders` column), read by
     /// applying it as a merge patch to the defaults: a missing or unreadable value reads as the
     /// defaults, a value missing members as the defaults for those.
+    /// The defaults' stored text (every profile that never changed its reminders) and `{}` (the
+    /// column default) read without a JSON parse: the profile is decoded on every sync pull.
     public init(stored text: String?) {
+        if let text, text.hasSameCodePoints(as: ReminderSettings.defaultStoredText) || text == "{}" {
+            self.init()
+            return
+        }
         guard let text, let value = try? JSONParser.parse(text),
             let settings = try? ReminderSettingsValidation.applyMergePatch(value, to: ReminderSettings())
         else {
@@ -100,6 +106,9 @@ public struct ReminderSettings: Sendable, Equatable {
         }
         self = settings
     }
+
+    /// `ReminderSettings().json` serialized: what the store keeps for default settings.
+    static let defaultStoredText = ReminderSettings().json.serializedString()
 
     /// The quiet period, or nil when either end is unset.
     public var quietHours: QuietHours? {

@@ -57,13 +57,16 @@ public protocol AppleRevokeJobRepository: Sendable {
     func nextRevokeAttemptTime() throws -> Int64?
     /// Jobs waiting (pending) and given up (failed).
     func revokeJobCounts() throws -> (pending: Int, failed: Int)
+    /// Deletes jobs that ended (done or given up) before `endedBefore` (ms since the epoch);
+    /// pending jobs stay. Returns how many.
+    func purgeRevokeJobs(endedBefore: Int64) throws -> Int
 }
 
 /// A sealed value as stored: where it is and the sealing row id it is bound to.
 public struct SealedValue: Sendable, Equatable {
     /// The table holding it.
     public var table: String
-    /// The row's key in that table (`sub` or job id).
+    /// The row's key in that table (`sub`, job id, or `DeviceTokenSealing.rowID` for `device_tokens`).
     public var rowKey: String
     /// The sealing context's table, column and row id.
     public var contextTable: String
@@ -93,9 +96,21 @@ public protocol SealedValueRepository: Sendable {
     func sealedKeyIDs() throws -> Set<String>
     /// Every stored envelope with where it lives.
     func sealedValues() throws -> [SealedValue]
-    /// Replaces `value`'s envelope by `envelope` when the row still holds `value.envelope`;
-    /// false when it changed meanwhile.
-    func replaceSealedValue(_ value: SealedValue, with envelope: String) throws -> Bool
+    /// Replaces `value`'s envelope by `envelope` (and, for device tokens, the blind index by
+    /// `blindIndex`) when the row still holds `value.envelope`; false when it changed meanwhile.
+    func replaceSealedValue(_ value: SealedValue, with envelope: String, blindIndex: String?) throws -> Bool
+    /// Device token rows still holding their plaintext (written before tokens were sealed).
+    func plaintextDeviceTokens() throws -> [PlaintextDeviceToken]
+    /// In one transaction, stores each row's envelope and blind index and empties its
+    /// plaintext, where the row still holds that plaintext; returns how many were sealed.
+    func sealPlaintextDeviceTokens(_ sealed: [(PlaintextDeviceToken, SealedPushToken)]) throws -> Int
+    /// Deletes every device token row still holding its plaintext (no sealing key is
+    /// configured, so none is kept); returns how many.
+    func dropPlaintextDeviceTokens() throws -> Int
+    /// After plaintext was sealed or deleted: rewrites the database so no free page or log
+    /// holds the old bytes (SQLite: `VACUUM`, then a truncating WAL checkpoint; PostgreSQL:
+    /// `VACUUM` of `device_tokens`).
+    func compactAfterSealing() throws
 }
 
 /// One of Apple's account events (spec §9), already verified.
@@ -130,4 +145,16 @@ public enum AppleEventOutcome: Sendable, Equatable {
 public protocol AppleAccountEventRepository: Sendable {
     /// Applies `event` unless `jti` was seen; remembers `jti`.
     func applyAppleEvent(jti: String, event: AppleAccountEvent, now: Int64) throws -> AppleEventOutcome
+    /// Forgets the `jti`s received before `receivedBefore` (ms since the epoch); returns how many.
+    func forgetAppleEvents(receivedBefore: Int64) throws -> Int
+}
+
+/// How long the Apple lifecycle keeps its bookkeeping (docs/apple.md, "Retention").
+public enum AppleRetention {
+    /// A `jti` is remembered 8 days: past the 7 days an event's `iat` may be old, so an older
+    /// repeat is refused by its `iat`.
+    public static let eventMs: Int64 = 8 * 86_400_000
+    /// A revoke job that ended (done or given up, its token blanked) is kept 30 days for the
+    /// operator (`last_error`), like the push outbox keeps sent rows for a while.
+    public static let revokeJobMs: Int64 = 30 * 86_400_000
 }

@@ -124,6 +124,10 @@ public protocol OutboxRepository: Sendable {
     func markAttemptFailed(id: String, attempts: Int, nextAttemptAt: Int64, abandon: Bool, errorKind: String, now: Int64) throws
     /// Messages neither delivered nor abandoned (the metrics backlog).
     func pendingCount() throws -> Int
+    /// Deletes pending messages whose code expired at `now` (ms since the epoch) — also those
+    /// held for a relay address (Apple's `email-disabled`): a held code mail never outlives its
+    /// code. Returns how many.
+    func dropExpiredMessages(now: Int64) throws -> Int
     /// The due messages this delivery worker should attempt now (at most `limit`, oldest
     /// first). With several server instances on one database (PostgreSQL) each message is
     /// handed to one worker only: the claim pushes its `next_attempt_at` to `now + leaseMs`,
