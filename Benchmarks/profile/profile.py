@@ -137,6 +137,10 @@ def main():
     ap.add_argument("--callgrind", metavar="OUTFILE")
     ap.add_argument("--memory", action="store_true")
     ap.add_argument("--keep", type=float, default=0, help="seconds to leave the server running after the load (prints its pid)")
+    ap.add_argument("--reminders-off", action="store_true",
+                    help="turn the user's reminders off (profile reminders.enabled=false) before seeding")
+    ap.add_argument("--logged-now", action="store_true",
+                    help="the workload's creates are logged at the current time (today's day, as the app posts)")
     ap.add_argument("--env", action="append", default=[], help="extra KEY=VALUE for the server")
     ap.add_argument("--wrk", type=float, default=0, metavar="SECONDS",
                     help="drive with wrk -t2 -c<connections> for SECONDS instead (memory runs)")
@@ -168,6 +172,9 @@ def main():
         auth = "Bearer " + b["session"]["accessToken"]
         if args.memory:
             print(mem_line("signed up", pid))
+        if args.reminders_off:
+            s, b = call(port, "PATCH", "/v1/users/me", {"reminders": {"enabled": False}}, auth)
+            assert s == 200, (s, b)
         base = f"/v1/water_logs/{uid}/entries"
         made = 0
         while made < args.entries:
@@ -188,7 +195,8 @@ def main():
         sync_token = b.get("nextToken") if s == 200 else None
         if args.memory:
             print(mem_line("synced", pid))
-        body = json.dumps({"amountMl": 250, "loggedAt": LOGGED_AT, "source": "api"}).encode()
+        logged_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) if args.logged_now else LOGGED_AT
+        body = json.dumps({"amountMl": 250, "loggedAt": logged_at, "source": "api"}).encode()
         hdr = f"Host: 127.0.0.1:{port}\r\nAuthorization: {auth}\r\n"
         if args.workload == "get":
             raw = f"GET {base}/{entry_id} HTTP/1.1\r\n{hdr}\r\n".encode()

@@ -1,3 +1,4 @@
+import Foundation
 import SuplashDomain
 import XCTest
 
@@ -18,6 +19,37 @@ final class LocalTimeTests: XCTestCase {
         XCTAssertEqual(YearMonth(parsing: "2026-10")?.sameMonthLastYear?.description, "2025-10")
         XCTAssertNil(YearMonth(parsing: "2026-13"))
         XCTAssertNil(YearMonth(parsing: "2026-00"))
+    }
+
+    /// `ZoneClock` does its own offset arithmetic: it must agree with Foundation's calendar on
+    /// every day boundary and local date, across zones whose transitions fall at midnight
+    /// (Santiago, Beirut, Havana), by 30 minutes (Lord Howe), at :45 (Chatham) or never.
+    func testDayBoundariesAndLocalDatesAgreeWithFoundationsCalendar() throws {
+        let zones = [
+            "Europe/Berlin", "America/New_York", "America/Santiago", "Asia/Beirut", "America/Havana",
+            "Australia/Lord_Howe", "Pacific/Chatham", "Asia/Kolkata", "Europe/Istanbul", "UTC",
+        ]
+        let first = try XCTUnwrap(LocalDate(parsing: "2025-01-01"))
+        for id in zones {
+            let clock = try XCTUnwrap(ZoneClock(timeZoneID: id))
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = try XCTUnwrap(TimeZone(identifier: id))
+            for n in 0..<(3 * 366) {
+                let day = first.adding(days: n)
+                let noon = try XCTUnwrap(
+                    calendar.date(from: DateComponents(year: day.year, month: day.month, day: day.day, hour: 12)))
+                let expected = Int64((calendar.startOfDay(for: noon).timeIntervalSince1970 * 1000).rounded())
+                XCTAssertEqual(clock.startOfDay(day), expected, "\(id) \(day)")
+                // Local dates every 37 minutes around the start of the day.
+                for step in -4...4 {
+                    let t = expected + Int64(step) * 37 * 60_000
+                    let c = calendar.dateComponents([.year, .month, .day], from: Date(timeIntervalSince1970: Double(t) / 1000))
+                    XCTAssertEqual(
+                        clock.localDate(of: t).description, LocalDate(year: c.year ?? 0, month: c.month ?? 0, day: c.day ?? 0)?.description,
+                        "\(id) \(t)")
+                }
+            }
+        }
     }
 
     func testBerlinSpringForwardDayIs23Hours() throws {

@@ -80,7 +80,14 @@ public struct LocalDate: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// `YYYY-MM-DD`.
     public var description: String {
-        pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+        guard (0...9999).contains(year) else { return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) }
+        // `YYYY-MM-DD` written as ten ASCII digits and dashes at once (this runs for every
+        // bound date of every write's bookkeeping).
+        let digits: [UInt8] = [
+            0x30 + UInt8(year / 1000), 0x30 + UInt8(year / 100 % 10), 0x30 + UInt8(year / 10 % 10), 0x30 + UInt8(year % 10),
+            0x2D, 0x30 + UInt8(month / 10), 0x30 + UInt8(month % 10), 0x2D, 0x30 + UInt8(day / 10), 0x30 + UInt8(day % 10),
+        ]
+        return String(decoding: digits, as: UTF8.self)
     }
 
     /// Calendar order.

@@ -59,6 +59,10 @@ extension ZoneClock {
     /// `wall − 14 h … wall + 12 h`; the offsets in effect at its ends and its middle are the
     /// candidates (zones change offset at most once in such a span).
     func instant(wallSeconds wall: Int64) -> Int64 {
+        // Almost always the zone keeps one offset over the whole span: then that offset is
+        // the answer, found with two lookups.
+        let earliest = offsetSeconds(at: (wall - 14 * 3600) * 1000)
+        if earliest == offsetSeconds(at: (wall + 12 * 3600) * 1000) { return wall - Int64(earliest) }
         let offsets = Set([wall - 14 * 3600, wall - 3600, wall + 12 * 3600].map { offsetSeconds(at: $0 * 1000) })
         let valid = offsets.map { wall - Int64($0) }.filter { t in wall - t == Int64(offsetSeconds(at: t * 1000)) }
         if let first = valid.min() { return first }

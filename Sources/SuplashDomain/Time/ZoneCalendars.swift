@@ -20,23 +20,20 @@ public struct ZoneClock: Sendable {
         self.calendar = calendar
     }
 
-    /// The local date containing the instant `millis`.
+    /// The local date containing the instant `millis`: the UTC instant moved by the zone's
+    /// offset at that instant (one offset lookup; `Calendar.dateComponents` costs far more and
+    /// this runs in every write's bookkeeping).
     public func localDate(of millis: Int64) -> LocalDate {
-        let date = Date(timeIntervalSince1970: Double(millis) / 1000)
-        let c = calendar.dateComponents([.year, .month, .day], from: date)
-        return LocalDate(year: c.year ?? 1970, month: c.month ?? 1, day: c.day ?? 1) ?? LocalDate(dayNumber: 0)
+        let wall = floorDiv(millis, 1000) + Int64(offsetSeconds(at: millis))
+        return LocalDate(dayNumber: Int(floorDiv(wall, 86_400)))
     }
 
     /// The first instant (ms) of local day `date`: local midnight, or the first instant
-    /// after a transition that skips midnight.
+    /// after a transition that skips midnight (`instant(wallSeconds:)`'s gap rule; a
+    /// midnight that happens twice is its first occurrence). Equal to Foundation's
+    /// `Calendar.startOfDay` (tested over several zones' transitions).
     public func startOfDay(_ date: LocalDate) -> Int64 {
-        let components = DateComponents(year: date.year, month: date.month, day: date.day)
-        if let start = calendar.date(from: components) {
-            let startOfDay = calendar.startOfDay(for: start)
-            return Int64((startOfDay.timeIntervalSince1970 * 1000).rounded())
-        }
-        // Unreachable for valid dates; fall back to UTC midnight.
-        return Int64(date.dayNumber) * 86_400_000
+        instant(wallSeconds: Int64(date.dayNumber) * 86_400) * 1000
     }
 
     /// `[start, end)` of local day `date` in ms; `end - start` is 23, 24 or 25 hours
