@@ -14,25 +14,15 @@ final class PushDeliveryTests: XCTestCase {
     nonisolated(unsafe) static var startError: String?
 
     override class func setUp() {
-        guard let dir = ProcessInfo.processInfo.environment["SUPLASH_TEST_APNS_MOCK"], !dir.isEmpty,
-            let data = FileManager.default.contents(atPath: dir + "/mock.json"), let info = try? JSONParser.parse(Array(data)),
-            let production = info["productionPort"]?.int64Value, let sandbox = info["sandboxPort"]?.int64Value,
-            let ca = info["caFile"]?.stringValue, let key = info["keyFile"]?.stringValue,
-            let keyID = info["keyID"]?.stringValue ?? info["keyId"]?.stringValue, let team = info["teamId"]?.stringValue,
-            let bundle = info["bundleIds"]?.arrayValue?.first?.stringValue, let log = info["requestLog"]?.stringValue
-        else { return }
-        requestLog = log
-        bundleID = bundle
-        let environment = [
-            "SUPLASH_APNS_KEY_FILE": key, "SUPLASH_APNS_KEY_ID": keyID, "SUPLASH_APNS_TEAM_ID": team,
-            "SUPLASH_APNS_PRODUCTION_URL": "https://127.0.0.1:\(production)",
-            "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(sandbox)", "SUPLASH_APNS_CA_FILE": ca,
-            "SUPLASH_APNS_BUNDLE_IDS": bundle, "SUPLASH_APNS_BACKGROUND_WINDOW_SECONDS": "10",
-            "SUPLASH_APNS_POLL_INTERVAL_MS": "50", "SUPLASH_RATELIMIT_ENABLED": "false",
+        guard let mock = MockAPNs.running() else { return }
+        requestLog = mock.requestLog
+        bundleID = mock.bundleID
+        let environment = mock.environment.merging([
+            "SUPLASH_APNS_BACKGROUND_WINDOW_SECONDS": "10", "SUPLASH_RATELIMIT_ENABLED": "false",
             "SUPLASH_SECURITY_SEALING_KEY_FILE": TestServer.makeSealingKeyFile(),
             // Reminder alerts are ReminderDeliveryTests' subject, not these tests'.
             "SUPLASH_REMINDERS_SCHEDULER_ENABLED": "false",
-        ]
+        ]) { $1 }
         do {
             server = try TestServer(environment: environment)
             // Polling once an hour: only the wake-up after a commit can send within a test.

@@ -14,24 +14,15 @@ final class ReminderDeliveryTests: XCTestCase {
     nonisolated(unsafe) static var startError: String?
 
     override class func setUp() {
-        guard let dir = ProcessInfo.processInfo.environment["SUPLASH_TEST_APNS_MOCK"], !dir.isEmpty,
-            let data = FileManager.default.contents(atPath: dir + "/mock.json"), let info = try? JSONParser.parse(Array(data)),
-            let production = info["productionPort"]?.int64Value, let sandbox = info["sandboxPort"]?.int64Value,
-            let ca = info["caFile"]?.stringValue, let key = info["keyFile"]?.stringValue,
-            let keyID = info["keyID"]?.stringValue ?? info["keyId"]?.stringValue, let team = info["teamId"]?.stringValue,
-            let bundle = info["bundleIds"]?.arrayValue?.first?.stringValue, let log = info["requestLog"]?.stringValue
-        else { return }
-        requestLog = log
-        bundleID = bundle
+        guard let mock = MockAPNs.running() else { return }
+        requestLog = mock.requestLog
+        bundleID = mock.bundleID
         do {
-            server = try TestServer(environment: [
-                "SUPLASH_APNS_KEY_FILE": key, "SUPLASH_APNS_KEY_ID": keyID, "SUPLASH_APNS_TEAM_ID": team,
-                "SUPLASH_APNS_PRODUCTION_URL": "https://127.0.0.1:\(production)",
-                "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(sandbox)", "SUPLASH_APNS_CA_FILE": ca,
-                "SUPLASH_APNS_BUNDLE_IDS": bundle, "SUPLASH_APNS_POLL_INTERVAL_MS": "50",
-                "SUPLASH_REMINDERS_POLL_INTERVAL_MS": "50", "SUPLASH_RATELIMIT_ENABLED": "false",
-                "SUPLASH_SECURITY_SEALING_KEY_FILE": TestServer.makeSealingKeyFile(),
-            ])
+            server = try TestServer(
+                environment: mock.environment.merging([
+                    "SUPLASH_REMINDERS_POLL_INTERVAL_MS": "50", "SUPLASH_RATELIMIT_ENABLED": "false",
+                    "SUPLASH_SECURITY_SEALING_KEY_FILE": TestServer.makeSealingKeyFile(),
+                ]) { $1 })
         } catch {
             startError = "\(error)"
         }

@@ -12,20 +12,12 @@ final class SealedPushDeliveryTests: XCTestCase {
     /// The mock's `mock.json` and the server environment pointing `apns.*` at the mock with
     /// sealing key `keyFile`; throws `XCTSkip` without the mock.
     func mockEnvironment(keyFile: String) throws -> (info: JSONValue, environment: [String: String]) {
-        guard let dir = ProcessInfo.processInfo.environment["SUPLASH_TEST_APNS_MOCK"], !dir.isEmpty else {
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_APNS_MOCK"] != nil else {
             throw XCTSkip("SUPLASH_TEST_APNS_MOCK is not set (run under scripts/with-apns-mock)")
         }
-        let info = try JSONParser.parse(Array(try XCTUnwrap(FileManager.default.contents(atPath: dir + "/mock.json"))))
-        let environment = [
-            "SUPLASH_APNS_KEY_FILE": try XCTUnwrap(info["keyFile"]?.stringValue),
-            "SUPLASH_APNS_KEY_ID": try XCTUnwrap(info["keyID"]?.stringValue ?? info["keyId"]?.stringValue),
-            "SUPLASH_APNS_TEAM_ID": try XCTUnwrap(info["teamId"]?.stringValue),
-            "SUPLASH_APNS_PRODUCTION_URL": "https://127.0.0.1:\(try XCTUnwrap(info["productionPort"]?.int64Value))",
-            "SUPLASH_APNS_SANDBOX_URL": "https://localhost:\(try XCTUnwrap(info["sandboxPort"]?.int64Value))",
-            "SUPLASH_APNS_CA_FILE": try XCTUnwrap(info["caFile"]?.stringValue),
-            "SUPLASH_APNS_BUNDLE_IDS": try XCTUnwrap(info["bundleIds"]?.arrayValue?.first?.stringValue),
-            "SUPLASH_APNS_POLL_INTERVAL_MS": "50", "SUPLASH_SECURITY_SEALING_KEY_FILE": keyFile,
-        ]
+        let mock = try XCTUnwrap(MockAPNs.running(), "the mock's mock.json is unreadable")
+        let info = mock.info
+        let environment = mock.environment.merging(["SUPLASH_SECURITY_SEALING_KEY_FILE": keyFile]) { $1 }
         return (info, environment)
     }
 
