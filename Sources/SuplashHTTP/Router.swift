@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A method + path-template router.
 ///
 /// Templates are `/`-separated segments; `{name}` captures one non-empty segment, any
@@ -71,6 +75,12 @@ public struct Router<Handler: Sendable>: Sendable {
 }
 
 /// The method + template trie behind `Router`, with handlers by index.
+///
+/// Matching works on the path's UTF-8 bytes: literal children and a node's methods are short
+/// arrays compared byte for byte (a node has a handful of children), segments are byte ranges
+/// found while descending, and only captured values become `String`s. Hashing `Substring`
+/// keys and splitting the path into an array of segments cost more than the rest of the
+/// request's routing together.
 private struct RouteTrie: Sendable {
     enum Match {
         case found(handlerIndex: Int, parameters: [String: String], template: String)
@@ -87,16 +97,33 @@ private struct RouteTrie: Sendable {
     final class Node: @unchecked Sendable {
         // Sendable: nodes are only mutated while the owning Router value is uniquely
         // referenced (copy-on-write in `Router.add`), i.e. before it is shared across threads.
-        var literals: [Substring: Node] = [:]
+        var literals: [(segment: [UInt8], node: Node)] = []
         var parameter: Node?
-        var routes: [String: Route] = [:]
+        var routes: [(method: String, route: Route)] = []
 
         func copy() -> Node {
             let node = Node()
-            node.literals = literals.mapValues { $0.copy() }
+            node.literals = literals.map { ($0.segment, $0.node.copy()) }
             node.parameter = parameter?.copy()
             node.routes = routes
             return node
+        }
+
+        /// The literal child named by `bytes`, if any.
+        func literal(_ bytes: UnsafeBufferPointer<UInt8>) -> Node? {
+            for child in literals where child.segment.count == bytes.count {
+                let equal = child.segment.withUnsafeBufferPointer { segment in
+                    bytes.isEmpty || memcmp(segment.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+                }
+                if equal { return child.node }
+            }
+            return nil
+        }
+
+        /// The route registered for `method`.
+        func route(_ method: String) -> Route? {
+            for entry in routes where entry.method == method { return entry.route }
+            return nil
         }
     }
 
@@ -111,16 +138,22 @@ private struct RouteTrie: Sendable {
                 if node.parameter == nil { node.parameter = Node() }
                 if let next = node.parameter { node = next }
             } else {
-                if let next = node.literals[segment] {
+                let bytes = Array(segment.utf8)
+                if let next = node.literals.first(where: { $0.segment == bytes })?.node {
                     node = next
                 } else {
                     let next = Node()
-                    node.literals[segment] = next
+                    node.literals.append((bytes, next))
                     node = next
                 }
             }
         }
-        node.routes[method] = Route(handlerIndex: handlerIndex, template: template, parameterNames: names)
+        let route = Route(handlerIndex: handlerIndex, template: template, parameterNames: names)
+        if let index = node.routes.firstIndex(where: { $0.method == method }) {
+            node.routes[index].route = route
+        } else {
+            node.routes.append((method, route))
+        }
     }
 
     var routes: [(method: String, template: String)] {
@@ -128,62 +161,77 @@ private struct RouteTrie: Sendable {
         var stack = [root]
         while let node = stack.popLast() {
             for (method, route) in node.routes { out.append((method, route.template)) }
-            stack.append(contentsOf: node.literals.values)
+            stack.append(contentsOf: node.literals.map(\.node))
             if let parameter = node.parameter { stack.append(parameter) }
         }
         return out.sorted { ($0.template, $0.method) < ($1.template, $1.method) }
     }
 
     func match(method: String, path: String, wantParameters: Bool) -> Match {
-        let segments = RouteTrie.segments(of: path)
-        var values: [Substring] = []
-        var anyPathMatch = false
-        var allowed = Set<String>()
-        if let route = RouteTrie.search(
-            root, segments[...], method: method, values: &values,
-            anyPathMatch: &anyPathMatch, allowed: &allowed)
-        {
-            var parameters: [String: String] = [:]
-            if wantParameters {
-                for (name, value) in zip(route.parameterNames, values) {
-                    parameters[name] = String(value)
+        var path = path
+        return path.withUTF8 { bytes in
+            // `/a/b` → segments "a", "b"; `/` → none; `/a/` → "a", "" (a trailing slash is
+            // significant). `first` is where the first segment starts, nil when there is none.
+            var first = 0
+            if first < bytes.count && bytes[first] == UInt8(ascii: "/") { first += 1 }
+            var values: [Range<Int>] = []
+            var anyPathMatch = false
+            var allowed = Set<String>()
+            if let route = RouteTrie.search(
+                root, bytes, from: first < bytes.count ? first : nil, method: method, values: &values,
+                anyPathMatch: &anyPathMatch, allowed: &allowed)
+            {
+                var parameters: [String: String] = [:]
+                if wantParameters {
+                    parameters.reserveCapacity(values.count)
+                    for (name, range) in zip(route.parameterNames, values) {
+                        parameters[name] = String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+                    }
                 }
+                return .found(handlerIndex: route.handlerIndex, parameters: parameters, template: route.template)
             }
-            return .found(handlerIndex: route.handlerIndex, parameters: parameters, template: route.template)
+            if anyPathMatch {
+                return .methodNotAllowed(allowed: allowed.sorted())
+            }
+            return .notFound
         }
-        if anyPathMatch {
-            return .methodNotAllowed(allowed: allowed.sorted())
-        }
-        return .notFound
     }
 
     /// Depth-first: literal before parameter; `values` holds the captures of the path taken.
+    /// `start` is the offset of the next segment in `path`, nil when every segment is matched.
     private static func search(
-        _ node: Node, _ segments: ArraySlice<Substring>, method: String,
-        values: inout [Substring], anyPathMatch: inout Bool,
+        _ node: Node, _ path: UnsafeBufferPointer<UInt8>, from start: Int?, method: String,
+        values: inout [Range<Int>], anyPathMatch: inout Bool,
         allowed: inout Set<String>
     ) -> Route? {
-        guard let segment = segments.first else {
+        guard let start else {
             guard !node.routes.isEmpty else { return nil }
             anyPathMatch = true
-            if let route = node.routes[method] ?? (method == "HEAD" ? node.routes["GET"] : nil) {
+            if let route = node.route(method) ?? (method == "HEAD" ? node.route("GET") : nil) {
                 return route
             }
-            for key in node.routes.keys {
+            for (key, _) in node.routes {
                 allowed.insert(key)
                 if key == "GET" { allowed.insert("HEAD") }
             }
             return nil
         }
-        let rest = segments.dropFirst()
-        if let literal = node.literals[segment],
-            let found = search(literal, rest, method: method, values: &values, anyPathMatch: &anyPathMatch, allowed: &allowed)
+        var end = start
+        while end < path.count && path[end] != UInt8(ascii: "/") { end += 1 }
+        let rest: Int? = end < path.count ? end + 1 : nil
+        if let literal = node.literal(UnsafeBufferPointer(rebasing: path[start..<end])),
+            let found = search(
+                literal, path, from: rest, method: method, values: &values, anyPathMatch: &anyPathMatch,
+                allowed: &allowed)
         {
             return found
         }
-        if let parameter = node.parameter, !segment.isEmpty {
-            values.append(segment)
-            if let found = search(parameter, rest, method: method, values: &values, anyPathMatch: &anyPathMatch, allowed: &allowed) {
+        if let parameter = node.parameter, end > start {
+            values.append(start..<end)
+            if let found = search(
+                parameter, path, from: rest, method: method, values: &values, anyPathMatch: &anyPathMatch,
+                allowed: &allowed)
+            {
                 return found
             }
             values.removeLast()
@@ -191,26 +239,11 @@ private struct RouteTrie: Sendable {
         return nil
     }
 
-    /// `/a/b` → `["a", "b"]`; `/` → `[]`; `/a/` → `["a", ""]` (a trailing slash is significant).
-    /// Splits on the UTF-8 bytes (`/` is ASCII and never part of a multi-byte scalar), not on
-    /// `Character`s: grapheme breaking made this the costliest step of routing.
-    private static func segments(of path: String) -> [Substring] {
-        let utf8 = path.utf8
-        var start = utf8.startIndex
-        if start != utf8.endIndex && utf8[start] == UInt8(ascii: "/") { start = utf8.index(after: start) }
-        if start == utf8.endIndex { return [] }
-        var out: [Substring] = []
-        out.reserveCapacity(8)
-        var segmentStart = start
-        var i = start
-        while i != utf8.endIndex {
-            if utf8[i] == UInt8(ascii: "/") {
-                out.append(Substring(path.utf8[segmentStart..<i]))
-                segmentStart = utf8.index(after: i)
-            }
-            i = utf8.index(after: i)
-        }
-        out.append(Substring(path.utf8[segmentStart..<utf8.endIndex]))
-        return out
+    /// A template's segments: `/a/b` → `["a", "b"]`; `/` → `[]`; `/a/` → `["a", ""]`.
+    private static func segments(of template: String) -> [Substring] {
+        var rest = Substring(template)
+        if rest.hasPrefix("/") { rest = rest.dropFirst() }
+        if rest.isEmpty { return [] }
+        return rest.split(separator: "/", omittingEmptySubsequences: false)
     }
 }

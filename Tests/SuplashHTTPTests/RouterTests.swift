@@ -102,4 +102,34 @@ final class RouterTests: XCTestCase {
                 "POST /v1/water_logs/{uid}/entries:batch",
             ])
     }
+
+    func testSegmentsAreBytesBetweenSlashes() throws {
+        var r = Router<String>()
+        r.add("GET", "/a/{x}", "one")
+        r.add("GET", "/a/{x}/{y}", "two")
+        r.add("GET", "/café/{x}", "accented")
+        r.add("GET", "", "empty-template")
+        // A capture keeps multi-byte UTF-8 and percent escapes as sent.
+        XCTAssertEqual(found(r.match(method: "GET", path: "/a/ü%20x"))?.1, ["x": "ü%20x"])
+        XCTAssertEqual(found(r.match(method: "GET", path: "/a/p/q"))?.1, ["x": "p", "y": "q"])
+        XCTAssertEqual(found(r.match(method: "GET", path: "/café/1"))?.0, "accented")
+        // A literal is compared byte for byte: another spelling of the same text is another path.
+        guard case .notFound = r.match(method: "GET", path: "/cafe\u{301}/1") else { return XCTFail("NFD spelling") }
+        // An empty segment is never a capture, wherever it is.
+        guard case .notFound = r.match(method: "GET", path: "//p") else { return XCTFail("leading empty segment") }
+        guard case .notFound = r.match(method: "GET", path: "/a//q") else { return XCTFail("inner empty segment") }
+        guard case .notFound = r.match(method: "GET", path: "/a/p/q/") else { return XCTFail("trailing slash") }
+        // No segments: the empty path and `/` both reach the root.
+        XCTAssertEqual(found(r.match(method: "GET", path: ""))?.0, "empty-template")
+        XCTAssertEqual(found(r.match(method: "GET", path: "/"))?.0, "empty-template")
+    }
+
+    func testReplacingARouteKeepsOneEntryPerMethod() throws {
+        var r = Router<String>()
+        r.add("GET", "/x/{a}", "first")
+        r.add("GET", "/x/{b}", "second")
+        XCTAssertEqual(found(r.match(method: "GET", path: "/x/1"))?.0, "second")
+        XCTAssertEqual(found(r.match(method: "GET", path: "/x/1"))?.1, ["b": "1"])
+        XCTAssertEqual(r.routes.count, 1)
+    }
 }

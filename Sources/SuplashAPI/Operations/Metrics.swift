@@ -6,21 +6,36 @@ public final class Metrics: @unchecked Sendable {
     /// Histogram bucket upper bounds in seconds.
     static let buckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
-    private struct RequestKey: Hashable {
-        var route: String
-        var method: String
-        var status: Int
-    }
-
     private struct Histogram {
         var counts = [UInt64](repeating: 0, count: Metrics.buckets.count)
         var count: UInt64 = 0
         var sum: Double = 0
     }
 
+    /// One route template's figures: requests by (method, status) — a handful per route, so a
+    /// short array — and the latency histogram. One dictionary look-up per request.
+    private struct RouteFigures {
+        var requests: [(method: String, status: Int, count: UInt64)] = []
+        var latency = Histogram()
+
+        mutating func record(method: String, status: Int, seconds: Double) {
+            if let i = requests.firstIndex(where: { $0.status == status && $0.method == method }) {
+                requests[i].count += 1
+            } else {
+                requests.append((method, status, 1))
+            }
+            var i = Metrics.buckets.count - 1
+            while i >= 0 && seconds <= Metrics.buckets[i] {
+                latency.counts[i] += 1
+                i -= 1
+            }
+            latency.count += 1
+            latency.sum += seconds
+        }
+    }
+
     // Guarded by `lock`.
-    private var requests: [RequestKey: UInt64] = [:]
-    private var latency: [String: Histogram] = [:]
+    private var routes: [String: RouteFigures] = [:]
     private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
     private var counterFamilies:
         [(
@@ -34,12 +49,8 @@ public final class Metrics: @unchecked Sendable {
     /// Counts one answered request; `seconds` is the time from routing to sending.
     public func record(route: String, method: String, status: Int, seconds: Double) {
         lock.withLock {
-            requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
-            var h = latency[route] ?? Histogram()
-            for (i, bound) in Metrics.buckets.enumerated() where seconds <= bound { h.counts[i] += 1 }
-            h.count += 1
-            h.sum += seconds
-            latency[route] = h
+            // Mutated in place through the dictionary's `_modify` accessor: no copy of the histogram.
+            routes[route, default: RouteFigures()].record(method: method, status: status, seconds: seconds)
         }
     }
 
@@ -60,13 +71,17 @@ public final class Metrics: @unchecked Sendable {
 
     /// The exposition text (version 0.0.4).
     public func render() -> String {
-        let (requests, latency, gauges, families) = lock.withLock {
-            (self.requests, self.latency, self.gauges, self.counterFamilies)
+        let (routes, gauges, families) = lock.withLock {
+            (self.routes, self.gauges, self.counterFamilies)
         }
+        let requests = routes.flatMap { route, figures in
+            figures.requests.map { (route: route, method: $0.method, status: $0.status, count: $0.count) }
+        }
+        let latency = routes.mapValues(\.latency)
         var out = "# HELP suplash_http_requests_total Requests answered, by route template, method and status.\n"
         out += "# TYPE suplash_http_requests_total counter\n"
-        for (key, n) in requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
-            out += "suplash_http_requests_total{route=\"\(key.route)\",method=\"\(key.method)\",status=\"\(key.status)\"} \(n)\n"
+        for key in requests.sorted(by: { ($0.route, $0.method, $0.status) < ($1.route, $1.method, $1.status) }) {
+            out += "suplash_http_requests_total{route=\"\(key.route)\",method=\"\(key.method)\",status=\"\(key.status)\"} \(key.count)\n"
         }
         out += "# HELP suplash_http_request_duration_seconds Time from routing to sending the response.\n"
         out += "# TYPE suplash_http_request_duration_seconds histogram\n"
