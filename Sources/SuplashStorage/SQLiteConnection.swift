@@ -45,6 +45,12 @@ public final class SQLiteConnection {
     /// The role this connection was opened for.
     public let role: Role
     private var cache: [String: CachedStatement] = [:]
+    /// The same entries by the address of their SQL text's storage: the app's statements are
+    /// `static let` texts passed as the same `String` on every call, so a hit costs hashing
+    /// one integer instead of the whole text. Only texts an entry retains are mapped (its
+    /// `texts`), so a mapped address always holds that text — a live storage cannot move
+    /// or change, and it cannot be freed and reused while the entry keeps it.
+    private var cacheByStorage: [UInt: CachedStatement] = [:]
     /// The writer's transaction-control statements, prepared once (`runTransactionControl`).
     /// Kept apart from `cache`, so `query`/`run` can never reach them.
     private var transactionStatements: [TransactionControl: OpaquePointer] = [:]
@@ -54,10 +60,36 @@ public final class SQLiteConnection {
     /// the statement's re-prepare count at that time: SQLite re-prepares a statement by
     /// itself after a schema change (`SQLITE_STMTSTATUS_REPREPARE` counts it), and the
     /// names are read again then.
-    private struct CachedStatement {
+    private final class CachedStatement {
         let statement: OpaquePointer
         var columns: SQLiteColumns?
         var columnsReprepareCount: Int32 = 0
+        /// The texts whose storage addresses map here (`cacheByStorage`), kept alive; at most
+        /// `maxTexts` (a text built on every call is found by content instead).
+        var texts: [String] = []
+        static let maxTexts = 2
+
+        init(statement: OpaquePointer) { self.statement = statement }
+    }
+
+    /// The address of `sql`'s UTF-8 storage when it has one of its own (not a small string
+    /// held inline, whose bytes live wherever the value is).
+    private static func storageAddress(_ sql: String) -> UInt? {
+        guard sql.utf8.count > 15 else { return nil }
+        return sql.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) }
+    }
+
+    /// The cached entry for `sql`, by its storage address first, then by content (mapping
+    /// this text's address for next time).
+    private func cachedEntry(_ sql: String) -> CachedStatement? {
+        let address = Self.storageAddress(sql)
+        if let address, let entry = cacheByStorage[address] { return entry }
+        guard let entry = cache[sql] else { return nil }
+        if let address, entry.texts.count < CachedStatement.maxTexts {
+            entry.texts.append(sql)
+            cacheByStorage[address] = entry
+        }
+        return entry
     }
 
     /// Statements that begin, delimit or end the writer's group transaction.
@@ -174,6 +206,7 @@ public final class SQLiteConnection {
         isClosed = true
         for entry in cache.values { sqlite3_finalize(entry.statement) }
         cache.removeAll()
+        cacheByStorage.removeAll()
         for statement in transactionStatements.values { sqlite3_finalize(statement) }
         transactionStatements.removeAll()
         sqlite3_close_v2(handle)
@@ -219,14 +252,14 @@ public final class SQLiteConnection {
     /// - Throws: `StorageError` (`.misuse` for a wrong parameter count or trailing statements).
     public func query(_ sql: String, _ args: [SQLValue] = []) throws -> [SQLiteRow] {
         var rows: [SQLiteRow] = []
-        try withStatement(sql, args) { statement in
+        try withStatement(sql, args) { statement, entry in
             var columns: SQLiteColumns?
             while true {
                 let rc = sqlite3_step(statement)
                 if rc == SQLITE_DONE { break }
                 guard rc == SQLITE_ROW else { throw lastError(rc) }
                 // Read after the first step: a schema change re-prepares the statement there.
-                let names = columns ?? self.columns(of: statement, sql: sql)
+                let names = columns ?? self.columns(of: statement, entry: entry)
                 columns = names
                 rows.append(SQLiteRow(values: Self.values(of: statement, count: names.names.count), columns: names))
             }
@@ -238,11 +271,11 @@ public final class SQLiteConnection {
     /// - Throws: `StorageError`.
     public func queryOne(_ sql: String, _ args: [SQLValue] = []) throws -> SQLiteRow? {
         var row: SQLiteRow?
-        try withStatement(sql, args) { statement in
+        try withStatement(sql, args) { statement, entry in
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { return }
             guard rc == SQLITE_ROW else { throw lastError(rc) }
-            let columns = self.columns(of: statement, sql: sql)
+            let columns = self.columns(of: statement, entry: entry)
             row = SQLiteRow(values: Self.values(of: statement, count: columns.names.count), columns: columns)
         }
         return row
@@ -252,7 +285,7 @@ public final class SQLiteConnection {
     /// - Throws: `StorageError`.
     public func scalar(_ sql: String, _ args: [SQLValue] = []) throws -> SQLValue? {
         var value: SQLValue?
-        try withStatement(sql, args) { statement in
+        try withStatement(sql, args) { statement, _ in
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { return }
             guard rc == SQLITE_ROW else { throw lastError(rc) }
@@ -276,7 +309,7 @@ public final class SQLiteConnection {
     /// - Throws: `StorageError`, e.g. `.constraintUnique`.
     @discardableResult
     public func run(_ sql: String, _ args: [SQLValue] = []) throws -> Int {
-        try withStatement(sql, args) { statement in
+        try withStatement(sql, args) { statement, _ in
             var rc = sqlite3_step(statement)
             while rc == SQLITE_ROW { rc = sqlite3_step(statement) }
             guard rc == SQLITE_DONE else { throw lastError(rc) }
@@ -288,11 +321,13 @@ public final class SQLiteConnection {
 
     /// Checks out the cached statement for `sql` (preparing it on a miss), binds `args`,
     /// runs `body`, then resets it and clears its bindings whatever happened.
-    private func withStatement(_ sql: String, _ args: [SQLValue], _ body: (OpaquePointer) throws -> Void) throws {
+    private func withStatement(
+        _ sql: String, _ args: [SQLValue], _ body: (OpaquePointer, CachedStatement?) throws -> Void
+    ) throws {
         try checkOpen()
-        let (statement, cached) = try cachedStatement(sql)
+        let (statement, entry) = try cachedStatement(sql)
         defer {
-            if cached {
+            if entry != nil {
                 sqlite3_reset(statement)
                 sqlite3_clear_bindings(statement)
             } else {
@@ -300,16 +335,16 @@ public final class SQLiteConnection {
             }
         }
         try bind(args, to: statement)
-        try body(statement)
+        try body(statement, entry)
     }
 
     /// The statement for `sql` and whether it lives in the cache (otherwise the caller
     /// finalizes it after use).
-    private func cachedStatement(_ sql: String) throws -> (OpaquePointer, cached: Bool) {
-        if let statement = cache[sql]?.statement {
-            sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
-            return (statement, true)
+    private func cachedStatement(_ sql: String) throws -> (OpaquePointer, entry: CachedStatement?) {
+        if let entry = cachedEntry(sql) {
+            sqlite3_reset(entry.statement)
+            sqlite3_clear_bindings(entry.statement)
+            return (entry.statement, entry)
         }
         var statement: OpaquePointer?
         var trailing = false
@@ -332,14 +367,20 @@ public final class SQLiteConnection {
         }
         statementsPrepared += 1
         if preparedTransactionControl {
-            return (statement, false)
+            return (statement, nil)
         }
         if cache.count >= Self.statementCacheCapacity {
             for cached in cache.values { sqlite3_finalize(cached.statement) }
             cache.removeAll(keepingCapacity: true)
+            cacheByStorage.removeAll(keepingCapacity: true)
         }
-        cache[sql] = CachedStatement(statement: statement, columns: nil)
-        return (statement, true)
+        let entry = CachedStatement(statement: statement)
+        cache[sql] = entry
+        if let address = Self.storageAddress(sql) {
+            entry.texts.append(sql)
+            cacheByStorage[address] = entry
+        }
+        return (statement, entry)
     }
 
     /// Runs one of the writer's transaction-control statements, prepared on first use and
@@ -368,17 +409,17 @@ public final class SQLiteConnection {
     /// The result column names of `statement` (the cached statement for `sql`), read once
     /// per cached statement instead of on every query.
     /// Call after a step (a re-prepare happens inside `sqlite3_step`).
-    private func columns(of statement: OpaquePointer, sql: String) -> SQLiteColumns {
-        let reprepared = sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_REPREPARE, 0)
-        guard let index = cache.index(forKey: sql), cache.values[index].statement == statement else {
+    private func columns(of statement: OpaquePointer, entry: CachedStatement?) -> SQLiteColumns {
+        guard let entry else {
             return Self.columns(of: statement)  // not cached (transaction control)
         }
-        if let columns = cache.values[index].columns, cache.values[index].columnsReprepareCount == reprepared {
+        let reprepared = sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_REPREPARE, 0)
+        if let columns = entry.columns, entry.columnsReprepareCount == reprepared {
             return columns
         }
         let columns = Self.columns(of: statement)
-        cache.values[index].columns = columns
-        cache.values[index].columnsReprepareCount = reprepared
+        entry.columns = columns
+        entry.columnsReprepareCount = reprepared
         return columns
     }
 

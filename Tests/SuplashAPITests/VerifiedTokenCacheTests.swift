@@ -54,6 +54,19 @@ final class VerifiedTokenCacheTests: XCTestCase {
         XCTAssertNil(try? other.verifyAccessTokenIssuedAt(token, now: now))
     }
 
+    func testTokensSharingTheirLastBytesAreDistinctEntries() throws {
+        // The key hashes only a token's tail: equality must still compare every byte.
+        let cache = VerifiedTokenCache(capacity: 8)
+        let tail = String(repeating: "s", count: 60)
+        cache.store("a." + tail, .init(userID: "u-a", sessionID: "s", issuedAt: 0, expiresAt: 100, notBefore: nil))
+        cache.store("b." + tail, .init(userID: "u-b", sessionID: "s", issuedAt: 0, expiresAt: 100, notBefore: nil))
+        XCTAssertEqual(cache.count, 2)
+        XCTAssertEqual(cache.claims(for: "a." + tail, now: 10, leeway: 0)?.userID, "u-a")
+        XCTAssertEqual(cache.claims(for: "b." + tail, now: 10, leeway: 0)?.userID, "u-b")
+        XCTAssertNil(cache.claims(for: "c." + tail, now: 10, leeway: 0))
+        XCTAssertNil(cache.claims(for: tail, now: 10, leeway: 0))
+    }
+
     func testTheCacheIsBounded() {
         let cache = VerifiedTokenCache(capacity: 4)
         for i in 0..<10 {

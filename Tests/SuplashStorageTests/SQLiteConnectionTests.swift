@@ -158,6 +158,26 @@ final class SQLiteConnectionTests: XCTestCase {
         XCTAssertEqual(try connection.scalarInt64("SELECT 1"), 1)
     }
 
+    func testStatementsFoundByTextStorageAndByContentAnswerTheirOwnQuery() throws {
+        // Texts built on every call live in fresh storage: each must find the statement of
+        // its own text (by content), never one cached under another text's address.
+        for round in 0..<3 {
+            for i in 0..<600 {
+                let sql = "SELECT \(i) AS value, 'a text longer than fifteen bytes' AS padding"
+                XCTAssertEqual(try connection.queryOne(sql)?.int64("value"), Int64(i), "round \(round)")
+            }
+        }
+        // A text kept in one `String` (as the app's `static let` statements are) is prepared once.
+        let stable = "SELECT 42 AS value, 'stable statement text' AS padding"
+        let before = connection.statementsPrepared
+        for _ in 0..<10 { XCTAssertEqual(try connection.queryOne(stable)?.int64("value"), 42) }
+        XCTAssertEqual(connection.statementsPrepared - before, 1)
+        // The same text in another storage is the same statement.
+        let copy = String(decoding: Array(stable.utf8), as: UTF8.self)
+        XCTAssertEqual(try connection.queryOne(copy)?.int64("value"), 42)
+        XCTAssertEqual(connection.statementsPrepared - before, 1)
+    }
+
     func testTransactionControlThroughRunIsNotCached() throws {
         try connection.execute("CREATE TABLE t (x)")
         let cached = connection.cachedStatementCount

@@ -24,10 +24,29 @@ final class VerifiedTokenCache: @unchecked Sendable {
         let notBefore: Int64?
     }
 
+    /// A token's bytes as a key: equal when every byte is equal (a `String` key would also
+    /// answer for a canonically equivalent spelling, U+212A for `K`, which is not the token
+    /// issued). Hashed on its length and its last 43 bytes only — a stored token ends with its
+    /// HMAC-SHA256 signature in base64url (RFC 7515 §3.1), which differs between any two
+    /// tokens — so a look-up hashes 43 bytes, not the whole token (the hasher is seeded per
+    /// process, so chosen tails cannot flood a bucket).
+    struct TokenKey: Hashable {
+        let token: CodePointKey
+
+        static func == (lhs: TokenKey, rhs: TokenKey) -> Bool { lhs.token == rhs.token }
+
+        func hash(into hasher: inout Hasher) {
+            var text = token.string
+            text.withUTF8 { bytes in
+                hasher.combine(bytes.count)
+                let tail = UnsafeBufferPointer(rebasing: bytes[max(0, bytes.count - 43)...])
+                hasher.combine(bytes: UnsafeRawBufferPointer(tail))
+            }
+        }
+    }
+
     private let lock = NSLock()
-    /// Keyed by the token's bytes: a `String` key would also answer for a token with a
-    /// canonically equivalent spelling (U+212A for `K`), which is not the token issued.
-    private var entries: [CodePointKey: Claims] = [:]
+    private var entries: [TokenKey: Claims] = [:]
     let capacity: Int
 
     init(capacity: Int = 1024) {
@@ -38,7 +57,7 @@ final class VerifiedTokenCache: @unchecked Sendable {
     /// `leeway` seconds of skew — the same time checks as `JWT.verifyHS256`.
     func claims(for token: String, now: Int64, leeway: Int64) -> Claims? {
         lock.lock()
-        let found = entries[CodePointKey(token)]
+        let found = entries[TokenKey(token: CodePointKey(token))]
         lock.unlock()
         guard let found else { return nil }
         let (earliest, underflow) = now.subtractingReportingOverflow(leeway)
@@ -52,7 +71,7 @@ final class VerifiedTokenCache: @unchecked Sendable {
     func store(_ token: String, _ claims: Claims) {
         lock.lock()
         if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-        entries[CodePointKey(token)] = claims
+        entries[TokenKey(token: CodePointKey(token))] = claims
         lock.unlock()
     }
 
