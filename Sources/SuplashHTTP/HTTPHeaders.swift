@@ -93,6 +93,7 @@ public struct HTTPHeaders: Sequence, Sendable, Equatable, ExpressibleByDictionar
 /// ASCII case-insensitive comparison without allocating.
 
 func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
+    guard a.utf8.count == b.utf8.count else { return false }
     var a = a
     var b = b
     return a.withUTF8 { pa in

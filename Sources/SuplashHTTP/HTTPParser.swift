@@ -542,11 +542,11 @@ struct HTTPRequestParser {
 /// RFC 9110 §5.6.2 tchar.
 @inline(__always)
 func isTokenByte(_ b: UInt8) -> Bool {
-    switch b {
-    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
-    case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E: true
-    default: false
-    }
+    // tchar (RFC 9110 §5.6.2): DIGIT, ALPHA and !#$%&'*+-.^_`|~ — one bit per byte value
+    // below 128 (bit b of the low word for 0…63, bit b − 64 of the high word for 64…127).
+    if b < 64 { return (0x03ff_6cfa_0000_0000 as UInt64) >> UInt64(b) & 1 == 1 }
+    if b < 128 { return (0x57ff_ffff_c7ff_fffe as UInt64) >> UInt64(b &- 64) & 1 == 1 }
+    return false
 }
 
 @inline(__always)

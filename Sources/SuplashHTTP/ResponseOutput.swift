@@ -210,13 +210,18 @@ private func headerRole(_ name: String) -> HeaderRole {
 
 private func isSafeFieldName(_ name: String) -> Bool {
     guard !name.isEmpty else { return false }
-    for b in name.utf8 where !isTokenByte(b) { return false }
-    return true
+    if let safe = name.utf8.withContiguousStorageIfAvailable({ bytes in bytes.allSatisfy(isTokenByte) }) {
+        return safe
+    }
+    return name.utf8.allSatisfy(isTokenByte)
 }
 
 private func isSafeFieldValue(_ value: String) -> Bool {
-    for b in value.utf8 where (b < 0x20 && b != 0x09) || b == 0x7F { return false }
-    return true
+    @inline(__always) func safe(_ b: UInt8) -> Bool { b >= 0x20 ? b != 0x7F : b == 0x09 }
+    if let result = value.utf8.withContiguousStorageIfAvailable({ bytes in bytes.allSatisfy(safe) }) {
+        return result
+    }
+    return value.utf8.allSatisfy(safe)
 }
 
 private func isDecimal(_ s: String) -> Bool {

@@ -422,4 +422,13 @@ final class HTTPParserTests: XCTestCase {
         if case .head = second {} else { XCTFail("expected a head") }
         XCTAssertTrue(parser.isIdle)
     }
+
+    func testTokenBytesAreExactlyRFC9110Tchar() {
+        let specials = Array("!#$%&'*+-.^_`|~".utf8)
+        for value in 0...255 {
+            let b = UInt8(value)
+            let tchar = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || specials.contains(b)
+            XCTAssertEqual(isTokenByte(b), tchar, "byte \(value)")
+        }
+    }
 }

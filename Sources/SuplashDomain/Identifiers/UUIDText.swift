@@ -4,23 +4,33 @@ public enum UUIDText {
     /// The lower-case canonical form of `text` (`8-4-4-4-12` hex digits), or nil when
     /// `text` is not a canonical UUID string.
     public static func normalized(_ text: String) -> String? {
-        let b = Array(text.utf8)
-        guard b.count == 36 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(36)
-        for (i, c) in b.enumerated() {
+        guard text.utf8.count == 36 else { return nil }
+        // 0: not a UUID; 1: canonical lower case already (answered without a copy); 2: upper-case digits.
+        let shape =
+            text.utf8.withContiguousStorageIfAvailable(Self.shape) ?? Array(text.utf8).withUnsafeBufferPointer(Self.shape)
+        switch shape {
+        case 1: return text
+        case 2: return String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x46 ? $0 + 0x20 : $0 }, as: UTF8.self)
+        default: return nil
+        }
+    }
+
+    /// 0 when `b` is not `8-4-4-4-12` hex digits, 2 when it has upper-case ones, else 1.
+    private static func shape(_ b: UnsafeBufferPointer<UInt8>) -> Int {
+        var upper = false
+        for i in 0..<b.count {
+            let c = b[i]
             if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard c == 0x2D else { return nil }
-                out.append(c)
+                guard c == 0x2D else { return 0 }
                 continue
             }
             switch c {
-            case 0x30...0x39, 0x61...0x66: out.append(c)
-            case 0x41...0x46: out.append(c + 0x20)
-            default: return nil
+            case 0x30...0x39, 0x61...0x66: continue
+            case 0x41...0x46: upper = true
+            default: return 0
             }
         }
-        return String(decoding: out, as: UTF8.self)
+        return upper ? 2 : 1
     }
 
     /// A UUIDv7 (RFC 9562 §5.7) from a Unix time in milliseconds and 10 random bytes
