@@ -20,7 +20,10 @@ public final class SQLiteColumns: Sendable {
     /// hashing `name`, which was the larger part of decoding a row by column names.
     public func index(of name: String) -> Int? {
         if names.count <= 16 {
-            for i in names.indices where names[i] == name { return i }
+            // Lengths first: most names differ in length, and comparing two different
+            // strings costs a runtime call where comparing two integers costs nothing.
+            let length = name.utf8.count
+            for i in names.indices where names[i].utf8.count == length && names[i] == name { return i }
             return nil
         }
         return indexByName[name]
