@@ -92,9 +92,13 @@ extension SealedValueRepository where Self: SQLStore {
         }
     }
 
-    public func plaintextDeviceTokens() throws -> [PlaintextDeviceToken] {
-        try reading { c in
-            try c.query(DeviceSQL.plaintext, []).compactMap { row in
+    public func plaintextDeviceTokens(after: PlaintextDeviceToken?, limit: Int) throws -> [PlaintextDeviceToken] {
+        let key: [SQLValue] = [
+            .text(after?.userID ?? ""), .text(after?.deviceID ?? ""), .text(after?.pushType.rawValue ?? ""),
+            .integer(Int64(max(1, limit))),
+        ]
+        return try reading { c in
+            try c.query(DeviceSQL.plaintext, key).compactMap { row in
                 guard let type = row["push_type"].text.flatMap(PushType.init(rawValue:)) else { return nil }
                 return PlaintextDeviceToken(
                     userID: row["user_id"].text ?? "", deviceID: row["device_id"].text ?? "", pushType: type,

@@ -154,7 +154,13 @@ enum DeviceSQL {
     /// tokens were sealed).
     static func emptyToken(_ d: SQLDialect) -> String { d == .sqlite ? "X''" : "'\\x'::bytea" }
     /// Rows still holding their plaintext (`token_index` is set with the envelope).
-    static let plaintext = SQLText("SELECT user_id, device_id, push_type, token FROM device_tokens WHERE token_index IS NULL")
+    /// Binds the last key read (user, device, push type; empty texts for the first batch) and the batch size.
+    static let plaintext = SQLText(
+        """
+        SELECT user_id, device_id, push_type, token FROM device_tokens
+        WHERE token_index IS NULL AND (user_id, device_id, push_type) > (?1, ?2, ?3)
+        ORDER BY user_id, device_id, push_type LIMIT ?4
+        """)
     /// Binds envelope, blind index, user, device, push type, the plaintext it replaces.
     static let sealPlaintext = SQLText { d in
         """

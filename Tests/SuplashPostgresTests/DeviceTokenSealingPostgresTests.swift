@@ -143,6 +143,45 @@ final class DeviceTokenSealingPostgresTests: XCTestCase {
         XCTAssertEqual(try store.device(userID: fixtures.bob, id: Self.tablet)?.pushTypes, [.alert])
     }
 
+    func testStartupSealingReadsPlaintextRowsInBatches() throws {
+        let db = try PostgresTestSupport.migratedDatabase()
+        fixtures.cleanups.append { db.close() }
+        let store = PostgresStore(database: db)
+        try fixtures.makeUsers(store)
+        for device in [Self.phone, Self.tablet] {
+            _ = try store.registerDevice(
+                userID: fixtures.alice, deviceID: device, sessionID: nil, registration: registration([]), now: fixtures.t0)
+        }
+        // Five rows as the version before sealing wrote them; the tablet's alert token is too
+        // short to be an APNs token (kept unsealed by the batches, then deleted).
+        var rows: [(String, String, [UInt8])] = []
+        for (i, type) in ["alert", "background", "complication", "widgets"].enumerated() {
+            rows.append((Self.phone, type, [UInt8](repeating: 0x10 + UInt8(i), count: 32)))
+        }
+        rows.append((Self.tablet, "alert", [0x01, 0x02]))
+        try db.read { c in
+            for (device, type, token) in rows {
+                try c.execute(
+                    "INSERT INTO device_tokens (user_id, device_id, push_type, token, registered_at) "
+                        + "VALUES ('\(fixtures.alice)', '\(device)', '\(type)', '\\x\(hex(token))', 1)")
+            }
+        }
+        // Batches of two, in key order, each continuing after the last key read.
+        let first = try store.plaintextDeviceTokens(after: nil, limit: 2)
+        XCTAssertEqual(first.map(\.pushType), [.alert, .background])
+        let second = try store.plaintextDeviceTokens(after: first.last, limit: 2)
+        XCTAssertEqual(second.map(\.pushType), [.complication, .widgets])
+        let third = try store.plaintextDeviceTokens(after: second.last, limit: 2)
+        XCTAssertEqual(third.map(\.deviceID), [Self.tablet])
+
+        let outcome = try PushTokenSealing.sealStoredPlaintext(keyring: TestSealing.keyring, store: store, batchSize: 2)
+        XCTAssertEqual(outcome, PushTokenSealing.StartupOutcome(sealed: 4, dropped: 1))
+        XCTAssertEqual(try store.plaintextDeviceTokens(after: nil, limit: 100), [])
+        XCTAssertEqual(
+            try store.device(userID: fixtures.alice, id: Self.phone)?.pushTypes, [.alert, .background, .complication, .widgets])
+        XCTAssertEqual(try store.device(userID: fixtures.alice, id: Self.tablet)?.pushTypes, [])
+    }
+
     func testTokensAreSealedAndPlaintextRowsSealedAtStartup() throws {
         let db = try PostgresTestSupport.migratedDatabase()
         fixtures.cleanups.append { db.close() }
@@ -157,11 +196,11 @@ final class DeviceTokenSealingPostgresTests: XCTestCase {
                 "INSERT INTO device_tokens (user_id, device_id, push_type, token, registered_at) "
                     + "VALUES ('\(alice)', '\(Self.phone)', 'alert', '\\x\(hex(Self.legacy))', 1)")
         }
-        XCTAssertEqual(try store.plaintextDeviceTokens().map(\.token), [Self.legacy])
+        XCTAssertEqual(try store.plaintextDeviceTokens(after: nil, limit: 100).map(\.token), [Self.legacy])
 
         let outcome = try PushTokenSealing.sealStoredPlaintext(keyring: TestSealing.keyring, store: store)
         XCTAssertEqual(outcome, PushTokenSealing.StartupOutcome(sealed: 1, dropped: 0))
-        XCTAssertEqual(try store.plaintextDeviceTokens(), [])
+        XCTAssertEqual(try store.plaintextDeviceTokens(after: nil, limit: 100), [])
         XCTAssertEqual(try store.sealedKeyIDs(), [TestSealing.keyring.currentKeyID])
         XCTAssertEqual(try store.device(userID: alice, id: Self.phone)?.pushTypes, [.alert, .widgets])
 

@@ -52,27 +52,40 @@ public enum PushTokenSealing {
     /// At start-up, after the migrations: seals every device token row still holding its
     /// plaintext (written before tokens were sealed) or, without a sealing key, deletes them;
     /// when any row changed, compacts the database (`compactAfterSealing`: SQLite `VACUUM`).
+    /// Rows are read and sealed `batchSize` at a time in key order (one transaction per
+    /// batch), so memory stays bounded however many rows an upgraded database holds.
     /// - Throws: the store's error, or `SealingError` (OpenSSL failed).
     public static func sealStoredPlaintext(
-        keyring: SealingKeyring?, store: any SealedValueRepository
+        keyring: SealingKeyring?, store: any SealedValueRepository, batchSize: Int = 1000
     ) throws -> StartupOutcome {
-        let rows = try store.plaintextDeviceTokens()
-        guard !rows.isEmpty else { return StartupOutcome(sealed: 0, dropped: 0) }
         var outcome = StartupOutcome(sealed: 0, dropped: 0)
+        var seen = false
         if let keyring {
-            var sealed: [(PlaintextDeviceToken, SealedPushToken)] = []
-            for row in rows {
-                let token: SealedPushToken
-                do {
-                    token = try seal(
-                        hex(row.token), pushType: row.pushType, userID: row.userID, deviceID: row.deviceID, keyring: keyring)
-                } catch .invalidDeviceToken {
-                    continue  // not a token the registry accepts: deleted below with the unsealed rest
+            var after: PlaintextDeviceToken?
+            while true {
+                let rows = try store.plaintextDeviceTokens(after: after, limit: batchSize)
+                guard let last = rows.last else { break }
+                seen = true
+                after = last
+                var sealed: [(PlaintextDeviceToken, SealedPushToken)] = []
+                for row in rows {
+                    let token: SealedPushToken
+                    do {
+                        token = try seal(
+                            hex(row.token), pushType: row.pushType, userID: row.userID, deviceID: row.deviceID,
+                            keyring: keyring)
+                    } catch .invalidDeviceToken {
+                        continue  // not a token the registry accepts: deleted below with the unsealed rest
+                    }
+                    sealed.append((row, token))
                 }
-                sealed.append((row, token))
+                outcome.sealed += try store.sealPlaintextDeviceTokens(sealed)
+                if rows.count < batchSize { break }
             }
-            outcome.sealed = try store.sealPlaintextDeviceTokens(sealed)
+        } else {
+            seen = !(try store.plaintextDeviceTokens(after: nil, limit: 1).isEmpty)
         }
+        guard seen else { return outcome }
         // Without a key every row; with one, rows that are no valid token.
         outcome.dropped = try store.dropPlaintextDeviceTokens()
         try store.compactAfterSealing()

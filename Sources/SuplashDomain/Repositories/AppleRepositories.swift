@@ -99,8 +99,11 @@ public protocol SealedValueRepository: Sendable {
     /// Replaces `value`'s envelope by `envelope` (and, for device tokens, the blind index by
     /// `blindIndex`) when the row still holds `value.envelope`; false when it changed meanwhile.
     func replaceSealedValue(_ value: SealedValue, with envelope: String, blindIndex: String?) throws -> Bool
-    /// Device token rows still holding their plaintext (written before tokens were sealed).
-    func plaintextDeviceTokens() throws -> [PlaintextDeviceToken]
+    /// Device token rows still holding their plaintext (written before tokens were sealed),
+    /// at most `limit`, in key order (user, device, push type) after `after`'s key (from the
+    /// first when nil) — so a caller reads them in bounded batches and a row it leaves
+    /// unsealed is not read again.
+    func plaintextDeviceTokens(after: PlaintextDeviceToken?, limit: Int) throws -> [PlaintextDeviceToken]
     /// In one transaction, stores each row's envelope and blind index and empties its
     /// plaintext, where the row still holds that plaintext; returns how many were sealed.
     func sealPlaintextDeviceTokens(_ sealed: [(PlaintextDeviceToken, SealedPushToken)]) throws -> Int
