@@ -1,10 +1,7 @@
 import Foundation
 import SuplashDomain
+import SuplashHTTPClient
 import SuplashJSON
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// Why a delivery attempt failed. `kind` is a fixed word (`network`, `timeout`, `http_503`,
 /// `io`), never provider text, so it can be logged and stored.
@@ -26,17 +23,18 @@ public protocol MailTransport: Sendable {
 
 /// The Resend HTTP API: `POST {baseURL}/emails` with `Authorization: Bearer {apiKey}`,
 /// `Idempotency-Key: {message id}` and JSON `{from, to: [recipient], subject, text}`.
-/// Uses FoundationNetworking's `URLSession` (https through libcurl) with a timeout.
+/// Sent with the project's libcurl client (`BlockingExchange`: HTTP/2 when the server offers
+/// it over TLS, else HTTP/1.1; `http` accepted for a local sink) on the delivery worker's
+/// thread: `timeoutSeconds` to connect, twice that for the whole exchange.
 public struct ResendTransport: MailTransport {
-    let endpoint: URL
+    let endpoint: String
     let apiKey: String
     let from: String
-    let timeoutSeconds: Double
-    let session: URLSession
+    let configuration: HTTPClientConfiguration
 
     /// - Parameters:
     ///   - baseURL: e.g. `https://api.resend.com` (a trailing `/` is fine).
-    ///   - timeoutSeconds: per request (default 10).
+    ///   - timeoutSeconds: to connect (default 10); the whole exchange may take twice as long.
     /// - Returns: nil when `baseURL` is not an http(s) URL.
     public init?(baseURL: String, apiKey: String, from: String, timeoutSeconds: Double = 10) {
         var base = baseURL
@@ -44,31 +42,30 @@ public struct ResendTransport: MailTransport {
         guard let url = URL(string: base + "/emails"), let scheme = url.scheme?.lowercased(),
             scheme == "https" || scheme == "http", url.host != nil
         else { return nil }
-        self.endpoint = url
+        self.endpoint = url.absoluteString
         self.apiKey = apiKey
         self.from = from
-        self.timeoutSeconds = timeoutSeconds
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeoutSeconds
-        configuration.timeoutIntervalForResource = timeoutSeconds * 2
-        self.session = URLSession(configuration: configuration)
+        self.configuration = HTTPClientConfiguration(
+            connectTimeout: .seconds(timeoutSeconds), requestTimeout: .seconds(timeoutSeconds * 2),
+            maxResponseBodyBytes: 1 << 20, requiresHTTP2: false, allowsCleartext: true)
     }
 
     /// One `POST {url}/emails`; 2xx delivers, 408/409/425/429/5xx and network errors are temporary, other statuses permanent.
     public func deliver(_ message: OutboxMessage) throws(MailDeliveryError) {
-        var request = URLRequest(url: endpoint, timeoutInterval: timeoutSeconds)
-        request.httpMethod = "POST"
-        request.setValue("Bearer " + apiKey, forHTTPHeaderField: "Authorization")
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue(message.id, forHTTPHeaderField: "Idempotency-Key")
-        request.setValue("suplash-sync", forHTTPHeaderField: "User-Agent")
         let body: JSONValue = .object([
             ("from", .string(from)), ("to", .array([.string(message.recipient)])),
             ("subject", .string(message.subject)), ("text", .string(message.text)),
         ])
-        request.httpBody = Data(body.serialized())
-        let status = HTTPCall.perform(request, session: session, timeoutSeconds: timeoutSeconds * 2 + 1)
-        switch status {
+        let request = HTTPClientRequest(
+            method: "POST", url: endpoint,
+            headers: [
+                HTTPClientHeader("Authorization", "Bearer " + apiKey),
+                HTTPClientHeader("Content-Type", "application/json"),
+                HTTPClientHeader("Idempotency-Key", message.id),
+                HTTPClientHeader("User-Agent", "suplash-sync"),
+            ],
+            body: body.serialized())
+        switch HTTPCall.perform(request, configuration: configuration) {
         case .failure(let kind):
             throw .temporary(kind: kind)
         case .success(let code, _):
@@ -81,42 +78,27 @@ public struct ResendTransport: MailTransport {
     }
 }
 
-/// A blocking HTTP exchange over `URLSession` for worker threads (never event loops).
+/// A blocking HTTP exchange over the libcurl client for worker threads (never event loops).
 enum HTTPCall {
-    enum Outcome: Sendable {
+    enum Outcome: Sendable, Equatable {
         case success(status: Int, body: [UInt8])
+        /// `timeout` when the deadline passed, `network` for every other failure (a fixed
+        /// word, never provider text).
         case failure(kind: String)
     }
 
-    /// Result box filled by the session's completion handler.
-    private final class Box: @unchecked Sendable {
-        // Guarded by `lock`.
-        var outcome: Outcome = .failure(kind: "timeout")
-        let lock = NSLock()
+    /// Runs `request`; `configuration` bounds the connection and the whole exchange.
+    static func perform(_ request: HTTPClientRequest, configuration: HTTPClientConfiguration) -> Outcome {
+        outcome(BlockingExchange.perform(request, configuration: configuration))
     }
 
-    /// Runs `request`, waiting at most `timeoutSeconds`.
-    static func perform(_ request: URLRequest, session: URLSession, timeoutSeconds: Double) -> Outcome {
-        let box = Box()
-        let done = DispatchSemaphore(value: 0)
-        let task = session.dataTask(with: request) { data, response, error in
-            let outcome: Outcome
-            if let http = response as? HTTPURLResponse, error == nil {
-                outcome = .success(status: http.statusCode, body: data.map { Array($0) } ?? [])
-            } else if let error = error as? URLError, error.code == .timedOut {
-                outcome = .failure(kind: "timeout")
-            } else {
-                outcome = .failure(kind: "network")
-            }
-            box.lock.withLock { box.outcome = outcome }
-            done.signal()
+    /// The outcome of a finished exchange.
+    static func outcome(_ result: Result<HTTPClientResponse, HTTPClientError>) -> Outcome {
+        switch result {
+        case .success(let response): return .success(status: response.status, body: response.body)
+        case .failure(.timedOut): return .failure(kind: "timeout")
+        case .failure: return .failure(kind: "network")
         }
-        task.resume()
-        if done.wait(timeout: .now() + timeoutSeconds) == .timedOut {
-            task.cancel()
-            return .failure(kind: "timeout")
-        }
-        return box.lock.withLock { box.outcome }
     }
 }
 
