@@ -150,18 +150,13 @@ public struct FileMailTransport: MailTransport {
     /// The message as RFC 5322 text with CRLF line ends; a non-ASCII subject is an RFC 2047
     /// encoded word; the body is UTF-8 (`Content-Transfer-Encoding: 8bit`).
     public static func render(_ message: OutboxMessage, from: String) -> String {
-        let date = Date(timeIntervalSince1970: Double(message.createdAt) / 1000)
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
         let subject =
             message.subject.unicodeScalars.allSatisfy({ $0.isASCII })
             ? message.subject
             : "=?UTF-8?B?" + Data(message.subject.utf8).base64EncodedString() + "?="
         let headers = [
             "Message-ID: <\(message.id)@suplash>",
-            "Date: \(formatter.string(from: date))",
+            "Date: \(rfc5322Date(unixMilliseconds: message.createdAt))",
             "From: \(from)",
             "To: \(message.recipient)",
             "Subject: \(subject)",
@@ -171,5 +166,34 @@ public struct FileMailTransport: MailTransport {
         ]
         let body = message.text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\r\n")
         return headers.joined(separator: "\r\n") + "\r\n\r\n" + body + "\r\n"
+    }
+
+    /// The RFC 5322 §3.3 `date-time` of a Unix instant in UTC, e.g. `Tue, 01 Dec 2026 05:33:15 +0000`
+    /// (English day and month names, proleptic Gregorian calendar, milliseconds dropped toward
+    /// the past). Computed by integer arithmetic (days to civil date), not `DateFormatter`, so
+    /// writing a message touches none of ICU's formatting data.
+    public static func rfc5322Date(unixMilliseconds: Int64) -> String {
+        let seconds = unixMilliseconds >= 0 ? unixMilliseconds / 1000 : (unixMilliseconds - 999) / 1000
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        // Days since 1970-01-01 to year, month, day (the civil-from-days algorithm, 400-year eras).
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153  // 0 = March
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        // 1970-01-01 was a Thursday.
+        let weekday = Int(((days % 7) + 11) % 7)
+        let names = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        var yearText = "\(year)"
+        while yearText.utf8.count < 4 { yearText = "0" + yearText }
+        return "\(names[weekday]), \(two(day)) \(months[Int(month) - 1]) \(yearText) "
+            + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) +0000"
     }
 }
