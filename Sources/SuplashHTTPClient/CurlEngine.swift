@@ -105,7 +105,9 @@ final class CurlEngine: @unchecked Sendable {
     private func start(_ submission: Submission, multi: UnsafeMutableRawPointer) {
         let transfer: Transfer
         do {
-            transfer = try Transfer(submission: submission, configuration: configuration)
+            transfer = try Transfer(
+                id: submission.id, request: submission.request, completion: submission.completion,
+                configuration: configuration)
         } catch {
             finish(submission.id, submission.completion, .failure(error))
             return
@@ -127,17 +129,22 @@ final class Transfer {
     let easy: UnsafeMutableRawPointer
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let maxBody: Int
+    private let requiresHTTP2: Bool
     var status = 0
     var headers: [HTTPClientHeader] = []
     var body: [UInt8] = []
     var bodyTooLarge = false
 
-    init(submission: Submission, configuration: HTTPClientConfiguration) throws(HTTPClientError) {
-        id = submission.id
-        completion = submission.completion
+    init(
+        id: UInt64, request: HTTPClientRequest,
+        completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void,
+        configuration: HTTPClientConfiguration
+    ) throws(HTTPClientError) {
+        self.id = id
+        self.completion = completion
         maxBody = configuration.maxResponseBodyBytes
-        let request = submission.request
-        try Transfer.validate(request)
+        requiresHTTP2 = configuration.requiresHTTP2
+        try Transfer.validate(request, allowsCleartext: configuration.allowsCleartext)
         guard let easy = curl_easy_init() else { throw .curl(code: Int(CURLE_OUT_OF_MEMORY.rawValue)) }
         self.easy = easy
 
@@ -146,7 +153,7 @@ final class Transfer {
         func set(_ option: CURLoption, _ value: String) { ok = ok && suplash_curl_easy_setopt_string(easy, option, value) == CURLE_OK }
 
         set(CURLOPT_URL, request.url)
-        set(CURLOPT_PROTOCOLS_STR, "https")
+        set(CURLOPT_PROTOCOLS_STR, configuration.allowsCleartext ? "http,https" : "https")
         set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         set(CURLOPT_PIPEWAIT, 1)
         set(CURLOPT_NOSIGNAL, 1)
@@ -156,7 +163,7 @@ final class Transfer {
         set(CURLOPT_TIMEOUT_MS, (request.timeout ?? configuration.requestTimeout).curlMilliseconds)
         if let caFile = configuration.caFile { set(CURLOPT_CAINFO, caFile) }
         // Refuse a server without ALPN h2 during the handshake, before the request is sent.
-        ok = ok && suplash_curl_require_h2_alpn(easy) == CURLE_OK
+        if requiresHTTP2 { ok = ok && suplash_curl_require_h2_alpn(easy) == CURLE_OK }
 
         switch request.method {
         case "GET": set(CURLOPT_HTTPGET, 1)
@@ -208,12 +215,14 @@ final class Transfer {
         curl_slist_free_all(headerList)
     }
 
-    /// Refuses what libcurl would send wrongly or not at all: a non-`https` or non-absolute URL,
-    /// a method that is not a token of letters, header fields with CR, LF or NUL or an empty or
-    /// non-token name.
-    static func validate(_ request: HTTPClientRequest) throws(HTTPClientError) {
+    /// Refuses what libcurl would send wrongly or not at all: a non-`https` (or, with
+    /// `allowsCleartext`, non-`http(s)`) or non-absolute URL, a method that is not a token of
+    /// letters, header fields with CR, LF or NUL or an empty or non-token name.
+    static func validate(_ request: HTTPClientRequest, allowsCleartext: Bool = false) throws(HTTPClientError) {
         let url = request.url.utf8
-        guard url.count > 8, request.url.lowercased().hasPrefix("https://"),
+        let lower = request.url.lowercased()
+        let scheme = lower.hasPrefix("https://") ? 8 : (allowsCleartext && lower.hasPrefix("http://") ? 7 : 0)
+        guard scheme > 0, url.count > scheme,
             !url.contains(where: { $0 <= 0x20 || $0 == 0x7F })
         else { throw .invalidRequest }
         guard !request.method.isEmpty, request.method.utf8.allSatisfy({ (0x41...0x5A).contains($0) }) else {
@@ -252,7 +261,9 @@ final class Transfer {
         var versionCode = 0
         _ = suplash_curl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &versionCode)
         let version = Transfer.version(versionCode)
-        guard version == .http2 || version == .http3 else { return .failure(.http2NotNegotiated(version)) }
+        guard !requiresHTTP2 || version == .http2 || version == .http3 else {
+            return .failure(.http2NotNegotiated(version))
+        }
         var statusCode = 0
         _ = suplash_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &statusCode)
         return .success(HTTPClientResponse(status: statusCode, headers: headers, body: body, httpVersion: version))

@@ -18,7 +18,8 @@ public struct HTTPClientRequest: Sendable {
     /// another token of letters.
     public var method: String
     /// The absolute `https://host[:port]/path?query` URL (RFC 9110 §4.2.2). Other schemes are
-    /// refused with `HTTPClientError.invalidRequest`: this client speaks HTTP/2 over TLS only.
+    /// refused with `HTTPClientError.invalidRequest` (`http` is accepted only when
+    /// `HTTPClientConfiguration.allowsCleartext` is set).
     public var url: String
     /// Header fields in order. Names are tokens; names and values must not contain CR, LF or NUL
     /// (`HTTPClientError.invalidRequest` otherwise). `content-length` and the HTTP/2
@@ -68,7 +69,8 @@ public struct HTTPClientResponse: Sendable {
     public var headers: [HTTPClientHeader]
     /// The response content, at most `HTTPClientConfiguration.maxResponseBodyBytes` bytes.
     public var body: [UInt8]
-    /// Always `.http2` or `.http3` for a response handed back: anything older fails the request.
+    /// `.http2` or `.http3` when `HTTPClientConfiguration.requiresHTTP2` is set (anything older
+    /// fails the request); otherwise whatever the server answered over.
     public var httpVersion: HTTPClientVersion
 
     /// Creates a response (the client builds these; tests may too).
@@ -162,18 +164,29 @@ public struct HTTPClientConfiguration: Sendable {
     public var maxConcurrentStreams: Int
     /// Largest accepted response content, bytes.
     public var maxResponseBodyBytes: Int
+    /// True (the default): only HTTP/2 is accepted — a server without ALPN `h2` is refused in
+    /// the TLS handshake and a response over HTTP/1.x fails with `.http2NotNegotiated`. False:
+    /// HTTP/2 is offered over TLS (`CURL_HTTP_VERSION_2TLS`) and HTTP/1.1 (RFC 9112) is
+    /// accepted too, for plain HTTP APIs such as a mail provider's or a key set download.
+    public var requiresHTTP2: Bool
+    /// False (the default): only `https` URLs. True: `http` URLs too (cleartext HTTP/1.1), for
+    /// endpoints an operator points at a local service; only honoured with `requiresHTTP2` false.
+    public var allowsCleartext: Bool
 
     /// Creates a configuration: system CA store, 10 s to connect, 30 s per exchange,
-    /// 100 streams per connection, 1 MiB responses.
+    /// 100 streams per connection, 1 MiB responses, HTTP/2 over TLS only.
     public init(
         caFile: String? = nil, connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
-        maxConcurrentStreams: Int = 100, maxResponseBodyBytes: Int = 1 << 20
+        maxConcurrentStreams: Int = 100, maxResponseBodyBytes: Int = 1 << 20,
+        requiresHTTP2: Bool = true, allowsCleartext: Bool = false
     ) {
         self.caFile = caFile
         self.connectTimeout = connectTimeout
         self.requestTimeout = requestTimeout
         self.maxConcurrentStreams = maxConcurrentStreams
         self.maxResponseBodyBytes = maxResponseBodyBytes
+        self.requiresHTTP2 = requiresHTTP2
+        self.allowsCleartext = allowsCleartext && !requiresHTTP2
     }
 }
 

@@ -282,3 +282,32 @@ final class ResendTransportTests: XCTestCase {
             "Suplash doğrulama kodunuz")
     }
 }
+
+/// The `.eml` file's `Date:` header, written without `DateFormatter`.
+final class FileMailDateTests: XCTestCase {
+    func testDateHeaderMatchesFoundationsFormatter() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
+        // Leap days, century rules (1900 not leap, 2000 leap), ends of years and days, before 1970.
+        var instants: [Int64] = [
+            0, -1, 999, -86_400_000, 951_782_400_000, 951_868_799_999, 4_107_542_399_000, 1_798_761_599_999,
+            -2_203_891_200_000, 253_402_300_799_000,
+        ]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<2000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            instants.append(Int64(bitPattern: state >> 1) % 8_000_000_000_000 - 2_000_000_000_000)
+        }
+        for ms in instants {
+            let seconds = (Double(ms) / 1000).rounded(.down)
+            XCTAssertEqual(
+                FileMailTransport.rfc5322Date(unixMilliseconds: ms),
+                formatter.string(from: Date(timeIntervalSince1970: seconds)), "\(ms)")
+        }
+        let message = OutboxMessage(id: "m1", recipient: "a@example.com", subject: "s", text: "t", createdAt: 1_796_189_595_000)
+        XCTAssertTrue(
+            FileMailTransport.render(message, from: "f").contains("\r\nDate: Wed, 02 Dec 2026 05:33:15 +0000\r\n"))
+    }
+}

@@ -24,6 +24,29 @@ final class HTTPClientUnitTests: XCTestCase {
         await client.shutdown()
     }
 
+    func testBlockingExchangeTakesCleartextOnlyWhenAllowed() {
+        let strict = HTTPClientConfiguration(connectTimeout: .seconds(5), requestTimeout: .seconds(5))
+        let plain = HTTPClientConfiguration(
+            connectTimeout: .seconds(5), requestTimeout: .seconds(5), requiresHTTP2: false, allowsCleartext: true)
+        let cleartext = HTTPClientRequest(method: "GET", url: "http://127.0.0.1:1/")
+        // The HTTP/2 default refuses `http` before connecting; with cleartext allowed the same
+        // request is sent and fails at the connection (nothing listens on port 1).
+        guard case .failure(let refused) = BlockingExchange.perform(cleartext, configuration: strict) else {
+            return XCTFail("sent over cleartext")
+        }
+        XCTAssertEqual(refused, .invalidRequest)
+        guard case .failure(let failed) = BlockingExchange.perform(cleartext, configuration: plain) else {
+            return XCTFail("port 1 answered")
+        }
+        XCTAssertEqual(failed, .couldNotConnect)
+        // Cleartext needs HTTP/1.1: with HTTP/2 required it stays refused.
+        let both = HTTPClientConfiguration(requiresHTTP2: true, allowsCleartext: true)
+        XCTAssertFalse(both.allowsCleartext)
+        guard case .failure(let still) = BlockingExchange.perform(HTTPClientRequest(method: "FTP", url: "ftp://x/"), configuration: plain)
+        else { return XCTFail("ftp sent") }
+        XCTAssertEqual(still, .invalidRequest)
+    }
+
     func testClosedPortIsCouldNotConnect() async throws {
         let client = try HTTPClient()
         // Port 1 on loopback: nothing listens there in the test environment.

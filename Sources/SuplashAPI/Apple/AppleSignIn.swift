@@ -1,14 +1,12 @@
 import Foundation
 import SuplashCrypto
+import SuplashHTTPClient
 import SuplashJSON
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// Apple's signing keys (a JWKS), cached by `kid`. Loaded on first use; reloaded when a token
 /// names an unknown `kid`, at most once per `minimumRefreshInterval`. The source is an
-/// http(s) URL (default `https://appleid.apple.com/auth/keys`), a `file://` URL, or a path.
+/// http(s) URL (default `https://appleid.apple.com/auth/keys`, downloaded with the project's
+/// libcurl client, at most 1 MiB), a `file://` URL, or a path.
 public final class AppleKeySet: @unchecked Sendable {
     /// Why no key set is available.
     public enum Failure: Error, Sendable {
@@ -73,19 +71,14 @@ public final class AppleKeySet: @unchecked Sendable {
         let lower = source.lowercased()
         let bytes: [UInt8]
         if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
-            guard let url = URL(string: source) else { return nil }
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.timeoutIntervalForRequest = fetchTimeoutSeconds
-            let session = URLSession(configuration: configuration)
-            defer { session.finishTasksAndInvalidate() }
-            var request = URLRequest(url: url, timeoutInterval: fetchTimeoutSeconds)
-            request.setValue("application/json", forHTTPHeaderField: "Accept")
-            guard
-                case .success(200, let body) = HTTPCall.perform(
-                    request, session: session,
-                    timeoutSeconds: fetchTimeoutSeconds + 1),
-                body.count <= 1 << 20
-            else { return nil }
+            let configuration = HTTPClientConfiguration(
+                connectTimeout: .seconds(fetchTimeoutSeconds), requestTimeout: .seconds(fetchTimeoutSeconds),
+                maxResponseBodyBytes: 1 << 20, requiresHTTP2: false, allowsCleartext: true)
+            let request = HTTPClientRequest(
+                method: "GET", url: source, headers: [HTTPClientHeader("Accept", "application/json")])
+            guard case .success(200, let body) = HTTPCall.perform(request, configuration: configuration) else {
+                return nil
+            }
             bytes = body
         } else {
             let path = lower.hasPrefix("file://") ? (URL(string: source)?.path ?? "") : source

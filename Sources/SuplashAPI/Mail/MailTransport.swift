@@ -1,10 +1,7 @@
 import Foundation
 import SuplashDomain
+import SuplashHTTPClient
 import SuplashJSON
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// Why a delivery attempt failed. `kind` is a fixed word (`network`, `timeout`, `http_503`,
 /// `io`), never provider text, so it can be logged and stored.
@@ -26,17 +23,18 @@ public protocol MailTransport: Sendable {
 
 /// The Resend HTTP API: `POST {baseURL}/emails` with `Authorization: Bearer {apiKey}`,
 /// `Idempotency-Key: {message id}` and JSON `{from, to: [recipient], subject, text}`.
-/// Uses FoundationNetworking's `URLSession` (https through libcurl) with a timeout.
+/// Sent with the project's libcurl client (`BlockingExchange`: HTTP/2 when the server offers
+/// it over TLS, else HTTP/1.1; `http` accepted for a local sink) on the delivery worker's
+/// thread: `timeoutSeconds` to connect, twice that for the whole exchange.
 public struct ResendTransport: MailTransport {
-    let endpoint: URL
+    let endpoint: String
     let apiKey: String
     let from: String
-    let timeoutSeconds: Double
-    let session: URLSession
+    let configuration: HTTPClientConfiguration
 
     /// - Parameters:
     ///   - baseURL: e.g. `https://api.resend.com` (a trailing `/` is fine).
-    ///   - timeoutSeconds: per request (default 10).
+    ///   - timeoutSeconds: to connect (default 10); the whole exchange may take twice as long.
     /// - Returns: nil when `baseURL` is not an http(s) URL.
     public init?(baseURL: String, apiKey: String, from: String, timeoutSeconds: Double = 10) {
         var base = baseURL
@@ -44,31 +42,30 @@ public struct ResendTransport: MailTransport {
         guard let url = URL(string: base + "/emails"), let scheme = url.scheme?.lowercased(),
             scheme == "https" || scheme == "http", url.host != nil
         else { return nil }
-        self.endpoint = url
+        self.endpoint = url.absoluteString
         self.apiKey = apiKey
         self.from = from
-        self.timeoutSeconds = timeoutSeconds
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeoutSeconds
-        configuration.timeoutIntervalForResource = timeoutSeconds * 2
-        self.session = URLSession(configuration: configuration)
+        self.configuration = HTTPClientConfiguration(
+            connectTimeout: .seconds(timeoutSeconds), requestTimeout: .seconds(timeoutSeconds * 2),
+            maxResponseBodyBytes: 1 << 20, requiresHTTP2: false, allowsCleartext: true)
     }
 
     /// One `POST {url}/emails`; 2xx delivers, 408/409/425/429/5xx and network errors are temporary, other statuses permanent.
     public func deliver(_ message: OutboxMessage) throws(MailDeliveryError) {
-        var request = URLRequest(url: endpoint, timeoutInterval: timeoutSeconds)
-        request.httpMethod = "POST"
-        request.setValue("Bearer " + apiKey, forHTTPHeaderField: "Authorization")
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue(message.id, forHTTPHeaderField: "Idempotency-Key")
-        request.setValue("suplash-sync", forHTTPHeaderField: "User-Agent")
         let body: JSONValue = .object([
             ("from", .string(from)), ("to", .array([.string(message.recipient)])),
             ("subject", .string(message.subject)), ("text", .string(message.text)),
         ])
-        request.httpBody = Data(body.serialized())
-        let status = HTTPCall.perform(request, session: session, timeoutSeconds: timeoutSeconds * 2 + 1)
-        switch status {
+        let request = HTTPClientRequest(
+            method: "POST", url: endpoint,
+            headers: [
+                HTTPClientHeader("Authorization", "Bearer " + apiKey),
+                HTTPClientHeader("Content-Type", "application/json"),
+                HTTPClientHeader("Idempotency-Key", message.id),
+                HTTPClientHeader("User-Agent", "suplash-sync"),
+            ],
+            body: body.serialized())
+        switch HTTPCall.perform(request, configuration: configuration) {
         case .failure(let kind):
             throw .temporary(kind: kind)
         case .success(let code, _):
@@ -81,42 +78,27 @@ public struct ResendTransport: MailTransport {
     }
 }
 
-/// A blocking HTTP exchange over `URLSession` for worker threads (never event loops).
+/// A blocking HTTP exchange over the libcurl client for worker threads (never event loops).
 enum HTTPCall {
-    enum Outcome: Sendable {
+    enum Outcome: Sendable, Equatable {
         case success(status: Int, body: [UInt8])
+        /// `timeout` when the deadline passed, `network` for every other failure (a fixed
+        /// word, never provider text).
         case failure(kind: String)
     }
 
-    /// Result box filled by the session's completion handler.
-    private final class Box: @unchecked Sendable {
-        // Guarded by `lock`.
-        var outcome: Outcome = .failure(kind: "timeout")
-        let lock = NSLock()
+    /// Runs `request`; `configuration` bounds the connection and the whole exchange.
+    static func perform(_ request: HTTPClientRequest, configuration: HTTPClientConfiguration) -> Outcome {
+        outcome(BlockingExchange.perform(request, configuration: configuration))
     }
 
-    /// Runs `request`, waiting at most `timeoutSeconds`.
-    static func perform(_ request: URLRequest, session: URLSession, timeoutSeconds: Double) -> Outcome {
-        let box = Box()
-        let done = DispatchSemaphore(value: 0)
-        let task = session.dataTask(with: request) { data, response, error in
-            let outcome: Outcome
-            if let http = response as? HTTPURLResponse, error == nil {
-                outcome = .success(status: http.statusCode, body: data.map { Array($0) } ?? [])
-            } else if let error = error as? URLError, error.code == .timedOut {
-                outcome = .failure(kind: "timeout")
-            } else {
-                outcome = .failure(kind: "network")
-            }
-            box.lock.withLock { box.outcome = outcome }
-            done.signal()
+    /// The outcome of a finished exchange.
+    static func outcome(_ result: Result<HTTPClientResponse, HTTPClientError>) -> Outcome {
+        switch result {
+        case .success(let response): return .success(status: response.status, body: response.body)
+        case .failure(.timedOut): return .failure(kind: "timeout")
+        case .failure: return .failure(kind: "network")
         }
-        task.resume()
-        if done.wait(timeout: .now() + timeoutSeconds) == .timedOut {
-            task.cancel()
-            return .failure(kind: "timeout")
-        }
-        return box.lock.withLock { box.outcome }
     }
 }
 
@@ -168,18 +150,13 @@ public struct FileMailTransport: MailTransport {
     /// The message as RFC 5322 text with CRLF line ends; a non-ASCII subject is an RFC 2047
     /// encoded word; the body is UTF-8 (`Content-Transfer-Encoding: 8bit`).
     public static func render(_ message: OutboxMessage, from: String) -> String {
-        let date = Date(timeIntervalSince1970: Double(message.createdAt) / 1000)
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
         let subject =
             message.subject.unicodeScalars.allSatisfy({ $0.isASCII })
             ? message.subject
             : "=?UTF-8?B?" + Data(message.subject.utf8).base64EncodedString() + "?="
         let headers = [
             "Message-ID: <\(message.id)@suplash>",
-            "Date: \(formatter.string(from: date))",
+            "Date: \(rfc5322Date(unixMilliseconds: message.createdAt))",
             "From: \(from)",
             "To: \(message.recipient)",
             "Subject: \(subject)",
@@ -189,5 +166,34 @@ public struct FileMailTransport: MailTransport {
         ]
         let body = message.text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\r\n")
         return headers.joined(separator: "\r\n") + "\r\n\r\n" + body + "\r\n"
+    }
+
+    /// The RFC 5322 §3.3 `date-time` of a Unix instant in UTC, e.g. `Tue, 01 Dec 2026 05:33:15 +0000`
+    /// (English day and month names, proleptic Gregorian calendar, milliseconds dropped toward
+    /// the past). Computed by integer arithmetic (days to civil date), not `DateFormatter`, so
+    /// writing a message touches none of ICU's formatting data.
+    public static func rfc5322Date(unixMilliseconds: Int64) -> String {
+        let seconds = unixMilliseconds >= 0 ? unixMilliseconds / 1000 : (unixMilliseconds - 999) / 1000
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        // Days since 1970-01-01 to year, month, day (the civil-from-days algorithm, 400-year eras).
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153  // 0 = March
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        // 1970-01-01 was a Thursday.
+        let weekday = Int(((days % 7) + 11) % 7)
+        let names = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        var yearText = "\(year)"
+        while yearText.utf8.count < 4 { yearText = "0" + yearText }
+        return "\(names[weekday]), \(two(day)) \(months[Int(month) - 1]) \(yearText) "
+            + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) +0000"
     }
 }
