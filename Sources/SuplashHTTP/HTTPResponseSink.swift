@@ -1,3 +1,4 @@
+import SuplashLogging
 import Synchronization
 
 #if canImport(Glibc)
@@ -53,17 +54,35 @@ public final class HTTPResponseSink: @unchecked Sendable {
     /// Sends `response` (see `HTTPResponse` for the headers the engine sets). Only the
     /// first call counts.
     public func send(_ response: HTTPResponse) {
+        send(response, log: nil)
+    }
+
+    /// Sends `response` and emits `record` (the request's access line, already formatted)
+    /// on the connection's loop just before the response is written: the line goes to that
+    /// loop's log buffer, so one connection's lines keep the order of its responses. Only
+    /// the first call sends; a later call's line is emitted on the caller's thread.
+    public func send(_ response: HTTPResponse, log record: LogRecord?) {
         let first = withState { state -> Bool in
             if state.sent { return false }
             state.sent = true
             state.closeHandlers = []
             return true
         }
-        guard first else { return }
+        guard first else {
+            record?.emit()
+            return
+        }
         if eventLoop.inEventLoop {
+            record?.emit()
             connection.deliver(sequence: sequence, response: response)
         } else {
-            eventLoop.execute { self.connection.deliver(sequence: self.sequence, response: response) }
+            let queued = eventLoop.submit {
+                record?.emit()
+                self.connection.deliver(sequence: self.sequence, response: response)
+            }
+            // The loop has stopped (past the shutdown grace period): the response is lost,
+            // its line is not.
+            if !queued { record?.emit() }
         }
     }
 

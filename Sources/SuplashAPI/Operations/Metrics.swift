@@ -22,6 +22,7 @@ public final class Metrics: @unchecked Sendable {
     private var requests: [RequestKey: UInt64] = [:]
     private var latency: [String: Histogram] = [:]
     private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
+    private var counters: [(name: String, help: String, read: @Sendable () -> Int)] = []
     private var counterFamilies:
         [(
             name: String, help: String, label: String,
@@ -48,6 +49,12 @@ public final class Metrics: @unchecked Sendable {
         lock.withLock { gauges.append((name, help, read)) }
     }
 
+    /// Registers a single counter (no labels) read at every scrape, e.g. log lines dropped.
+    /// `read` must be monotonic (Prometheus counter semantics).
+    public func counter(_ name: String, help: String, _ read: @escaping @Sendable () -> Int) {
+        lock.withLock { counters.append((name, help, read)) }
+    }
+
     /// Registers a family of counters read at every scrape, one series per value of `label`
     /// (e.g. storage failures by kind). `read` returns (label value, count) pairs; label values
     /// must be code-defined (never user text).
@@ -60,8 +67,8 @@ public final class Metrics: @unchecked Sendable {
 
     /// The exposition text (version 0.0.4).
     public func render() -> String {
-        let (requests, latency, gauges, families) = lock.withLock {
-            (self.requests, self.latency, self.gauges, self.counterFamilies)
+        let (requests, latency, gauges, families, counters) = lock.withLock {
+            (self.requests, self.latency, self.gauges, self.counterFamilies, self.counters)
         }
         var out = "# HELP suplash_http_requests_total Requests answered, by route template, method and status.\n"
         out += "# TYPE suplash_http_requests_total counter\n"
@@ -80,6 +87,9 @@ public final class Metrics: @unchecked Sendable {
         }
         for g in gauges {
             out += "# HELP \(g.name) \(g.help)\n# TYPE \(g.name) gauge\n\(g.name) \(g.read())\n"
+        }
+        for c in counters {
+            out += "# HELP \(c.name) \(c.help)\n# TYPE \(c.name) counter\n\(c.name) \(c.read())\n"
         }
         for family in families {
             out += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) counter\n"
