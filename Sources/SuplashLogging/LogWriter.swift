@@ -65,11 +65,10 @@ public final class LogWriter: Sendable {
     /// (64 KiB: about 400 access lines, far more than a loop produces while one batch is written).
     public static let defaultBufferCapacity = 64 * 1024
 
-    /// Interval between two `log_lines_dropped` warnings, in seconds.
-    public static let dropWarningInterval: Double = 60
-
     /// See `defaultBufferCapacity`.
     public let bufferCapacity: Int
+    /// Least time between two `log_lines_dropped` warnings, in seconds (60 in the server).
+    public let dropWarningInterval: Double
     let sink: any LogSink
     let id: Int
 
@@ -97,9 +96,14 @@ public final class LogWriter: Sendable {
     /// - Parameters:
     ///   - sink: where lines go (standard error for the server).
     ///   - bufferCapacity: bytes of info/debug lines per thread before they are dropped.
-    public init(sink: any LogSink = FileDescriptorLogSink.standardError, bufferCapacity: Int = LogWriter.defaultBufferCapacity) {
+    ///   - dropWarningInterval: least seconds between two `log_lines_dropped` warnings.
+    public init(
+        sink: any LogSink = FileDescriptorLogSink.standardError, bufferCapacity: Int = LogWriter.defaultBufferCapacity,
+        dropWarningInterval: Double = 60
+    ) {
         self.sink = sink
         self.bufferCapacity = max(1, bufferCapacity)
+        self.dropWarningInterval = dropWarningInterval
         self.id = LogWriter.nextID.add(1, ordering: .relaxed).oldValue
         let thread = Thread { [self] in run() }
         thread.name = "suplash-log"
@@ -179,7 +183,7 @@ public final class LogWriter: Sendable {
             let total = dropped.load(ordering: .relaxed)
             if total > state.reportedDrops {
                 let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-                if final || state.lastWarning.map({ now - $0 >= LogWriter.dropWarningInterval }) ?? true {
+                if final || state.lastWarning.map({ now - $0 >= dropWarningInterval }) ?? true {
                     state.output.append(
                         contentsOf: LogLineFormat.line(
                             .warning, "log_lines_dropped", [.count("count", total - state.reportedDrops), .count("total", total)]))
