@@ -58,9 +58,10 @@ public final class HTTPResponseSink: @unchecked Sendable {
     }
 
     /// Sends `response` and emits `record` (the request's access line, already formatted)
-    /// on the connection's loop just before the response is written: the line goes to that
-    /// loop's log buffer, so one connection's lines keep the order of its responses. Only
-    /// the first call sends; a later call's line is emitted on the caller's thread.
+    /// on the connection's loop, once the requests before it on the connection are answered:
+    /// the line goes to that loop's log buffer, so one connection's lines keep the order of
+    /// its responses. Only the first call sends; a later call's line is emitted on the
+    /// caller's thread.
     public func send(_ response: HTTPResponse, log record: LogRecord?) {
         let first = withState { state -> Bool in
             if state.sent { return false }
@@ -73,12 +74,10 @@ public final class HTTPResponseSink: @unchecked Sendable {
             return
         }
         if eventLoop.inEventLoop {
-            record?.emit()
-            connection.deliver(sequence: sequence, response: response)
+            connection.deliver(sequence: sequence, response: response, log: record)
         } else {
             let queued = eventLoop.submit {
-                record?.emit()
-                self.connection.deliver(sequence: self.sequence, response: response)
+                self.connection.deliver(sequence: self.sequence, response: response, log: record)
             }
             // The loop has stopped (past the shutdown grace period): the response is lost,
             // its line is not.
