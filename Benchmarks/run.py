@@ -740,13 +740,30 @@ def log_cost_servers(binaries):
     return servers
 
 
+def cpu_seconds_of(pid):
+    """User + system CPU seconds of a process so far (/proc/PID/stat, fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_wrk_with_cpu(lua, server, spec, connections, duration):
+    """run_wrk plus the server's CPU time per request in microseconds (less sensitive than req/s to
+    other work on a shared machine)."""
+    before = cpu_seconds_of(server.proc.pid)
+    r = run_wrk(lua, server, spec, connections, duration)
+    r["cpu_us"] = (cpu_seconds_of(server.proc.pid) - before) / max(1, r["requests"]) * 1e6
+    return r
+
+
 def log_cost(args, conns, lua, binaries):
     """`logcost` workload: get, create and /healthz with the access log on (info) and off (warning),
-    alternating the servers run by run; the cost column is 1 - on/off of the medians."""
+    alternating the servers run by run; the cost column is 1 - on/off of the median req/s, the CPU cost
+    column the server's median CPU time per request on/off - 1."""
     print("## access-log cost (log.level=info vs warning; stderr to a file)\n")
-    print("| server | workload | conns | req/s log on | req/s log off | cost | p50 ms on / off | p99 ms on / off "
-          "| log MiB written | non-2xx+errors |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| server | workload | conns | req/s log on | req/s log off | cost | CPU µs/req on / off | CPU cost "
+          "| p50 ms on / off | p99 ms on / off | log MiB written | non-2xx+errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for workload in LOG_COST_WORKLOADS:
         servers = log_cost_servers(binaries)
         for s in servers:
@@ -758,7 +775,7 @@ def log_cost(args, conns, lua, binaries):
                 results = {s.name: [] for s in servers}
                 for _ in range(args.runs):
                     for s in servers:  # alternate on, off, on, off…
-                        results[s.name].append(run_wrk(lua, s, specs[s.name], c, args.duration))
+                        results[s.name].append(run_wrk_with_cpu(lua, s, specs[s.name], c, args.duration))
                 for label, _ in binaries:
                     on, off = [s for s in servers if s.label == label]
                     def med(name, key):
@@ -767,8 +784,11 @@ def log_cost(args, conns, lua, binaries):
                     rps_on, rps_off = med(on.name, "rps"), med(off.name, "rps")
                     cost = 1 - rps_on / rps_off if rps_off else 0
                     logged = os.path.getsize(on.log_file) / 1048576 if os.path.exists(on.log_file) else 0
+                    cpu_on, cpu_off = med(on.name, "cpu_us"), med(off.name, "cpu_us")
+                    cpu_cost = cpu_on / cpu_off - 1 if cpu_off else 0
                     print(f"| suplash{' ' + label if label else ''} | {workload} | {c} | {rps_on:.0f} | {rps_off:.0f} | "
-                          f"{cost * 100:+.1f} % | {fmt_ms(med(on.name, 'p50_us'))} / {fmt_ms(med(off.name, 'p50_us'))} | "
+                          f"{cost * 100:+.1f} % | {cpu_on:.1f} / {cpu_off:.1f} | {cpu_cost * 100:+.1f} % | "
+                          f"{fmt_ms(med(on.name, 'p50_us'))} / {fmt_ms(med(off.name, 'p50_us'))} | "
                           f"{fmt_ms(med(on.name, 'p99_us'))} / {fmt_ms(med(off.name, 'p99_us'))} | {logged:.1f} | "
                           f"{bad}{' INVALID' if bad else ''} |")
         finally:

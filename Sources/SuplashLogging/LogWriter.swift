@@ -159,14 +159,23 @@ public final class LogWriter: Sendable {
         while !stopping.load(ordering: .acquiring) {
             _ = wake.wait(timeout: .now() + .seconds(1))
             pending.store(false, ordering: .sequentiallyConsistent)
-            drain(final: false)
+            if drain(final: false) {
+                // Under load, let lines gather for a moment: fewer wake-ups for the threads that
+                // log and more lines per write (a buffer holds ~400 access lines, this is ~1 ms).
+                usleep(LogWriter.batchPauseMicroseconds)
+            }
         }
         exited.signal()
     }
 
+    /// Pause after a batch was written, in microseconds.
+    static let batchPauseMicroseconds: UInt32 = 1000
+
     /// Takes every buffer's bytes, adds a drop warning when one is due, and writes the batch.
-    private func drain(final: Bool) {
-        drainState.withLock { state in
+    /// - Returns: true when something was written.
+    @discardableResult
+    private func drain(final: Bool) -> Bool {
+        drainState.withLock { state -> Bool in
             let all = buffers.withLock { $0 }
             var retired: [ObjectIdentifier] = []
             for buffer in all {
@@ -191,9 +200,10 @@ public final class LogWriter: Sendable {
                     state.lastWarning = now
                 }
             }
-            guard !state.output.isEmpty else { return }
+            guard !state.output.isEmpty else { return false }
             state.output.withUnsafeBytes { sink.write($0) }
             state.output.removeAll(keepingCapacity: state.output.capacity <= 1 << 20)
+            return true
         }
     }
 
