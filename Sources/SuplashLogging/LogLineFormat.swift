@@ -22,7 +22,12 @@ enum LogLineFormat {
         append(ascii: "{\"ts\":\"", to: &out)
         appendTimestamp(time, to: &out)
         append(ascii: "\",\"level\":\"", to: &out)
-        out.append(contentsOf: level.rawValue.utf8)
+        switch level {
+        case .debug: append(ascii: "debug", to: &out)
+        case .info: append(ascii: "info", to: &out)
+        case .warning: append(ascii: "warning", to: &out)
+        case .error: append(ascii: "error", to: &out)
+        }
         append(ascii: "\",\"event\":\"", to: &out)
         append(event, to: &out)
         out.append(0x22)
@@ -42,7 +47,7 @@ enum LogLineFormat {
             append(ascii: "\":", to: &out)
             switch field {
             case .method(let s):
-                appendQuoted(Logger.knownMethods.contains(s) ? s : "OTHER", to: &out)
+                appendQuoted(isKnownMethod(s) ? s : "OTHER", to: &out)
             case .requestID(let s), .route(let s), .errorType(let s), .identifier(_, let s), .code(_, let s):
                 appendQuoted(s, to: &out)
             case .component(let s):
@@ -72,10 +77,25 @@ enum LogLineFormat {
         }
     }
 
+    /// `Logger.knownMethods.contains(method)`, without hashing (methods are small strings).
+    @inline(__always)
+    static func isKnownMethod(_ method: String) -> Bool {
+        switch method {
+        case "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE": true
+        default: false
+        }
+    }
+
     /// A JSON string: `"` and `\` escaped, control characters as `\u00xx` (lower-case hex),
     /// everything else as its UTF-8 bytes.
     static func appendQuoted(_ s: String, to out: inout [UInt8]) {
         out.append(0x22)
+        // Request ids, routes, methods and type names need no escaping: copy them whole.
+        if !s.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 }) {
+            out.append(contentsOf: s.utf8)
+            out.append(0x22)
+            return
+        }
         for byte in s.utf8 {
             switch byte {
             case 0x22:
@@ -118,15 +138,55 @@ enum LogLineFormat {
         }
     }
 
-    /// `d` with three decimals, exactly as C's `%.3f` (which `String(format:)` used).
+    /// `d` with three decimals, exactly as C's `%.3f` (which `String(format:)` used): the exact
+    /// binary value rounded to the nearest thousandth, a tie to even. Integer arithmetic for
+    /// |d| < 2^53 (every duration); `vsnprintf` otherwise (huge, infinite or NaN).
     static func appendFixed3(_ d: Double, to out: inout [UInt8]) {
-        var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &buffer) { raw in
-            let base = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
-            let written = withVaList([d]) { vsnprintf(base, raw.count, "%.3f", $0) }
-            let n = min(max(0, Int(written)), raw.count - 1)
-            out.append(contentsOf: UnsafeRawBufferPointer(start: raw.baseAddress, count: n))
+        guard d.isFinite, d.magnitude < 9_007_199_254_740_992 else {
+            appendFixed3Slow(d, to: &out)
+            return
         }
+        if d.sign == .minus { out.append(0x2D) }
+        // magnitude = significand × 2^exponent exactly, significand < 2^53.
+        let magnitude = d.magnitude
+        let significand: UInt64
+        let exponent: Int
+        if magnitude.exponentBitPattern == 0 {
+            significand = magnitude.significandBitPattern
+            exponent = -1074
+        } else {
+            significand = (1 << 52) | magnitude.significandBitPattern
+            exponent = Int(magnitude.exponentBitPattern) - 1075
+        }
+        // Thousandths: significand × 1000 × 2^exponent, rounded half to even.
+        let scaled = significand &* 1000  // < 2^63
+        var thousandths: UInt64
+        if exponent >= 0 {
+            thousandths = scaled << UInt64(exponent)  // magnitude < 2^53, so this is < 2^63
+        } else if exponent <= -64 {
+            thousandths = 0  // below 2^-11: far under half a thousandth
+        } else {
+            let shift = UInt64(-exponent)
+            thousandths = scaled >> shift
+            let remainder = scaled & ((1 << shift) &- 1)
+            let half: UInt64 = 1 << (shift - 1)
+            if remainder > half || (remainder == half && thousandths & 1 == 1) { thousandths += 1 }
+        }
+        appendDecimal(Int(thousandths / 1000), to: &out)
+        out.append(0x2E)
+        appendPadded(Int(thousandths % 1000), width: 3, to: &out)
+    }
+
+    /// `%.3f` through C's `vsnprintf`.
+    static func appendFixed3Slow(_ d: Double, to out: inout [UInt8]) {
+        // The largest double has 309 integer digits.
+        var buffer = [CChar](repeating: 0, count: 400)
+        let written = buffer.withUnsafeMutableBufferPointer { raw -> Int32 in
+            guard let base = raw.baseAddress else { return 0 }
+            return withVaList([d]) { vsnprintf(base, raw.count, "%.3f", $0) }
+        }
+        let n = min(max(0, Int(written)), buffer.count - 1)
+        out.append(contentsOf: buffer[0..<n].map { UInt8(bitPattern: $0) })
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC, milliseconds truncated).

@@ -41,6 +41,14 @@ final class LogLineFormatTests: XCTestCase {
         var durations: [Double] = [0, 0.0004, 0.0005, 0.0015, 0.0025, 1.0005, 2.5, 999.9995, 1e6 + 0.0005, 123_456_789.987654]
         for _ in 0..<2000 { durations.append(Double.random(in: 0..<5000, using: &generator)) }
         for _ in 0..<200 { durations.append(Double(Int.random(in: 0..<100_000, using: &generator)) / 2000) }
+        // Exact ties (odd sixteenths: x.xxx5 in binary, exactly) round to even, as printf does.
+        for j in 0..<200 { durations.append(Double(2 * j + 1) / 16) }
+        // Tiny, negative, subnormal, huge and non-finite values.
+        durations += [
+            -0.0, -1.0005, -0.0625, Double.leastNonzeroMagnitude, 1e-300, 0.00049999999999999999, 9_007_199_254_740_991, 9_007_199_254_740_992,
+            1e20, 1.7976931348623157e308, .infinity, -.infinity,
+        ]
+        for exponent in -70...60 { durations.append(Double(sign: .plus, exponent: exponent, significand: 1.2345)) }
         for d in durations {
             XCTAssertEqual(
                 String(decoding: LogLineFormat.line(.info, "d", [.durationMs(d)], time: fixedTime), as: UTF8.self),
