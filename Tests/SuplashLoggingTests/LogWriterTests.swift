@@ -91,7 +91,8 @@ final class LogWriterTests: XCTestCase {
 
     func testShutdownWritesEverythingQueuedFromEveryThreadInOrder() {
         let sink = BlockingSink()
-        let writer = LogWriter(sink: sink)
+        // Room for every line even if all iterations run on one thread before a batch is taken.
+        let writer = LogWriter(sink: sink, bufferCapacity: 1 << 20)
         let logger = Logger(minimumLevel: .info, writer: writer)
         let threads = 4
         let perThread = 300
