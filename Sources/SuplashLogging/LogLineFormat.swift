@@ -7,6 +7,8 @@
 /// Formats log lines straight into UTF-8 bytes: the same bytes the logger has always
 /// written (`{"ts":"…","level":"…","event":"…",…}\n`, a test compares them with the
 /// earlier `String(format:)` formatting), without Foundation's formatting on the hot path.
+/// The line is written into one allocation sized for the worst case (every string byte
+/// escaped as `\u00xx`), through a pointer.
 enum LogLineFormat {
     /// The whole line for `level`, `event` and `fields` at the current time (`CLOCK_REALTIME`).
     static func line(_ level: LogLevel, _ event: StaticString, _ fields: [LogField]) -> [UInt8] {
@@ -17,64 +19,73 @@ enum LogLineFormat {
 
     /// The whole line at `time` (seconds and nanoseconds since the Unix epoch, UTC).
     static func line(_ level: LogLevel, _ event: StaticString, _ fields: [LogField], time: timespec) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(192)
-        append(ascii: "{\"ts\":\"", to: &out)
-        appendTimestamp(time, to: &out)
-        append(ascii: "\",\"level\":\"", to: &out)
-        switch level {
-        case .debug: append(ascii: "debug", to: &out)
-        case .info: append(ascii: "info", to: &out)
-        case .warning: append(ascii: "warning", to: &out)
-        case .error: append(ascii: "error", to: &out)
-        }
-        append(ascii: "\",\"event\":\"", to: &out)
-        append(event, to: &out)
-        out.append(0x22)
+        // Worst case: fixed text 64, timestamp 48, event, and per field its key and value.
+        var bound = 112 + byteCount(event)
         for field in fields {
-            append(ascii: ",\"", to: &out)
+            bound += 8
             switch field {
-            case .count(let key, _): out.append(contentsOf: key.utf8)
-            case .component: append(ascii: "component", to: &out)
-            case .number(let key, _), .identifier(let key, _), .code(let key, _): append(key, to: &out)
-            case .requestID: append(ascii: "requestId", to: &out)
-            case .method: append(ascii: "method", to: &out)
-            case .route: append(ascii: "route", to: &out)
-            case .status: append(ascii: "status", to: &out)
-            case .durationMs: append(ascii: "durationMs", to: &out)
-            case .errorType: append(ascii: "errorType", to: &out)
-            }
-            append(ascii: "\":", to: &out)
-            switch field {
-            case .method(let s):
-                appendQuoted(isKnownMethod(s) ? s : "OTHER", to: &out)
-            case .requestID(let s), .route(let s), .errorType(let s), .identifier(_, let s), .code(_, let s):
-                appendQuoted(s, to: &out)
-            case .component(let s):
-                appendQuoted(s.description, to: &out)
-            case .status(let n), .count(_, let n), .number(_, let n):
-                appendDecimal(n, to: &out)
-            case .durationMs(let d):
-                appendFixed3(d, to: &out)
+            case .count(let key, _): bound += key.utf8.count + 24
+            case .number(let key, _): bound += byteCount(key) + 24
+            case .identifier(let key, let s), .code(let key, let s): bound += byteCount(key) + 2 + 6 * s.utf8.count
+            case .component(let s): bound += 9 + 2 + 6 * byteCount(s)
+            case .requestID(let s), .route(let s), .errorType(let s): bound += 10 + 2 + 6 * s.utf8.count
+            case .method(let s): bound += 6 + 2 + 6 * min(s.utf8.count, 7)
+            case .status: bound += 6 + 24
+            case .durationMs: bound += 10 + 400  // %.3f of the largest double: 309 digits
             }
         }
-        out.append(0x7D)  // }
-        out.append(0x0A)
-        return out
-    }
-
-    @inline(__always)
-    static func append(ascii: StaticString, to out: inout [UInt8]) {
-        ascii.withUTF8Buffer { out.append(contentsOf: $0) }
-    }
-
-    @inline(__always)
-    static func append(_ text: StaticString, to out: inout [UInt8]) {
-        if text.hasPointerRepresentation {
-            text.withUTF8Buffer { out.append(contentsOf: $0) }
-        } else {
-            out.append(contentsOf: text.description.utf8)
+        return [UInt8](unsafeUninitializedCapacity: bound) { buffer, initialized in
+            guard let base = buffer.baseAddress else { return }
+            var w = LineWriter(base)
+            w.ascii("{\"ts\":\"")
+            w.timestamp(time)
+            w.ascii("\",\"level\":\"")
+            switch level {
+            case .debug: w.ascii("debug")
+            case .info: w.ascii("info")
+            case .warning: w.ascii("warning")
+            case .error: w.ascii("error")
+            }
+            w.ascii("\",\"event\":\"")
+            w.ascii(event)
+            w.byte(0x22)
+            for field in fields {
+                w.ascii(",\"")
+                switch field {
+                case .count(let key, _): w.raw(key)
+                case .component: w.ascii("component")
+                case .number(let key, _), .identifier(let key, _), .code(let key, _): w.ascii(key)
+                case .requestID: w.ascii("requestId")
+                case .method: w.ascii("method")
+                case .route: w.ascii("route")
+                case .status: w.ascii("status")
+                case .durationMs: w.ascii("durationMs")
+                case .errorType: w.ascii("errorType")
+                }
+                w.ascii("\":")
+                switch field {
+                case .method(let s):
+                    w.quoted(isKnownMethod(s) ? s : "OTHER")
+                case .requestID(let s), .route(let s), .errorType(let s), .identifier(_, let s), .code(_, let s):
+                    w.quoted(s)
+                case .component(let s):
+                    w.quoted(s.description)
+                case .status(let n), .count(_, let n), .number(_, let n):
+                    w.decimal(n)
+                case .durationMs(let d):
+                    w.fixed3(d)
+                }
+            }
+            w.byte(0x7D)  // }
+            w.byte(0x0A)
+            initialized = w.count
         }
+    }
+
+    /// UTF-8 length of a static text (a single-scalar literal has no pointer form).
+    @inline(__always)
+    static func byteCount(_ text: StaticString) -> Int {
+        text.hasPointerRepresentation ? text.utf8CodeUnitCount : text.description.utf8.count
     }
 
     /// `Logger.knownMethods.contains(method)`, without hashing (methods are small strings).
@@ -85,34 +96,74 @@ enum LogLineFormat {
         default: false
         }
     }
+}
+
+/// Writes bytes through a pointer into a buffer the caller sized for the worst case.
+struct LineWriter {
+    let base: UnsafeMutablePointer<UInt8>
+    private(set) var count = 0
+
+    init(_ base: UnsafeMutablePointer<UInt8>) {
+        self.base = base
+    }
+
+    @inline(__always)
+    mutating func byte(_ b: UInt8) {
+        base[count] = b
+        count += 1
+    }
+
+    @inline(__always)
+    mutating func bytes(_ source: UnsafeBufferPointer<UInt8>) {
+        guard let from = source.baseAddress, source.count > 0 else { return }
+        (base + count).update(from: from, count: source.count)
+        count += source.count
+    }
+
+    /// A code-defined text, written as is (never escaped, as before).
+    @inline(__always)
+    mutating func ascii(_ text: StaticString) {
+        if text.hasPointerRepresentation {
+            bytes(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        } else {
+            raw(text.description)
+        }
+    }
+
+    /// A string written as is (count keys, which were never escaped).
+    mutating func raw(_ s: String) {
+        var s = s
+        s.withUTF8 { bytes($0) }
+    }
 
     /// A JSON string: `"` and `\` escaped, control characters as `\u00xx` (lower-case hex),
     /// everything else as its UTF-8 bytes.
-    static func appendQuoted(_ s: String, to out: inout [UInt8]) {
-        out.append(0x22)
-        // Request ids, routes, methods and type names need no escaping: copy them whole.
-        if !s.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 }) {
-            out.append(contentsOf: s.utf8)
-            out.append(0x22)
-            return
-        }
-        for byte in s.utf8 {
-            switch byte {
-            case 0x22:
-                out.append(0x5C)
-                out.append(0x22)
-            case 0x5C:
-                out.append(0x5C)
-                out.append(0x5C)
-            case 0..<0x20:
-                append(ascii: "\\u00", to: &out)
-                out.append(hexDigit(byte >> 4))
-                out.append(hexDigit(byte & 0xF))
-            default:
-                out.append(byte)
+    mutating func quoted(_ s: String) {
+        byte(0x22)
+        var s = s
+        s.withUTF8 { utf8 in
+            var start = 0
+            for i in 0..<utf8.count {
+                let b = utf8[i]
+                guard b == 0x22 || b == 0x5C || b < 0x20 else { continue }
+                bytes(UnsafeBufferPointer(rebasing: utf8[start..<i]))
+                start = i + 1
+                switch b {
+                case 0x22:
+                    byte(0x5C)
+                    byte(0x22)
+                case 0x5C:
+                    byte(0x5C)
+                    byte(0x5C)
+                default:
+                    ascii("\\u00")
+                    byte(LineWriter.hexDigit(b >> 4))
+                    byte(LineWriter.hexDigit(b & 0xF))
+                }
             }
+            bytes(UnsafeBufferPointer(rebasing: utf8[start..<utf8.count]))
         }
-        out.append(0x22)
+        byte(0x22)
     }
 
     @inline(__always)
@@ -121,32 +172,49 @@ enum LogLineFormat {
     }
 
     /// A signed decimal integer, as `String(n)` writes it.
-    static func appendDecimal(_ n: Int, to out: inout [UInt8]) {
-        if n < 0 { out.append(0x2D) }
-        var magnitude = n.magnitude
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[count] = 0x30 + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            for i in stride(from: count - 1, through: 0, by: -1) { out.append(buffer[i]) }
+    mutating func decimal(_ n: Int) {
+        if n < 0 { byte(0x2D) }
+        unsignedDecimal(n.magnitude, minimumDigits: 1)
+    }
+
+    /// `n` in decimal, zero-padded to at least `minimumDigits` digits (`%0Nu`).
+    mutating func unsignedDecimal(_ n: UInt, minimumDigits: Int) {
+        var digits = 1
+        var rest = n / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        let width = max(digits, minimumDigits)
+        var value = n
+        var at = count + width - 1
+        for _ in 0..<width {
+            base[at] = 0x30 + UInt8(value % 10)
+            value /= 10
+            at -= 1
+        }
+        count += width
+    }
+
+    /// A non-negative integer zero-padded to at least `width` digits (`%0Nd`).
+    @inline(__always)
+    mutating func padded(_ n: Int, width: Int) {
+        if n < 0 {
+            decimal(n)
+        } else {
+            unsignedDecimal(UInt(n), minimumDigits: width)
         }
     }
 
     /// `d` with three decimals, exactly as C's `%.3f` (which `String(format:)` used): the exact
     /// binary value rounded to the nearest thousandth, a tie to even. Integer arithmetic for
     /// |d| < 2^53 (every duration); `vsnprintf` otherwise (huge, infinite or NaN).
-    static func appendFixed3(_ d: Double, to out: inout [UInt8]) {
+    mutating func fixed3(_ d: Double) {
         guard d.isFinite, d.magnitude < 9_007_199_254_740_992 else {
-            appendFixed3Slow(d, to: &out)
+            fixed3Slow(d)
             return
         }
-        if d.sign == .minus { out.append(0x2D) }
+        if d.sign == .minus { byte(0x2D) }
         // magnitude = significand × 2^exponent exactly, significand < 2^53.
         let magnitude = d.magnitude
         let significand: UInt64
@@ -172,57 +240,40 @@ enum LogLineFormat {
             let half: UInt64 = 1 << (shift - 1)
             if remainder > half || (remainder == half && thousandths & 1 == 1) { thousandths += 1 }
         }
-        appendDecimal(Int(thousandths / 1000), to: &out)
-        out.append(0x2E)
-        appendPadded(Int(thousandths % 1000), width: 3, to: &out)
+        unsignedDecimal(UInt(thousandths / 1000), minimumDigits: 1)
+        byte(0x2E)
+        unsignedDecimal(UInt(thousandths % 1000), minimumDigits: 3)
     }
 
-    /// `%.3f` through C's `vsnprintf`.
-    static func appendFixed3Slow(_ d: Double, to out: inout [UInt8]) {
-        // The largest double has 309 integer digits.
+    /// `%.3f` through C's `vsnprintf` (at most 400 bytes: the largest double has 309 digits).
+    mutating func fixed3Slow(_ d: Double) {
         var buffer = [CChar](repeating: 0, count: 400)
         let written = buffer.withUnsafeMutableBufferPointer { raw -> Int32 in
-            guard let base = raw.baseAddress else { return 0 }
-            return withVaList([d]) { vsnprintf(base, raw.count, "%.3f", $0) }
+            guard let start = raw.baseAddress else { return 0 }
+            return withVaList([d]) { vsnprintf(start, raw.count, "%.3f", $0) }
         }
         let n = min(max(0, Int(written)), buffer.count - 1)
-        out.append(contentsOf: buffer[0..<n].map { UInt8(bitPattern: $0) })
+        for i in 0..<n { byte(UInt8(bitPattern: buffer[i])) }
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC, milliseconds truncated).
-    static func appendTimestamp(_ time: timespec, to out: inout [UInt8]) {
+    mutating func timestamp(_ time: timespec) {
         var t = time.tv_sec
         var parts = tm()
         gmtime_r(&t, &parts)
-        appendPadded(Int(parts.tm_year) + 1900, width: 4, to: &out)
-        out.append(0x2D)
-        appendPadded(Int(parts.tm_mon) + 1, width: 2, to: &out)
-        out.append(0x2D)
-        appendPadded(Int(parts.tm_mday), width: 2, to: &out)
-        out.append(0x54)
-        appendPadded(Int(parts.tm_hour), width: 2, to: &out)
-        out.append(0x3A)
-        appendPadded(Int(parts.tm_min), width: 2, to: &out)
-        out.append(0x3A)
-        appendPadded(Int(parts.tm_sec), width: 2, to: &out)
-        out.append(0x2E)
-        appendPadded(Int(time.tv_nsec / 1_000_000), width: 3, to: &out)
-        out.append(0x5A)
-    }
-
-    /// A non-negative integer zero-padded to at least `width` digits (`%0Nd`).
-    static func appendPadded(_ n: Int, width: Int, to out: inout [UInt8]) {
-        guard n >= 0 else {
-            appendDecimal(n, to: &out)
-            return
-        }
-        var digits = 1
-        var limit = 10
-        while n >= limit && digits < 19 {
-            digits += 1
-            limit &*= 10
-        }
-        for _ in digits..<max(digits, width) { out.append(0x30) }
-        appendDecimal(n, to: &out)
+        padded(Int(parts.tm_year) + 1900, width: 4)
+        byte(0x2D)
+        padded(Int(parts.tm_mon) + 1, width: 2)
+        byte(0x2D)
+        padded(Int(parts.tm_mday), width: 2)
+        byte(0x54)
+        padded(Int(parts.tm_hour), width: 2)
+        byte(0x3A)
+        padded(Int(parts.tm_min), width: 2)
+        byte(0x3A)
+        padded(Int(parts.tm_sec), width: 2)
+        byte(0x2E)
+        padded(Int(time.tv_nsec / 1_000_000), width: 3)
+        byte(0x5A)
     }
 }

@@ -24,6 +24,7 @@ final class LogLineFormatTests: XCTestCase {
     func testEveryFieldKindMatchesTheEarlierFormat() {
         let cases: [(LogLevel, StaticString, [LogField])] = [
             (.debug, "debug_event", []),
+            (.info, "x", [.component("y"), .number("n", 7)]),
             (.warning, "odd_text", [.errorType("Mod.\"Quoted\"\\Back\u{01}\u{1F}\t\nçé🙂"), .route("")]),
             (.error, "numbers", [.status(-1), .count("jobs", Int.max), .count("neg", Int.min), .number("port", 0)]),
             (.info, "static", [.component("listener"), .identifier("pushId", "0194-abc"), .code("reason", "BadDeviceToken")]),
