@@ -18,7 +18,8 @@ final class LogLineFormatTests: XCTestCase {
             #"{"ts":"2026-11-29T08:15:00.123Z","level":"info","event":"request","requestId":"req-1.A_b","method":"GET","#
             + #""route":"/v1/water_logs/{uid}/entries/{id}","status":200,"durationMs":0.812}"# + "\n"
         XCTAssertEqual(String(decoding: LogLineFormat.line(.info, "request", fields, time: fixedTime), as: UTF8.self), expected)
-        XCTAssertEqual(LogLineFormat.line(.info, "request", fields, time: fixedTime), Array(Reference.line(.info, "request", fields, time: fixedTime).utf8))
+        XCTAssertEqual(
+            LogLineFormat.line(.info, "request", fields, time: fixedTime), Array(Reference.line(.info, "request", fields, time: fixedTime).utf8))
     }
 
     func testEveryFieldKindMatchesTheEarlierFormat() {
