@@ -124,6 +124,7 @@ let package = Package(
             path: "Benchmarks/apns", exclude: ["README.md"]),
 
         // MARK: Tests mirror the targets
+        .testTarget(name: "SuplashLoggingTests", dependencies: ["SuplashLogging"]),
         .testTarget(name: "SuplashJSONTests", dependencies: ["SuplashJSON"]),
         .testTarget(name: "SuplashCryptoTests", dependencies: ["SuplashCrypto"]),
         .testTarget(name: "SuplashHTTPTests", dependencies: ["SuplashHTTP"]),

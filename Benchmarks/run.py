@@ -4,6 +4,8 @@
     python3 Benchmarks/run.py                    # full: 3 runs x 15 s, 32 and 128 connections
     python3 Benchmarks/run.py --quick            # 1 run x 5 s, for a smoke test
     python3 Benchmarks/run.py --workloads list,get --runs 5
+    python3 Benchmarks/run.py --workloads logcost --connections 32   # the access log's cost alone
+    python3 Benchmarks/run.py --workloads logcost --compare main=/tmp/main-server --compare now=.build/release/suplash-server
 
 What it does (Benchmarks/README.md, with the latest tables):
   * builds the release server (`swift build -c release --static-swift-stdlib`, as users build it), installs the PocketBase binary
@@ -23,6 +25,10 @@ create, list, get, health and sync also run against our server on PostgreSQL: on
 (`suplash-pg x1`) and two instances behind nginx (`suplash-pg x2`, an `upstream` with
 keepalive), each on a fresh database seeded like the SQLite one; their ratio column is
 against our server on SQLite. `--no-pocketbase` leaves PocketBase out.
+The `logcost` workload (in the default list) runs get, create and /healthz on servers at
+`log.level=info` (the default, one access line per request) and at `warning`, standard error
+to a file, alternating, and prints the cost 1 - (req/s on / req/s off); with `--compare`,
+for each binary.
 Non-2xx responses count as failures and invalidate a run (marked INVALID).
 wrk shares the machine's cores with the server under test.
 Only loopback addresses are used; every loop is bounded.
@@ -179,10 +185,16 @@ class Ours:
 
     def start(self):
         self.dir = tempfile.mkdtemp(prefix="bench-suplash-")
-        env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false", SUPLASH_LOG_LEVEL="warning",
+        # log_level / log_file: set by the log-cost workload (log_cost_servers); otherwise warning, to /dev/null.
+        env = dict(os.environ, SUPLASH_RATELIMIT_ENABLED="false",
+                   SUPLASH_LOG_LEVEL=getattr(self, "log_level", "warning"),
                    SUPLASH_SECURITY_SEALING_KEY_FILE=sealing_key_file(), **self.extra_env())
+        log_file = getattr(self, "log_file", None)
+        stderr = open(log_file, "wb") if log_file else subprocess.DEVNULL
         self.proc = subprocess.Popen([self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.dir],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=self.cwd)
+                                     stdout=subprocess.PIPE, stderr=stderr, env=env, text=True, cwd=self.cwd)
+        if log_file:
+            stderr.close()
         line = self.proc.stdout.readline()
         m = re.search(r":(\d+)\s*$", line.strip())
         if not m:
@@ -620,7 +632,9 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=15)
     ap.add_argument("--connections", default="32,128")
-    ap.add_argument("--workloads", default="create,list,get,health,login,sync,idle,longpoll,coldstart")
+    ap.add_argument("--workloads", default="create,list,get,health,login,sync,idle,longpoll,coldstart,logcost",
+                    help="comma-separated; logcost = the access log's cost (get, create, health with log.level=info"
+                         " vs warning; with --compare, for each binary)")
     ap.add_argument("--entries", type=int, default=10_000)
     ap.add_argument("--idle", type=int, default=10_000, help="idle keep-alive connections for the RSS workload")
     ap.add_argument("--quick", action="store_true", help="1 run x 5 s, 32 connections")
@@ -708,8 +722,91 @@ def compared_servers(pairs, workload, cluster):
     return servers
 
 
+LOG_COST_WORKLOADS = ("get", "create", "health")
+
+
+def log_cost_servers(binaries):
+    """The access log's cost: for each (label, binary), one server at `log.level=info` (the default: one
+    JSON line per request) and one at `warning` (no access lines), both writing standard error to a file
+    in their data directory (as an operator's redirect or journald would take it)."""
+    servers = []
+    for label, path in binaries:
+        for level in ("info", "warning"):
+            ours = Ours(path)
+            ours.name = f"suplash{' ' + label if label else ''} log={level}"
+            ours.log_level = level
+            ours.log_file = tempfile.mktemp(prefix=f"bench-log-{level}-", suffix=".log")
+            ours.label = label
+            servers.append(ours)
+    return servers
+
+
+def cpu_seconds_of(pid):
+    """User + system CPU seconds of a process so far (/proc/PID/stat, fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_wrk_with_cpu(lua, server, spec, connections, duration):
+    """run_wrk plus the server's CPU time per request in microseconds (less sensitive than req/s to
+    other work on a shared machine)."""
+    before = cpu_seconds_of(server.proc.pid)
+    r = run_wrk(lua, server, spec, connections, duration)
+    r["cpu_us"] = (cpu_seconds_of(server.proc.pid) - before) / max(1, r["requests"]) * 1e6
+    return r
+
+
+def log_cost(args, conns, lua, binaries):
+    """`logcost` workload: get, create and /healthz with the access log on (info) and off (warning),
+    alternating the servers run by run; the cost column is 1 - on/off of the median req/s, the CPU cost
+    column the server's median CPU time per request on/off - 1."""
+    print("## access-log cost (log.level=info vs warning; stderr to a file)\n")
+    print("| server | workload | conns | req/s log on | req/s log off | cost | CPU µs/req on / off | CPU cost "
+          "| p50 ms on / off | p99 ms on / off | log MiB written | non-2xx+errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for workload in LOG_COST_WORKLOADS:
+        servers = log_cost_servers(binaries)
+        for s in servers:
+            s.start()
+            s.setup(args.entries if workload == "get" else 1)
+        try:
+            specs = {s.name: s.workload(workload) for s in servers}
+            for c in conns:
+                results = {s.name: [] for s in servers}
+                for _ in range(args.runs):
+                    for s in servers:  # alternate on, off, on, off…
+                        results[s.name].append(run_wrk_with_cpu(lua, s, specs[s.name], c, args.duration))
+                for label, _ in binaries:
+                    on, off = [s for s in servers if s.label == label]
+                    def med(name, key):
+                        return statistics.median(r[key] for r in results[name])
+                    bad = sum(r["errors"] + r["status"] for n in (on.name, off.name) for r in results[n])
+                    rps_on, rps_off = med(on.name, "rps"), med(off.name, "rps")
+                    cost = 1 - rps_on / rps_off if rps_off else 0
+                    logged = os.path.getsize(on.log_file) / 1048576 if os.path.exists(on.log_file) else 0
+                    cpu_on, cpu_off = med(on.name, "cpu_us"), med(off.name, "cpu_us")
+                    cpu_cost = cpu_on / cpu_off - 1 if cpu_off else 0
+                    print(f"| suplash{' ' + label if label else ''} | {workload} | {c} | {rps_on:.0f} | {rps_off:.0f} | "
+                          f"{cost * 100:+.1f} % | {cpu_on:.1f} / {cpu_off:.1f} | {cpu_cost * 100:+.1f} % | "
+                          f"{fmt_ms(med(on.name, 'p50_us'))} / {fmt_ms(med(off.name, 'p50_us'))} | "
+                          f"{fmt_ms(med(on.name, 'p99_us'))} / {fmt_ms(med(off.name, 'p99_us'))} | {logged:.1f} | "
+                          f"{bad}{' INVALID' if bad else ''} |")
+        finally:
+            for s in servers:
+                s.stop()
+                if os.path.exists(s.log_file):
+                    os.remove(s.log_file)
+    print()
+
+
 def run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster):
     for workload in args.workloads.split(","):
+        if workload == "logcost":
+            binaries = [(p.partition("=")[0], p.partition("=")[2].partition("@")[0]) for p in args.compare] \
+                or [("", ours_bin)]
+            log_cost(args, conns, lua, binaries)
+            continue
         if workload == "longpoll":
             print(f"## long polls ({args.longpoll_waiters} waiting; wake latency)\n")
             out = subprocess.run([sys.executable, os.path.join(ROOT, "Benchmarks", "longpoll", "longpoll_bench.py"),

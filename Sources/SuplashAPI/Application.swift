@@ -260,10 +260,11 @@ public final class Application: HTTPResponder {
         ResponseCompression.apply(to: &response, acceptEncoding: request.headers.first(name: "Accept-Encoding"))
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000_000
         services.metrics.record(route: route, method: request.method, status: response.status, seconds: seconds)
-        logger.info(
-            "request", .requestID(request.requestID), .method(request.method), .route(route),
+        // Formatted here, emitted on the connection's loop (its log buffer keeps the order).
+        let line = logger.record(
+            .info, "request", .requestID(request.requestID), .method(request.method), .route(route),
             .status(response.status), .durationMs(seconds * 1000))
-        sink.send(response)
+        sink.send(response, log: line)
     }
 
     /// The pool that runs handlers of `method`.

@@ -1,4 +1,5 @@
 import CEpoll
+import SuplashLogging
 
 /// The event loop's side of a `ConnectionStateMachine`.
 struct LoopEnvironment: ConnectionEnvironment {
@@ -25,6 +26,9 @@ final class Connection {
     private let environment: LoopEnvironment
     /// Sinks of requests handed to the responder and not answered yet.
     private var sinks: [HTTPResponseSink] = []
+    /// Access lines of answered requests held until every earlier request is answered, so
+    /// one connection's lines come in the order of its responses (pipelining), by sequence.
+    private var heldLines: [(sequence: UInt64, record: LogRecord)] = []
     /// Actions waiting to run (events raised while actions run append here).
     private var queue: [ConnectionAction] = []
     private var running = false
@@ -101,10 +105,36 @@ final class Connection {
     }
 
     /// A responder's answer arrives (on the loop thread).
-    func deliver(sequence: UInt64, response: HTTPResponse) {
-        guard !isClosed else { return }
+    /// `record`, the request's access line, is emitted on this loop once the requests before
+    /// it on this connection are answered (at once when there are none).
+    func deliver(sequence: UInt64, response: HTTPResponse, log record: LogRecord? = nil) {
+        guard !isClosed else {
+            record?.emit()
+            return
+        }
         if let index = sinks.firstIndex(where: { $0.sequence == sequence }) { sinks.remove(at: index) }
+        if let record {
+            if heldLines.isEmpty && sinks.allSatisfy({ $0.sequence > sequence }) {
+                record.emit()
+            } else {
+                let at = heldLines.firstIndex { $0.sequence > sequence } ?? heldLines.endIndex
+                heldLines.insert((sequence, record), at: at)
+                emitAnsweredLines()
+            }
+        }
         perform(machine.responseReady(sequence: sequence, response: response, environment))
+    }
+
+    /// Emits the held access lines that no unanswered earlier request precedes.
+    private func emitAnsweredLines() {
+        guard !heldLines.isEmpty else { return }
+        let oldestOpen = sinks.lazy.map(\.sequence).min() ?? .max
+        var released = 0
+        while released < heldLines.count && heldLines[released].sequence < oldestOpen {
+            heldLines[released].record.emit()
+            released += 1
+        }
+        heldLines.removeFirst(released)
     }
 
     /// A responder registered `onClose` on a sink after the client half-closed: the
@@ -267,6 +297,7 @@ final class Connection {
         let abandoned = sinks.filter { $0.sequence >= from }
         guard !abandoned.isEmpty else { return }
         sinks.removeAll { $0.sequence >= from }
+        emitAnsweredLines()
         for sink in abandoned { sink.connectionClosed() }
     }
 
@@ -276,6 +307,8 @@ final class Connection {
         socket.close()
         loop.connectionDidClose(self, fd: fd, wasLingering: lingering)
         abandonSinks()
+        for held in heldLines { held.record.emit() }
+        heldLines = []
     }
 }
 

@@ -105,12 +105,18 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `task` on this loop's thread, soon, in submission order. Wakes the loop through
     /// its eventfd. After the server has shut down, tasks are discarded.
     public func execute(_ task: @escaping @Sendable () -> Void) {
-        if stopped.load(ordering: .acquiring) { return }
+        _ = submit(task)
+    }
+
+    /// `execute(_:)` that tells whether the task was queued (false once the loop has stopped).
+    func submit(_ task: @escaping @Sendable () -> Void) -> Bool {
+        if stopped.load(ordering: .acquiring) { return false }
         let wasEmpty = taskQueue.withLock { queue -> Bool in
             queue.append(task)
             return queue.count == 1
         }
         if wasEmpty { _ = cepoll_eventfd_signal(wakeFD) }
+        return true
     }
 
     /// Runs `task` on this loop's thread once `seconds` have passed (monotonic clock,

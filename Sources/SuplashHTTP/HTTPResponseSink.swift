@@ -1,3 +1,4 @@
+import SuplashLogging
 import Synchronization
 
 #if canImport(Glibc)
@@ -53,17 +54,34 @@ public final class HTTPResponseSink: @unchecked Sendable {
     /// Sends `response` (see `HTTPResponse` for the headers the engine sets). Only the
     /// first call counts.
     public func send(_ response: HTTPResponse) {
+        send(response, log: nil)
+    }
+
+    /// Sends `response` and emits `record` (the request's access line, already formatted)
+    /// on the connection's loop, once the requests before it on the connection are answered:
+    /// the line goes to that loop's log buffer, so one connection's lines keep the order of
+    /// its responses. Only the first call sends; a later call's line is emitted on the
+    /// caller's thread.
+    public func send(_ response: HTTPResponse, log record: LogRecord?) {
         let first = withState { state -> Bool in
             if state.sent { return false }
             state.sent = true
             state.closeHandlers = []
             return true
         }
-        guard first else { return }
+        guard first else {
+            record?.emit()
+            return
+        }
         if eventLoop.inEventLoop {
-            connection.deliver(sequence: sequence, response: response)
+            connection.deliver(sequence: sequence, response: response, log: record)
         } else {
-            eventLoop.execute { self.connection.deliver(sequence: self.sequence, response: response) }
+            let queued = eventLoop.submit {
+                self.connection.deliver(sequence: self.sequence, response: response, log: record)
+            }
+            // The loop has stopped (past the shutdown grace period): the response is lost,
+            // its line is not.
+            if !queued { record?.emit() }
         }
     }
 

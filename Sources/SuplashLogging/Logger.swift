@@ -63,17 +63,22 @@ public enum LogField: Sendable {
     }
 }
 
-/// Writes one JSON object per line to standard error:
+/// Formats one JSON object per line:
 /// `{"ts":"2026-11-29T08:15:00.000Z","level":"info","event":"request",...}`.
 ///
 /// Events are `StaticString`s so a message can never be assembled from user input.
-/// Thread-safe; lines are written with a single `write(2)` each.
+/// A line is formatted on the calling thread. With a `LogWriter` it is handed to that
+/// writer's thread (buffered, many lines per `write(2)`, never blocking the caller; see
+/// `LogWriter`); without one it is written to standard error at once with one `write(2)`.
 public struct Logger: Sendable {
     /// Lines below this level are dropped.
     public var minimumLevel: LogLevel
+    /// The logging thread lines are handed to; nil writes each line to standard error at once.
+    public var writer: LogWriter?
 
-    public init(minimumLevel: LogLevel = .info) {
+    public init(minimumLevel: LogLevel = .info, writer: LogWriter? = nil) {
         self.minimumLevel = minimumLevel
+        self.writer = writer
     }
 
     /// Logs `event` with typed `fields` at `level`.
@@ -88,69 +93,47 @@ public struct Logger: Sendable {
 
     /// Array form of `log(_:_:_:)`, for forwarding variadic fields.
     public func log(_ level: LogLevel, _ event: StaticString, _ fields: [LogField]) {
-        guard level >= minimumLevel else { return }
-        var line = "{\"ts\":\"\(Logger.timestamp())\",\"level\":\"\(level.rawValue)\",\"event\":\"\(event)\""
-        for field in fields {
-            line += ",\"\(field.key)\":"
-            switch field {
-            case .method(let s):
-                line += Logger.quoted(Logger.knownMethods.contains(s) ? s : "OTHER")
-            case .requestID(let s), .route(let s), .errorType(let s), .identifier(_, let s), .code(_, let s):
-                line += Logger.quoted(s)
-            case .component(let s):
-                line += Logger.quoted(s.description)
-            case .status(let n), .count(_, let n), .number(_, let n):
-                line += String(n)
-            case .durationMs(let d):
-                line += String(format: "%.3f", d)
-            }
-        }
-        line += "}\n"
-        Logger.writeLine(line)
+        record(level, event, fields)?.emit()
     }
+
+    /// Formats the line now (on this thread, with the current time) without emitting it:
+    /// the caller hands the record to the thread that should emit it (the HTTP engine emits
+    /// an access line on the connection's event loop, so one connection's lines keep their
+    /// order). Nil when `level` is below `minimumLevel`.
+    public func record(_ level: LogLevel, _ event: StaticString, _ fields: LogField...) -> LogRecord? {
+        record(level, event, fields)
+    }
+
+    /// Array form of `record(_:_:_:)`.
+    public func record(_ level: LogLevel, _ event: StaticString, _ fields: [LogField]) -> LogRecord? {
+        guard level >= minimumLevel else { return nil }
+        return LogRecord(level: level, bytes: LogLineFormat.line(level, event, fields), writer: writer)
+    }
+
+    /// Blocks until every line handed to the writer so far is written (no-op without a
+    /// writer). For shutdown and before writing to standard error directly.
+    public func flush() { writer?.flush() }
 
     /// Methods logged as sent (RFC 9110 §9.1 plus RFC 5789 `PATCH`).
     static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]
+}
 
-    static func writeLine(_ line: String) {
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            guard let base = buffer.baseAddress else { return }
-            var offset = 0
-            while offset < buffer.count {
-                let n = Foundation.write(2, base + offset, buffer.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += n
-            }
+/// One formatted log line (UTF-8 bytes ending in `\n`) and where it goes, made by
+/// `Logger.record`. Emit it exactly once, on the thread whose order it belongs to.
+public struct LogRecord: Sendable {
+    /// Severity: decides whether a full buffer may drop the line (info and debug only).
+    public let level: LogLevel
+    /// The line, `{...}\n`.
+    public let bytes: [UInt8]
+    let writer: LogWriter?
+
+    /// Appends the line to this thread's buffer of the writer (never blocks), or writes it
+    /// to standard error at once when the logger has no writer.
+    public func emit() {
+        if let writer {
+            writer.append(bytes, level: level)
+        } else {
+            bytes.withUnsafeBytes { FileDescriptorLogSink.standardError.write($0) }
         }
-    }
-
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20:
-                out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-
-    static func timestamp() -> String {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        var t = ts.tv_sec
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-            Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(ts.tv_nsec / 1_000_000))
     }
 }

@@ -379,6 +379,12 @@ enum ServeCommand {
         http.errorResponse = { error, _ in APIError.engineResponse(error) }
         let server = HTTPServer(configuration: http, responder: application, logger: logger)
         metrics.gauge("suplash_open_connections", help: "Open client connections.") { Double(server.openConnections) }
+        if let logWriter = logger.writer {
+            metrics.counter(
+                "suplash_log_lines_dropped_total",
+                help: "Info and debug log lines dropped because the log thread fell behind (warnings and errors never are)."
+            ) { logWriter.droppedLineCount }
+        }
         if let longPolls = services.sync?.longPolls {
             metrics.gauge("suplash_long_polls_waiting", help: "Sync pulls parked until a change or their deadline.") {
                 Double(longPolls.waitingCount)
@@ -437,6 +443,8 @@ enum ServeCommand {
         }
         backend.close()
         logger.info("stopped")
+        // Last: every line queued until now reaches standard error before the process exits.
+        logger.flush()
         return 0
     }
 }

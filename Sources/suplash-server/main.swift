@@ -49,11 +49,15 @@ func main() -> Int32 {
         }
     }
     var databasePath: String?
+    // Every log line is written from the logging thread (docs/operations.md, "The log
+    // thread"); it is flushed and stopped on every way out of this function.
+    let logWriter = LogWriter(sink: FileDescriptorLogSink.standardError)
+    defer { logWriter.shutdown() }
     do {
         let settings = try Settings.load(
             file: parsed.options["config"], environment: ProcessInfo.processInfo.environment,
             flags: parsed.options)
-        let logger = Logger(minimumLevel: settings.log.level)
+        let logger = Logger(minimumLevel: settings.log.level, writer: logWriter)
         if settings.storage.driver == .sqlite { databasePath = settings.sqliteDatabasePath }
         let options = StartupOptions(parsed)
         switch parsed.command {
@@ -98,6 +102,8 @@ func main() -> Int32 {
             return 64
         }
     } catch {
+        // The log lines before the failure come first on standard error.
+        logWriter.flush()
         let (text, code) = CLIError.describe(error, database: databasePath)
         FileHandle.standardError.write(Data("suplash-server: \(text)\n".utf8))
         return code

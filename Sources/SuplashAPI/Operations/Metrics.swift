@@ -37,6 +37,7 @@ public final class Metrics: @unchecked Sendable {
     // Guarded by `lock`.
     private var routes: [String: RouteFigures] = [:]
     private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
+    private var counters: [(name: String, help: String, read: @Sendable () -> Int)] = []
     private var counterFamilies:
         [(
             name: String, help: String, label: String,
@@ -59,6 +60,12 @@ public final class Metrics: @unchecked Sendable {
         lock.withLock { gauges.append((name, help, read)) }
     }
 
+    /// Registers a single counter (no labels) read at every scrape, e.g. log lines dropped.
+    /// `read` must be monotonic (Prometheus counter semantics).
+    public func counter(_ name: String, help: String, _ read: @escaping @Sendable () -> Int) {
+        lock.withLock { counters.append((name, help, read)) }
+    }
+
     /// Registers a family of counters read at every scrape, one series per value of `label`
     /// (e.g. storage failures by kind). `read` returns (label value, count) pairs; label values
     /// must be code-defined (never user text).
@@ -71,8 +78,8 @@ public final class Metrics: @unchecked Sendable {
 
     /// The exposition text (version 0.0.4).
     public func render() -> String {
-        let (routes, gauges, families) = lock.withLock {
-            (self.routes, self.gauges, self.counterFamilies)
+        let (routes, gauges, families, counters) = lock.withLock {
+            (self.routes, self.gauges, self.counterFamilies, self.counters)
         }
         let requests = routes.flatMap { route, figures in
             figures.requests.map { (route: route, method: $0.method, status: $0.status, count: $0.count) }
@@ -95,6 +102,9 @@ public final class Metrics: @unchecked Sendable {
         }
         for g in gauges {
             out += "# HELP \(g.name) \(g.help)\n# TYPE \(g.name) gauge\n\(g.name) \(g.read())\n"
+        }
+        for c in counters {
+            out += "# HELP \(c.name) \(c.help)\n# TYPE \(c.name) counter\n\(c.name) \(c.read())\n"
         }
         for family in families {
             out += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) counter\n"

@@ -1,0 +1,120 @@
+import Foundation
+import XCTest
+
+@testable import SuplashLogging
+
+/// Log lines stay byte-for-byte what the logger wrote before it had a logging thread: the
+/// reference below is that earlier formatting (`String(format:)`), kept here verbatim.
+final class LogLineFormatTests: XCTestCase {
+    /// 2026-11-29T08:15:00.123Z.
+    private let fixedTime = timespec(tv_sec: 1_795_939_200 + 15 * 60, tv_nsec: 123_456_789)
+
+    func testTheAccessLineOfAFixedRequestIsByteForByteTheEarlierFormat() {
+        let fields: [LogField] = [
+            .requestID("req-1.A_b"), .method("GET"), .route("/v1/water_logs/{uid}/entries/{id}"), .status(200),
+            .durationMs(0.8125),
+        ]
+        let expected =
+            #"{"ts":"2026-11-29T08:15:00.123Z","level":"info","event":"request","requestId":"req-1.A_b","method":"GET","#
+            + #""route":"/v1/water_logs/{uid}/entries/{id}","status":200,"durationMs":0.812}"# + "\n"
+        XCTAssertEqual(String(decoding: LogLineFormat.line(.info, "request", fields, time: fixedTime), as: UTF8.self), expected)
+        XCTAssertEqual(
+            LogLineFormat.line(.info, "request", fields, time: fixedTime), Array(Reference.line(.info, "request", fields, time: fixedTime).utf8))
+    }
+
+    func testEveryFieldKindMatchesTheEarlierFormat() {
+        let cases: [(LogLevel, StaticString, [LogField])] = [
+            (.debug, "debug_event", []),
+            (.info, "x", [.component("y"), .number("n", 7)]),
+            (.warning, "odd_text", [.errorType("Mod.\"Quoted\"\\Back\u{01}\u{1F}\t\nçé🙂"), .route("")]),
+            (.error, "numbers", [.status(-1), .count("jobs", Int.max), .count("neg", Int.min), .number("port", 0)]),
+            (.info, "static", [.component("listener"), .identifier("pushId", "0194-abc"), .code("reason", "BadDeviceToken")]),
+            (.info, "methods", [.method("PATCH"), .method("LEAKY"), .method("get"), .method("")]),
+        ]
+        for (level, event, fields) in cases {
+            XCTAssertEqual(
+                String(decoding: LogLineFormat.line(level, event, fields, time: fixedTime), as: UTF8.self),
+                Reference.line(level, event, fields, time: fixedTime))
+        }
+    }
+
+    func testDurationsAndTimestampsMatchTheEarlierFormat() {
+        var generator = SystemRandomNumberGenerator()
+        var durations: [Double] = [0, 0.0004, 0.0005, 0.0015, 0.0025, 1.0005, 2.5, 999.9995, 1e6 + 0.0005, 123_456_789.987654]
+        for _ in 0..<2000 { durations.append(Double.random(in: 0..<5000, using: &generator)) }
+        for _ in 0..<200 { durations.append(Double(Int.random(in: 0..<100_000, using: &generator)) / 2000) }
+        // Exact ties (odd sixteenths: x.xxx5 in binary, exactly) round to even, as printf does.
+        for j in 0..<200 { durations.append(Double(2 * j + 1) / 16) }
+        // Tiny, negative, subnormal, huge and non-finite values.
+        durations += [
+            -0.0, -1.0005, -0.0625, Double.leastNonzeroMagnitude, 1e-300, 0.00049999999999999999, 9_007_199_254_740_991, 9_007_199_254_740_992,
+            1e20, 1.7976931348623157e308, .infinity, -.infinity,
+        ]
+        for exponent in -70...60 { durations.append(Double(sign: .plus, exponent: exponent, significand: 1.2345)) }
+        for d in durations {
+            XCTAssertEqual(
+                String(decoding: LogLineFormat.line(.info, "d", [.durationMs(d)], time: fixedTime), as: UTF8.self),
+                Reference.line(.info, "d", [.durationMs(d)], time: fixedTime), "\(d)")
+        }
+        let seconds: [Int] = [0, 59, 86_399, 951_782_400, 1_796_026_500, 4_102_444_799, 253_402_300_799]
+        for s in seconds {
+            for ns in [0, 999_999, 1_000_000, 500_000_000, 999_999_999] {
+                let t = timespec(tv_sec: s, tv_nsec: ns)
+                XCTAssertEqual(
+                    String(decoding: LogLineFormat.line(.info, "t", [], time: t), as: UTF8.self),
+                    Reference.line(.info, "t", [], time: t), "\(s).\(ns)")
+            }
+        }
+    }
+
+    /// The formatting the logger used before (Logger.log, Logger.quoted, Logger.timestamp),
+    /// with the clock passed in.
+    private enum Reference {
+        static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]
+
+        static func line(_ level: LogLevel, _ event: StaticString, _ fields: [LogField], time: timespec) -> String {
+            var line = "{\"ts\":\"\(timestamp(time))\",\"level\":\"\(level.rawValue)\",\"event\":\"\(event)\""
+            for field in fields {
+                line += ",\"\(field.key)\":"
+                switch field {
+                case .method(let s):
+                    line += quoted(knownMethods.contains(s) ? s : "OTHER")
+                case .requestID(let s), .route(let s), .errorType(let s), .identifier(_, let s), .code(_, let s):
+                    line += quoted(s)
+                case .component(let s):
+                    line += quoted(s.description)
+                case .status(let n), .count(_, let n), .number(_, let n):
+                    line += String(n)
+                case .durationMs(let d):
+                    line += String(format: "%.3f", d)
+                }
+            }
+            line += "}\n"
+            return line
+        }
+
+        static func quoted(_ s: String) -> String {
+            var out = "\""
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case _ where scalar.value < 0x20:
+                    out += String(format: "\\u%04x", scalar.value)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+
+        static func timestamp(_ ts: timespec) -> String {
+            var t = ts.tv_sec
+            var parts = tm()
+            gmtime_r(&t, &parts)
+            return String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(ts.tv_nsec / 1_000_000))
+        }
+    }
+}
