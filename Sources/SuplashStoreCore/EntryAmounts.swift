@@ -1,0 +1,137 @@
+import SuplashDomain
+import SuplashSQL
+
+/// The user's distinct entry amounts (`entry_amounts`, docs/decisions.md, "Summary reads a
+/// bounded number of rows"): per amount the number of live entries and the newest `logged_at`
+/// among them, so the summary's `recentAmountsMl` (spec §4) reads a handful of rows instead of
+/// the day's entries. Maintained by `EntryBookkeeping.entriesChanged` in the transaction of
+/// every entry write (REST, batches, reminder drinks, sync pushes) from the write's deltas
+/// alone — no statement reads an entry the same transaction writes, since on PostgreSQL the
+/// entry's own write joins the commit. A removal that may have taken an amount's newest entry
+/// marks the row `stale` (`last_logged_at` is then an upper bound); the user's next entry write
+/// re-reads stale rows, and the summary seeks them itself. The callers hold the user's lock.
+public enum EntryAmounts {
+    /// Re-reads the user's stale rows, then applies `deltas` (each entry version that appeared
+    /// or disappeared) per amount. Every statement is `enqueue`d (no round trip of its own on
+    /// PostgreSQL).
+    /// - Throws: the engine's error.
+    @inlinable public static func entriesChanged(_ tx: some StoreTransaction, userID: String, deltas: [EntryDelta]) throws {
+        guard !deltas.isEmpty else { return }
+        try tx.enqueue(EntryAmountsSQL.refreshStale, [.text(userID)])
+        for change in changes(deltas) {
+            let added = change.newestAdded ?? Int64.min
+            let removed = change.newestRemoved ?? Int64.min
+            try tx.enqueue(
+                EntryAmountsSQL.apply,
+                [
+                    .text(userID), .integer(Int64(change.amountMl)), .integer(Int64(change.count)), .integer(added),
+                    .integer(removed), .integer(max(added, removed)), .integer(removed >= added ? 1 : 0),
+                ])
+            if change.newestRemoved != nil {
+                try tx.enqueue(EntryAmountsSQL.dropEmpty, [.text(userID), .integer(Int64(change.amountMl))])
+            }
+        }
+    }
+
+    /// What `deltas` do to one amount: the live-count change and the newest `logged_at` added and
+    /// removed (nil: none).
+    @usableFromInline struct Change: Equatable {
+        @usableFromInline var amountMl: Int
+        @usableFromInline var count = 0
+        @usableFromInline var newestAdded: Int64?
+        @usableFromInline var newestRemoved: Int64?
+
+        @usableFromInline init(amountMl: Int) { self.amountMl = amountMl }
+    }
+
+    /// `deltas` folded per amount, in ascending amount order (a stable statement order).
+    @usableFromInline static func changes(_ deltas: [EntryDelta]) -> [Change] {
+        var byAmount: [Int: Change] = [:]
+        for d in deltas where d.count != 0 {
+            let amount = d.amountMl * d.count  // the delta's amount is signed by its count (±1)
+            var c = byAmount[amount] ?? Change(amountMl: amount)
+            c.count += d.count
+            if d.count > 0 {
+                c.newestAdded = max(c.newestAdded ?? d.loggedAt, d.loggedAt)
+            } else {
+                c.newestRemoved = max(c.newestRemoved ?? d.loggedAt, d.loggedAt)
+            }
+            byAmount[amount] = c
+        }
+        return byAmount.values.sorted { $0.amountMl < $1.amountMl }
+    }
+
+    /// The summary's recent amounts (spec §4 `recentAmountsMl`): the ≤ 3 distinct amounts of the
+    /// user's live entries logged before the day's end, ordered by each amount's newest such
+    /// entry (`logged_at DESC, id DESC`), where an amount whose newest entry is before the day
+    /// counts only when that entry is among the `?4 + 1` newest live entries before the day
+    /// (the window the summary has always looked back over). Binds `?1` user id, `?2` / `?3`
+    /// the day's range (ms, `[start, end)`), `?4` the window − 1, `?5` `Int64.min`.
+    /// Rows: `amount_ml`, newest first.
+    ///
+    /// Reads: through `entry_amounts_recent` the fresh rows down to the third newest below the
+    /// day's end (ties included) and every row that is stale or newer than the day's end, then
+    /// for each of those amounts one seek of `water_entries_amounts` for its newest entry before
+    /// the day's end, and (only when an amount's newest entry is before the day) the window's
+    /// oldest entry through `water_entries_list`. An amount left out has a fresh row whose newest
+    /// entry is older than three others' — it cannot be among the three.
+    public static let recentSQL = SQLText(
+        """
+        SELECT e.amount_ml FROM (
+            SELECT (SELECT w.id FROM water_entries w
+                    WHERE w.user_id = ?1 AND w.amount_ml = c.amount_ml AND w.deleted = 0 AND w.logged_at < ?3
+                    ORDER BY w.logged_at DESC, w.id DESC LIMIT 1) AS newest
+            FROM (
+                SELECT amount_ml FROM entry_amounts
+                WHERE user_id = ?1 AND stale = 0 AND last_logged_at >= COALESCE((
+                    SELECT last_logged_at FROM entry_amounts WHERE user_id = ?1 AND stale = 0 AND last_logged_at < ?3
+                    ORDER BY last_logged_at DESC LIMIT 1 OFFSET 2), ?5)
+                UNION ALL
+                SELECT amount_ml FROM entry_amounts WHERE user_id = ?1 AND stale = 1
+            ) AS c
+        ) AS n
+        JOIN water_entries e ON e.user_id = ?1 AND e.id = n.newest
+        WHERE e.logged_at >= ?2 OR NOT EXISTS (
+            SELECT 1 FROM (
+                SELECT logged_at, id FROM water_entries
+                WHERE user_id = ?1 AND deleted = 0 AND logged_at < ?2
+                ORDER BY logged_at DESC, id DESC LIMIT 1 OFFSET ?4
+            ) AS k
+            WHERE e.logged_at < k.logged_at OR (e.logged_at = k.logged_at AND e.id < k.id))
+        ORDER BY e.logged_at DESC, e.id DESC LIMIT 3
+        """)
+}
+
+@usableFromInline enum EntryAmountsSQL {
+    /// The user's stale rows from their live entries (a row whose amount has none left stays
+    /// stale until its removal's `dropEmpty`).
+    @usableFromInline static let refreshStale = SQLText(
+        """
+        UPDATE entry_amounts SET stale = 0, last_logged_at = (
+            SELECT MAX(w.logged_at) FROM water_entries w
+            WHERE w.user_id = entry_amounts.user_id AND w.amount_ml = entry_amounts.amount_ml AND w.deleted = 0)
+        WHERE user_id = ?1 AND stale = 1 AND EXISTS (
+            SELECT 1 FROM water_entries w
+            WHERE w.user_id = entry_amounts.user_id AND w.amount_ml = entry_amounts.amount_ml AND w.deleted = 0)
+        """)
+    /// One amount's change: binds `?1` user, `?2` amount, `?3` live-count change, `?4` newest
+    /// `logged_at` added, `?5` newest removed (`Int64.min`: none), `?6` / `?7` a new row's
+    /// `last_logged_at` / `stale`. The stored newest rises to the newest added; the row turns
+    /// stale when a removal reaches the new stored newest (it may have been the newest) and fresh
+    /// again when an added entry is at or after the stored newest (an upper bound even when
+    /// stale) and after every removal (so it survived this write).
+    @usableFromInline static let apply = SQLText(
+        """
+        INSERT INTO entry_amounts (user_id, amount_ml, live_count, last_logged_at, stale) VALUES (?1, ?2, ?3, ?6, ?7)
+        ON CONFLICT (user_id, amount_ml) DO UPDATE SET
+            live_count = entry_amounts.live_count + excluded.live_count,
+            last_logged_at = CASE WHEN entry_amounts.last_logged_at < ?4 THEN ?4 ELSE entry_amounts.last_logged_at END,
+            stale = CASE
+                WHEN entry_amounts.last_logged_at <= ?5 AND ?4 <= ?5 THEN 1
+                WHEN entry_amounts.last_logged_at <= ?4 AND ?5 < ?4 THEN 0
+                ELSE entry_amounts.stale END
+        """)
+    /// Drops the amount's row once no live entry has it: binds `?1` user, `?2` amount.
+    @usableFromInline static let dropEmpty = SQLText(
+        "DELETE FROM entry_amounts WHERE user_id = ?1 AND amount_ml = ?2 AND live_count <= 0")
+}
