@@ -51,7 +51,7 @@ final class SummaryStoreTests: XCTestCase {
     /// summary computed it when it read the whole day: the day's entries newest first, then at
     /// most `DayStatements.recentAmountsWindow` entries before the day for the distinct amounts.
     func expected(_ store: some Store, _ date: LocalDate) throws -> String {
-        try expected(try XCTUnwrap(try store.exportAccount(userID: uid)).entries, date)
+        expected(try XCTUnwrap(try store.exportAccount(userID: uid)).entries, date)
     }
 
     /// `expected(store, date)` from the user's live entries `entries`.
