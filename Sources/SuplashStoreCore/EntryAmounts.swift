@@ -17,7 +17,7 @@ public enum EntryAmounts {
     /// - Throws: the engine's error.
     @inlinable public static func entriesChanged(_ tx: some StoreTransaction, userID: String, deltas: [EntryDelta]) throws {
         guard !deltas.isEmpty else { return }
-        try tx.enqueue(EntryAmountsSQL.refreshStale, [.text(userID)])
+        try tx.enqueue(refreshStaleSQL, [.text(userID)])
         for change in changes(deltas) {
             let added = change.newestAdded ?? Int64.min
             let removed = change.newestRemoved ?? Int64.min
@@ -61,6 +61,18 @@ public enum EntryAmounts {
         return byAmount.values.sorted { $0.amountMl < $1.amountMl }
     }
 
+    /// Re-reads the user's stale rows from their live entries through `water_entries_amounts`
+    /// (a row whose amount has none left stays stale until its removal drops it): binds `?1`
+    /// user id.
+    public static let refreshStaleSQL = SQLText(
+        """
+        UPDATE entry_amounts SET stale = 0, last_logged_at = (
+            SELECT MAX(w.logged_at) FROM water_entries w
+            WHERE w.user_id = entry_amounts.user_id AND w.amount_ml = entry_amounts.amount_ml AND w.deleted = 0)
+        WHERE user_id = ?1 AND stale = 1 AND EXISTS (
+            SELECT 1 FROM water_entries w
+            WHERE w.user_id = entry_amounts.user_id AND w.amount_ml = entry_amounts.amount_ml AND w.deleted = 0)
+        """)
     /// The summary's recent amounts (spec §4 `recentAmountsMl`): the ≤ 3 distinct amounts of the
     /// user's live entries logged before the day's end, ordered by each amount's newest such
     /// entry (`logged_at DESC, id DESC`), where an amount whose newest entry is before the day
@@ -103,17 +115,6 @@ public enum EntryAmounts {
 }
 
 @usableFromInline enum EntryAmountsSQL {
-    /// The user's stale rows from their live entries (a row whose amount has none left stays
-    /// stale until its removal's `dropEmpty`).
-    @usableFromInline static let refreshStale = SQLText(
-        """
-        UPDATE entry_amounts SET stale = 0, last_logged_at = (
-            SELECT MAX(w.logged_at) FROM water_entries w
-            WHERE w.user_id = entry_amounts.user_id AND w.amount_ml = entry_amounts.amount_ml AND w.deleted = 0)
-        WHERE user_id = ?1 AND stale = 1 AND EXISTS (
-            SELECT 1 FROM water_entries w
-            WHERE w.user_id = entry_amounts.user_id AND w.amount_ml = entry_amounts.amount_ml AND w.deleted = 0)
-        """)
     /// One amount's change: binds `?1` user, `?2` amount, `?3` live-count change, `?4` newest
     /// `logged_at` added, `?5` newest removed (`Int64.min`: none), `?6` / `?7` a new row's
     /// `last_logged_at` / `stale`. The stored newest rises to the newest added; the row turns

@@ -213,10 +213,7 @@ final class SummaryStoreTests: XCTestCase {
             "SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = ? AND local_date = ?",
             [.text("u"), .text("2026-01-01")])
         XCTAssertFalse(totals.contains("SCAN"), totals)
-        let refresh = try plan(
-            "UPDATE entry_amounts SET stale = 0, last_logged_at = (SELECT MAX(w.logged_at) FROM water_entries w "
-                + "WHERE w.user_id = entry_amounts.user_id AND w.amount_ml = entry_amounts.amount_ml AND w.deleted = 0) "
-                + "WHERE user_id = ? AND stale = 1", [.text("u")])
+        let refresh = try plan(EntryAmounts.refreshStaleSQL.sqlite, [.text("u")])
         XCTAssertTrue(refresh.contains("water_entries_amounts"), refresh)
         XCTAssertFalse(refresh.contains("SCAN"), refresh)
     }
