@@ -23,6 +23,10 @@ create, list, get, health and sync also run against our server on PostgreSQL: on
 (`suplash-pg x1`) and two instances behind nginx (`suplash-pg x2`, an `upstream` with
 keepalive), each on a fresh database seeded like the SQLite one; their ratio column is
 against our server on SQLite. `--no-pocketbase` leaves PocketBase out.
+The `summary` workload (ours only: PocketBase has no such route) drives `GET
+…/summary?date=` of one user whose day holds 10 and then 20,000 entries (`--summary-sizes`;
+seeded through the batch endpoint, 500 per request, fresh server per size), on SQLite and
+with `--postgres` on one PostgreSQL instance; with `--compare` on each binary.
 Non-2xx responses count as failures and invalidate a run (marked INVALID).
 wrk shares the machine's cores with the server under test.
 Only loopback addresses are used; every loop is bounded.
@@ -251,6 +255,7 @@ class Ours:
             "health": ("GET", "/healthz", "", ""),
             "login": ("POST", "/v1/auth/login", login, ""),
             "sync": ("GET", f"/v1/sync?since={self.sync_token}", "", self.auth) if self.sync_token else None,
+            "summary": ("GET", f"/v1/water_logs/{self.uid}/summary?date={LOGGED_AT_OURS[:10]}", "", self.auth),
         }.get(name)
 
     def stop(self):
@@ -479,7 +484,7 @@ class PostgresCluster:
 
 
 # Workloads the PostgreSQL columns run (login is hash-bound, the rest are SQLite-only figures).
-POSTGRES_WORKLOADS = ("create", "list", "get", "health", "sync")
+POSTGRES_WORKLOADS = ("create", "list", "get", "health", "sync", "summary")
 
 
 class OursPostgres(Ours):
@@ -620,8 +625,10 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=15)
     ap.add_argument("--connections", default="32,128")
-    ap.add_argument("--workloads", default="create,list,get,health,login,sync,idle,longpoll,coldstart")
+    ap.add_argument("--workloads", default="create,list,get,health,login,sync,summary,idle,longpoll,coldstart")
     ap.add_argument("--entries", type=int, default=10_000)
+    ap.add_argument("--summary-sizes", default="10,20000",
+                    help="entries in the summarised day, one table row per size (the summary workload)")
     ap.add_argument("--idle", type=int, default=10_000, help="idle keep-alive connections for the RSS workload")
     ap.add_argument("--quick", action="store_true", help="1 run x 5 s, 32 connections")
     ap.add_argument("--skip-build", action="store_true")
@@ -707,6 +714,42 @@ def compared_servers(pairs, workload, cluster):
     return servers
 
 
+def run_summary(args, conns, lua, ours_bin, cluster):
+    """`GET …/summary` of a day holding each of `--summary-sizes` entries (all logged on the
+    summarised day; seeded with the batch endpoint), a fresh server per size and binary; the
+    runs alternate between the binaries. Latency is what this workload is about: p50 / p99."""
+    sizes = [int(n) for n in args.summary_sizes.split(",")]
+    print(f"## summary (entries in the day: {', '.join(f'{n:,}' for n in sizes)})\n")
+    print("| server | entries in the day | conns | req/s | p50 ms | p99 ms | errors | non-2xx |")
+    print("|---|---|---|---|---|---|---|---|")
+    for size in sizes:
+        if args.compare:
+            servers = compared_servers(args.compare, "summary", cluster)
+        else:
+            servers = [Ours(ours_bin)] + ([OursPostgres(ours_bin, cluster)] if cluster else [])
+        try:
+            for s in servers:
+                s.start()
+                s.setup(max(size - 1, 0))  # setup adds one entry of its own on the same day
+            for c in conns:
+                results = {s.name: [] for s in servers}
+                for _ in range(args.runs):
+                    for s in servers:  # alternate A B A B
+                        results[s.name].append(run_wrk(lua, s, s.workload("summary"), c, args.duration))
+                for s in servers:
+                    rs = results[s.name]
+                    errors = sum(r["errors"] for r in rs)
+                    status = sum(r["status"] for r in rs)
+                    invalid = " INVALID" if errors or status else ""
+                    print(f"| {s.name} | {size:,} | {c} | {statistics.median(r['rps'] for r in rs):.0f}{invalid} | "
+                          f"{fmt_ms(statistics.median(r['p50_us'] for r in rs))} | "
+                          f"{fmt_ms(statistics.median(r['p99_us'] for r in rs))} | {errors} | {status} |")
+        finally:
+            for s in servers:
+                s.stop()
+    print()
+
+
 def run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster):
     for workload in args.workloads.split(","):
         if workload == "longpoll":
@@ -721,6 +764,9 @@ def run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster):
             print(f"## cold start to `listening` with {args.coldstart_entries} entries\n")
             print(f"min {min(times):.0f} ms, median {statistics.median(times):.0f} ms, max {max(times):.0f} ms "
                   f"(5 starts)\n")
+            continue
+        if workload == "summary":
+            run_summary(args, conns, lua, ours_bin, cluster)
             continue
         if args.compare:
             servers = compared_servers(args.compare, workload, cluster)

@@ -103,15 +103,20 @@ public enum EntryAmounts {
             ) AS c
         ) AS n
         JOIN water_entries e ON e.user_id = ?1 AND e.id = n.newest
-        WHERE e.logged_at >= ?2 OR NOT EXISTS (
-            SELECT 1 FROM (
-                SELECT logged_at, id FROM water_entries
-                WHERE user_id = ?1 AND deleted = 0 AND logged_at < ?2
-                ORDER BY logged_at DESC, id DESC LIMIT 1 OFFSET ?4
-            ) AS k
-            WHERE e.logged_at < k.logged_at OR (e.logged_at = k.logged_at AND e.id < k.id))
+        WHERE e.logged_at >= ?2 OR e.logged_at > COALESCE((\(lookBack("logged_at"))), ?5)
+            OR (e.logged_at = (\(lookBack("logged_at"))) AND e.id >= (\(lookBack("id"))))
         ORDER BY e.logged_at DESC, e.id DESC LIMIT 3
         """)
+}
+
+/// `column` of the oldest entry of the summary's look-back: the `?4 + 1`-th newest live entry
+/// before `?2` (none when there are fewer). Uncorrelated, so each engine evaluates it at most
+/// once per statement, and only when a candidate lies before the day.
+private func lookBack(_ column: String) -> String {
+    """
+    SELECT \(column) FROM water_entries WHERE user_id = ?1 AND deleted = 0 AND logged_at < ?2
+    ORDER BY logged_at DESC, id DESC LIMIT 1 OFFSET ?4
+    """
 }
 
 @usableFromInline enum EntryAmountsSQL {

@@ -206,9 +206,10 @@ final class SummaryStoreTests: XCTestCase {
         XCTAssertTrue(recent.contains("entry_amounts_recent"), recent)
         XCTAssertTrue(recent.contains("water_entries_amounts"), recent)
         XCTAssertTrue(recent.contains("water_entries_list"), recent)
-        // Only the few candidate amounts (`c`) and the window's one row (`k`) are walked.
+        // Only the few candidate amounts (`c`) are walked.
         let scans = recent.split(separator: "\n").filter { $0.contains("SCAN ") }
-        XCTAssertEqual(Set(scans.map { String($0) }), ["text(\"SCAN c\")", "text(\"SCAN k\")"], recent)
+        XCTAssertEqual(Set(scans.map { String($0) }), ["text(\"SCAN c\")"], recent)
+        XCTAssertFalse(recent.contains("CORRELATED SCALAR SUBQUERY 7"), "the look-back is read once: \(recent)")
         let totals = try plan(
             "SELECT total_ml, entries_count, goal_met FROM daily_totals WHERE user_id = ? AND local_date = ?",
             [.text("u"), .text("2026-01-01")])
