@@ -3,13 +3,14 @@ import SuplashSQL
 
 /// The user's distinct entry amounts (`entry_amounts`, docs/decisions.md, "Summary reads a
 /// bounded number of rows"): per amount the number of live entries and the newest of them
-/// (`logged_at`, then id), so the summary's `recentAmountsMl` (spec §4) reads a handful of rows instead of
-/// the day's entries. Maintained by `EntryBookkeeping.entriesChanged` in the transaction of
-/// every entry write (REST, batches, reminder drinks, sync pushes) from the write's deltas
-/// alone — no statement reads an entry the same transaction writes, since on PostgreSQL the
-/// entry's own write joins the commit. A removal that may have taken an amount's newest entry
-/// marks the row `stale` (its newest is then an upper bound), as does an entry added without
-/// its id; the user's next entry write re-reads stale rows, and the summary seeks them itself. The callers hold the user's lock.
+/// (`logged_at`, then id), so the summary's `recentAmountsMl` (spec §4) reads a handful of
+/// rows instead of the day's entries. Maintained by `EntryBookkeeping.entriesChanged` in the
+/// transaction of every entry write (REST, batches, reminder drinks, sync pushes) from the
+/// write's deltas alone — no statement reads an entry the same transaction writes, since on
+/// PostgreSQL the entry's own write joins the commit. A removal that may have taken an
+/// amount's newest entry marks the row `stale` (its newest is then an upper bound), as does an
+/// entry added without its id; the user's next entry write re-reads stale rows, and the
+/// summary seeks them itself. The callers hold the user's lock.
 public enum EntryAmounts {
     /// Re-reads the user's stale rows, then applies `deltas` (each entry version that appeared
     /// or disappeared) per amount. Every statement is `enqueue`d (no round trip of its own on
@@ -94,21 +95,21 @@ public enum EntryAmounts {
             SELECT 1 FROM water_entries w
             WHERE w.user_id = entry_amounts.user_id AND w.amount_ml = entry_amounts.amount_ml AND w.deleted = 0)
         """)
+
     /// The summary's recent amounts (spec §4 `recentAmountsMl`): the ≤ 3 distinct amounts of the
     /// user's live entries logged before the day's end, ordered by each amount's newest such
     /// entry (`logged_at DESC, id DESC`), where an amount whose newest entry is before the day
     /// counts only when that entry is among the `?4 + 1` newest live entries before the day
     /// (the window the summary has always looked back over). Binds `?1` user id, `?2` / `?3`
-    /// the day's range (ms, `[start, end)`), `?4` the window − 1, `?5` `Int64.min`.
-    /// Rows: `amount_ml`, newest first.
+    /// the day's range (ms, `[start, end)`), `?4` the window − 1, `?5` `Int64.min` (the
+    /// look-back's floor when fewer entries precede the day). Rows: `amount_ml`, newest first.
     ///
     /// Reads: through `entry_amounts_recent` the three newest fresh rows below the day's end and
-    /// every row that is stale or newer than the day's end, then
-    /// for each of those amounts one seek of `water_entries_amounts` for its newest entry before
-    /// the day's end, and (only when an amount's newest entry is before the day) the window's
-    /// oldest entry through `water_entries_list`. An amount left out has a fresh row whose newest
-    /// entry is older than three others' — it cannot be among the three. `?5` is unused by
-    /// the candidates and kept for the look-back's COALESCE.
+    /// every row that is stale or newer than the day's end, then for each of those amounts one
+    /// seek of `water_entries_amounts` for its newest entry before the day's end, and (only when
+    /// an amount's newest entry is before the day) the window's oldest entry through
+    /// `water_entries_list`. An amount left out has a fresh row whose newest entry is older than
+    /// three others' — it cannot be among the three.
     public static let recentSQL = SQLText(
         """
         SELECT e.amount_ml FROM (
