@@ -29,6 +29,10 @@ The `logcost` workload (in the default list) runs get, create and /healthz on se
 `log.level=info` (the default, one access line per request) and at `warning`, standard error
 to a file, alternating, and prints the cost 1 - (req/s on / req/s off); with `--compare`,
 for each binary.
+The `summary` workload (ours only: PocketBase has no such route) drives `GET
+…/summary?date=` of one user whose day holds 10 and then 20,000 entries (`--summary-sizes`;
+seeded through the batch endpoint, 500 per request, fresh server per size), on SQLite and
+with `--postgres` on one PostgreSQL instance; with `--compare` on each binary.
 Non-2xx responses count as failures and invalidate a run (marked INVALID).
 wrk shares the machine's cores with the server under test.
 Only loopback addresses are used; every loop is bounded.
@@ -263,6 +267,7 @@ class Ours:
             "health": ("GET", "/healthz", "", ""),
             "login": ("POST", "/v1/auth/login", login, ""),
             "sync": ("GET", f"/v1/sync?since={self.sync_token}", "", self.auth) if self.sync_token else None,
+            "summary": ("GET", f"/v1/water_logs/{self.uid}/summary?date={LOGGED_AT_OURS[:10]}", "", self.auth),
         }.get(name)
 
     def stop(self):
@@ -491,7 +496,7 @@ class PostgresCluster:
 
 
 # Workloads the PostgreSQL columns run (login is hash-bound, the rest are SQLite-only figures).
-POSTGRES_WORKLOADS = ("create", "list", "get", "health", "sync")
+POSTGRES_WORKLOADS = ("create", "list", "get", "health", "sync", "summary")
 
 
 class OursPostgres(Ours):
@@ -632,10 +637,12 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=15)
     ap.add_argument("--connections", default="32,128")
-    ap.add_argument("--workloads", default="create,list,get,health,login,sync,idle,longpoll,coldstart,logcost",
+    ap.add_argument("--workloads", default="create,list,get,health,login,sync,summary,idle,longpoll,coldstart,logcost",
                     help="comma-separated; logcost = the access log's cost (get, create, health with log.level=info"
                          " vs warning; with --compare, for each binary)")
     ap.add_argument("--entries", type=int, default=10_000)
+    ap.add_argument("--summary-sizes", default="10,20000",
+                    help="entries in the summarised day, one table row per size (the summary workload)")
     ap.add_argument("--idle", type=int, default=10_000, help="idle keep-alive connections for the RSS workload")
     ap.add_argument("--quick", action="store_true", help="1 run x 5 s, 32 connections")
     ap.add_argument("--skip-build", action="store_true")
@@ -797,6 +804,41 @@ def log_cost(args, conns, lua, binaries):
                 s.stop()
                 if os.path.exists(s.log_file):
                     os.remove(s.log_file)
+
+
+def run_summary(args, conns, lua, ours_bin, cluster):
+    """`GET …/summary` of a day holding each of `--summary-sizes` entries (all logged on the
+    summarised day; seeded with the batch endpoint), a fresh server per size and binary; the
+    runs alternate between the binaries. Latency is what this workload is about: p50 / p99."""
+    sizes = [int(n) for n in args.summary_sizes.split(",")]
+    print(f"## summary (entries in the day: {', '.join(f'{n:,}' for n in sizes)})\n")
+    print("| server | entries in the day | conns | req/s | p50 ms | p99 ms | errors | non-2xx |")
+    print("|---|---|---|---|---|---|---|---|")
+    for size in sizes:
+        if args.compare:
+            servers = compared_servers(args.compare, "summary", cluster)
+        else:
+            servers = [Ours(ours_bin)] + ([OursPostgres(ours_bin, cluster)] if cluster else [])
+        try:
+            for s in servers:
+                s.start()
+                s.setup(max(size - 1, 0))  # setup adds one entry of its own on the same day
+            for c in conns:
+                results = {s.name: [] for s in servers}
+                for _ in range(args.runs):
+                    for s in servers:  # alternate A B A B
+                        results[s.name].append(run_wrk(lua, s, s.workload("summary"), c, args.duration))
+                for s in servers:
+                    rs = results[s.name]
+                    errors = sum(r["errors"] for r in rs)
+                    status = sum(r["status"] for r in rs)
+                    invalid = " INVALID" if errors or status else ""
+                    print(f"| {s.name} | {size:,} | {c} | {statistics.median(r['rps'] for r in rs):.0f}{invalid} | "
+                          f"{fmt_ms(statistics.median(r['p50_us'] for r in rs))} | "
+                          f"{fmt_ms(statistics.median(r['p99_us'] for r in rs))} | {errors} | {status} |")
+        finally:
+            for s in servers:
+                s.stop()
     print()
 
 
@@ -819,6 +861,9 @@ def run_workloads(args, conns, lua, ours_bin, pb_bin, have_nginx, cluster):
             print(f"## cold start to `listening` with {args.coldstart_entries} entries\n")
             print(f"min {min(times):.0f} ms, median {statistics.median(times):.0f} ms, max {max(times):.0f} ms "
                   f"(5 starts)\n")
+            continue
+        if workload == "summary":
+            run_summary(args, conns, lua, ours_bin, cluster)
             continue
         if args.compare:
             servers = compared_servers(args.compare, workload, cluster)

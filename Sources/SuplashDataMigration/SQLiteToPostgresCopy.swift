@@ -69,6 +69,7 @@ public enum SQLiteToPostgresCopy {
         Table(name: "device_tokens", primaryKey: ["user_id", "device_id", "push_type"], positioned: false),
         Table(name: "push_outbox", primaryKey: ["id"], positioned: false),
         Table(name: "drinking_hours", primaryKey: ["user_id", "local_date", "hour"], positioned: false),
+        Table(name: "entry_amounts", primaryKey: ["user_id", "amount_ml"], positioned: false),
         Table(name: "reminders", primaryKey: ["id"], positioned: false),
         Table(name: "campaigns", primaryKey: ["id"], positioned: false),
         Table(name: "idempotency_records", primaryKey: ["caller", "idempotency_key"], positioned: false),

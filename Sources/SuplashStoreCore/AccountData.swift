@@ -82,7 +82,10 @@ enum AccountSQL {
     static let deleteRefreshTokens = SQLText(
         "DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE user_id = ?1)")
     /// The user's rows in every table that references the user, children first.
-    static let deleteOwnedRows = ["sessions", "water_entries", "days", "daily_totals", "bills", "achievements", "drinking_hours", "reminders"].map {
+    static let deleteOwnedRows = [
+        "sessions", "water_entries", "days", "daily_totals", "bills", "achievements", "drinking_hours", "reminders",
+        "entry_amounts",
+    ].map {
         SQLText("DELETE FROM \($0) WHERE user_id = ?1")
     }
     static let deleteUser = SQLText("DELETE FROM users WHERE id = ?1")

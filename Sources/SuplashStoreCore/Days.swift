@@ -36,28 +36,28 @@ extension HydrationRepository where Self: SQLStore {
         }
     }
 
-    /// The day's entries, the amounts before it, its context and the achievements in one
-    /// snapshot (one round trip on PostgreSQL); the amounts before the day are read even when
-    /// the day alone names three (a cheap indexed read, cheaper than a second round trip).
+    /// The day's totals row, its three newest entries, the recent amounts (`EntryAmounts`), its
+    /// context and the achievements in one snapshot (one round trip on PostgreSQL); each read is
+    /// bounded whatever the day's size.
     public func daySummary(userID: String, date: LocalDate, range: Range<Int64>) throws -> DaySummaryData {
+        let user = SQLValue.text(userID)
         let results = try snapshotPipeline([
-            SQLStatement(DayStatements.entriesSQL, [.text(userID), .integer(range.lowerBound), .integer(range.upperBound)]),
+            SQLStatement(BookkeepingSQL.dayTotals, [user, .text(date.description)]),
+            SQLStatement(DayStatements.entriesSQL, [user, .integer(range.lowerBound), .integer(range.upperBound)]),
             SQLStatement(
-                DaySQL.amountsBefore,
-                [.text(userID), .integer(range.lowerBound), .integer(Int64(DayStatements.recentAmountsWindow))]),
+                EntryAmounts.recentSQL,
+                [
+                    user, .integer(range.lowerBound), .integer(range.upperBound),
+                    .integer(Int64(DayStatements.recentAmountsWindow - 1)), .integer(Int64.min),
+                ]),
             SQLStatement(EntryBookkeeping.contextsSQL, EntryBookkeeping.contextsArgs(userID: userID, from: date, to: date)),
-            SQLStatement(EntryBookkeeping.achievementsSQL, [.text(userID)]),
+            SQLStatement(EntryBookkeeping.achievementsSQL, [user]),
         ])
-        let entries = results[0].map(StoreRows.entry)
-        var recent: [Int] = []
-        for e in entries where !recent.contains(e.content.amountMl) && recent.count < 3 { recent.append(e.content.amountMl) }
-        for row in results[1] where recent.count < 3 {
-            let amount = Int(row[0].int64 ?? 0)
-            if !recent.contains(amount) { recent.append(amount) }
-        }
+        let totals = results[0].first
         return DaySummaryData(
-            entries: entries, recentAmountsMl: recent, context: EntryBookkeeping.contexts(results[2])[date],
-            achievements: EntryBookkeeping.achievements(results[3]))
+            lastEntries: results[1].map(StoreRows.entry), totalMl: Int(totals?[0].int64 ?? 0),
+            entriesCount: Int(totals?[1].int64 ?? 0), recentAmountsMl: results[2].map { Int($0[0].int64 ?? 0) },
+            context: EntryBookkeeping.contexts(results[3])[date], achievements: EntryBookkeeping.achievements(results[4]))
     }
 
     /// The totals and contexts of `[from, to]` in one snapshot (one round trip on PostgreSQL).
@@ -83,18 +83,19 @@ extension HydrationRepository where Self: SQLStore {
 
 /// Day statements other use cases share (the account export, query-plan tests).
 public enum DayStatements {
-    /// The summary's read of a day's live entries, newest first (served by
-    /// `water_entries_list`): binds `?1` user id, `?2` / `?3` the day's range (ms, `[start, end)`).
-    /// Rows: `StoreRows.entryColumns`.
+    /// The summary's read of a day's three newest live entries, newest first (served by
+    /// `water_entries_list`, which gives the order): binds `?1` user id, `?2` / `?3` the day's
+    /// range (ms, `[start, end)`). Rows: `StoreRows.entryColumns`.
     public static let entriesSQL = SQLText(
         """
         SELECT \(StoreRows.entryColumns) FROM water_entries
         WHERE user_id = ?1 AND deleted = 0 AND logged_at >= ?2 AND logged_at < ?3
-        ORDER BY logged_at DESC, id DESC
+        ORDER BY logged_at DESC, id DESC LIMIT 3
         """)
 
-    /// How many entries before the day the summary's recent amounts look at (at most).
-    static let recentAmountsWindow = 200
+    /// How many live entries before the day the summary's recent amounts look back over (an
+    /// amount whose newest entry is older does not count; `EntryAmounts.recentSQL`).
+    public static let recentAmountsWindow = 200
 
     /// Every day document of `userID`, oldest first, read on `c`.
     /// - Throws: the engine's error.
@@ -116,12 +117,6 @@ enum DaySQL {
             max_temperature_c = excluded.max_temperature_c, active_minutes = excluded.active_minutes,
             updated_at = excluded.updated_at, version = excluded.version,
             change_position = excluded.change_position, lww_at = excluded.lww_at, lww_device = excluded.lww_device
-        """)
-    static let amountsBefore = SQLText(
-        """
-        SELECT amount_ml FROM water_entries
-        WHERE user_id = ?1 AND deleted = 0 AND logged_at < ?2
-        ORDER BY logged_at DESC, id DESC LIMIT ?3
         """)
     static let totals = SQLText(
         """

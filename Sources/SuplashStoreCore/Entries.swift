@@ -42,7 +42,7 @@ extension WaterEntryRepository where Self: SQLStore {
                 return .existing(existing)
             }
             if checked.count > 2, let holder = checked[2].first.map(StoreRows.entry) { return .existing(holder) }
-            let deltas = [EntryDelta(content, sign: 1)]
+            let deltas = [EntryDelta(content, sign: 1, id: id)]
             let bookkeeping = EntryBookkeeping.recomputeReads(userID: userID, timezone: zone, deltas: deltas)
             let locked = try tx.pipeline(
                 [SQLStatement(UserLock.statement, [.text(userID)])] + bookkeeping + (reminders?.statements ?? []))
@@ -93,7 +93,7 @@ extension WaterEntryRepository where Self: SQLStore {
                 ])
             try EntryBookkeeping.entriesChanged(
                 tx, userID: userID, profile: profile,
-                deltas: [EntryDelta(current.content, sign: -1), EntryDelta(content, sign: 1)], now: now)
+                deltas: [EntryDelta(current.content, sign: -1, id: id), EntryDelta(content, sign: 1, id: id)], now: now)
             return next
         }
     }
@@ -111,7 +111,7 @@ extension WaterEntryRepository where Self: SQLStore {
                 of: .entry(userID, id), userID: userID, EntrySQL.delete,
                 [.integer(now), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id)])
             try EntryBookkeeping.entriesChanged(
-                tx, userID: userID, profile: profile, deltas: [EntryDelta(current.content, sign: -1)], now: now)
+                tx, userID: userID, profile: profile, deltas: [EntryDelta(current.content, sign: -1, id: id)], now: now)
         }
     }
 

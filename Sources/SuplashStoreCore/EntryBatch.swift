@@ -53,7 +53,7 @@ extension WaterEntryBatchRepository where Self: SQLStore {
                         WaterEntry(
                             id: item.id, userID: userID, content: content, createdAt: now, updatedAt: now, version: 1,
                             deleted: false)))
-                touched.append(EntryDelta(content, sign: 1))
+                touched.append(EntryDelta(content, sign: 1, id: item.id))
             }
             try EntryBookkeeping.entriesChanged(tx, userID: userID, profile: profile, deltas: touched, now: now)
             return outcomes

@@ -20,7 +20,8 @@ public enum EntryBookkeeping {
     /// THE hook for entry writes (REST entry writes, batches, sync pushes): call it inside the
     /// write transaction after inserting, updating or deleting entries of `userID`, with each
     /// entry version that appeared (+1) or disappeared (−1; an update is both). Updates those
-    /// local days' totals in O(1) per day (`DailyTotals`), then streaks, badges and totals, and
+    /// local days' totals in O(1) per day (`DailyTotals`), the hourly totals (`HourlyTotals`) and
+    /// the distinct amounts (`EntryAmounts`), then streaks, badges and totals, and
     /// writes a new achievements version with a change position when anything changed.
     /// - Parameters:
     ///   - profile: the user's profile when the caller has it (from `UserLock.lock`); read
@@ -49,6 +50,7 @@ public enum EntryBookkeeping {
             watchWritten: DailyTotals.watchWritten(deltas),
             prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
         try HourlyTotals.entriesChanged(tx, userID: userID, clock: clock, deltas: deltas, now: now)
+        try EntryAmounts.entriesChanged(tx, userID: userID, deltas: deltas)
         if planReminders, !ReminderPlanner.goalMetThroughout(profile: profile, changes: changes, now: now) {
             try ReminderPlanner.dayChanged(
                 tx, userID: userID, profile: profile, intakeWritten: deltas.contains { $0.count > 0 }, now: now,

@@ -80,7 +80,9 @@ final class HydrationBehaviourTests: XCTestCase {
         }
         try note("moved west")
         let summary = try store.daySummary(userID: uid, date: day1.adding(days: 1), range: clock.dayRange(day1.adding(days: 1)))
-        transcript.append("summary \(summary.entries.map(\.id)) recent=\(summary.recentAmountsMl) ctx=\(String(describing: summary.context))")
+        transcript.append(
+            "summary \(summary.lastEntries.map(\.id)) total=\(summary.totalMl)/\(summary.entriesCount) recent=\(summary.recentAmountsMl) ctx=\(String(describing: summary.context))"
+        )
         return transcript
     }
 

@@ -73,7 +73,8 @@ final class SnapshotPipelineTests: XCTestCase {
         let summary = try store.daySummary(userID: fixtures.alice, date: date, range: range)
         let figures = try store.dayFigures(userID: fixtures.alice, from: date.adding(days: -1), to: date.adding(days: 1))
         return [
-            "\(summary.entries)", "\(summary.recentAmountsMl)", "\(String(describing: summary.context))",
+            "\(summary.lastEntries) \(summary.totalMl)/\(summary.entriesCount)", "\(summary.recentAmountsMl)",
+            "\(String(describing: summary.context))",
             "\(summary.achievements)", "\(figures.totals.sorted { $0.key < $1.key })",
             "\(figures.contexts.sorted { $0.key < $1.key })",
         ]

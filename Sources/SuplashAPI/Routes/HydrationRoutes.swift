@@ -34,7 +34,7 @@ enum HydrationRoutes {
         let today = clock.today(now: request.now)
         let date = try queryDate(request, "date") ?? today
         let data = try services.domain.hydration.daySummary(userID: uid, date: date, range: clock.dayRange(date))
-        let total = data.entries.reduce(0) { $0 + $1.content.amountMl }
+        let total = data.totalMl
         let goal = HydrationRules.dayGoalMl(baseGoalMl: HydrationRules.baseGoalMl(profile), context: data.context)
         let progress = (Double(total) / Double(max(goal, 1)) * 10_000).rounded() / 10_000
         let body = JSONValue.object([
@@ -44,8 +44,8 @@ enum HydrationRoutes {
             ("goalMl", DomainPresenter.int(goal)),
             ("progress", DomainPresenter.double(progress)),
             ("goalMet", .bool(total >= goal)),
-            ("entriesCount", DomainPresenter.int(data.entries.count)),
-            ("lastEntries", .array(data.entries.prefix(3).map(Presenter.entry))),
+            ("entriesCount", DomainPresenter.int(data.entriesCount)),
+            ("lastEntries", .array(data.lastEntries.map(Presenter.entry))),
             ("recentAmountsMl", .array(data.recentAmountsMl.map { DomainPresenter.int($0) })),
             ("currentStreakDays", DomainPresenter.int(data.achievements.currentStreakDays(today: today))),
         ]).serialized()

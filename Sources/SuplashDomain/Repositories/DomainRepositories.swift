@@ -1,7 +1,12 @@
-/// What `summary` needs about one local day, read in one go (spec §4 summary).
+/// What `summary` needs about one local day, read in one go (spec §4 summary): a bounded
+/// number of rows whatever the day's size.
 public struct DaySummaryData: Sendable {
-    /// The day's live entries, newest first (loggedAt desc, id desc).
-    public var entries: [WaterEntry]
+    /// The day's ≤ 3 newest live entries, newest first (loggedAt desc, id desc).
+    public var lastEntries: [WaterEntry]
+    /// The sum of the day's live entries (ml).
+    public var totalMl: Int
+    /// The number of the day's live entries.
+    public var entriesCount: Int
     /// The last ≤ 3 distinct amounts among the user's entries up to the end of the day,
     /// newest first (ml).
     public var recentAmountsMl: [Int]
@@ -10,8 +15,13 @@ public struct DaySummaryData: Sendable {
     /// The user's achievements (for `currentStreakDays`).
     public var achievements: Achievements
 
-    public init(entries: [WaterEntry], recentAmountsMl: [Int], context: DayContextContent?, achievements: Achievements) {
-        self.entries = entries
+    public init(
+        lastEntries: [WaterEntry], totalMl: Int, entriesCount: Int, recentAmountsMl: [Int], context: DayContextContent?,
+        achievements: Achievements
+    ) {
+        self.lastEntries = lastEntries
+        self.totalMl = totalMl
+        self.entriesCount = entriesCount
         self.recentAmountsMl = recentAmountsMl
         self.context = context
         self.achievements = achievements
@@ -27,8 +37,9 @@ public protocol HydrationRepository: Sendable {
         userID: String, date: LocalDate, content: DayContextContent, deviceID: String?,
         now: Int64
     ) throws -> (day: DayContext, created: Bool)
-    /// The day `range` (ms, `[start, end)`) of local day `date`: entries, recent amounts,
-    /// context and achievements — one indexed range read.
+    /// Local day `date`, whose range in the profile's zone is `range` (ms, `[start, end)`): its
+    /// totals (the per-day row), its newest entries, the recent amounts, context and
+    /// achievements — a bounded number of indexed rows whatever the day's size.
     func daySummary(userID: String, date: LocalDate, range: Range<Int64>) throws -> DaySummaryData
     /// Per-day totals and contexts of `[from, to]` (local dates), read by index.
     func dayFigures(userID: String, from: LocalDate, to: LocalDate) throws

@@ -9,13 +9,17 @@ public struct EntryDelta: Sendable, Equatable {
     /// +1 or −1.
     public var count: Int
     public var source: EntrySource
+    /// The entry's id, when the writer passes it (it orders entries logged at the same instant
+    /// for the distinct amounts the store keeps); nil: unknown.
+    public var id: String?
 
-    /// The entry `content` appearing (`sign` +1) or disappearing (−1).
-    public init(_ content: WaterEntryContent, sign: Int) {
+    /// The entry `content` (id `id`, when known) appearing (`sign` +1) or disappearing (−1).
+    public init(_ content: WaterEntryContent, sign: Int, id: String? = nil) {
         loggedAt = content.loggedAt
         amountMl = sign * content.amountMl
         count = sign
         source = content.source
+        self.id = id
     }
 }
 

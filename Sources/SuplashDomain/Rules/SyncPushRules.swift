@@ -95,10 +95,10 @@ public enum SyncPush {
         var deltas: [EntryDelta] = []
         switch step {
         case .answer, .unchanged: return []
-        case .upsert(let entry): deltas.append(EntryDelta(entry.content, sign: 1))
+        case .upsert(let entry): deltas.append(EntryDelta(entry.content, sign: 1, id: entry.id))
         case .tombstone: break
         }
-        if let stored, !stored.deleted { deltas.append(EntryDelta(stored.document.content, sign: -1)) }
+        if let stored, !stored.deleted { deltas.append(EntryDelta(stored.document.content, sign: -1, id: stored.document.id)) }
         return deltas
     }
 

@@ -1,0 +1,1 @@
+../SuplashAPITests/SummaryScenario.swift
