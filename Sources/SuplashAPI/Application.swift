@@ -24,9 +24,12 @@ public struct Route: Sendable {
 
     /// A route whose handler runs on the event loop (see `runsOnEventLoop`): it must never
     /// block, touch storage or hash.
-    public init(onEventLoop handler: @escaping @Sendable (APIRequest) throws -> HTTPResponse) {
-        self.handler = handler
-        self.runsOnEventLoop = true
+    /// (A factory, not an initializer: an unlabelled trailing closure `Route { … }` must
+    /// never resolve to it.)
+    public static func onEventLoop(_ handler: @escaping @Sendable (APIRequest) throws -> HTTPResponse) -> Route {
+        var route = Route(handler)
+        route.runsOnEventLoop = true
+        return route
     }
 
     /// A route whose handler may park the request and answer later (spec §5 long poll).

@@ -108,7 +108,15 @@ public final class LogWriter: Sendable {
         let thread = Thread { [self] in run() }
         thread.name = "suplash-log"
         thread.stackSize = 256 * 1024
+        // The logging thread takes no process signals: it starts with every signal blocked
+        // (a thread inherits its creator's mask), so a SIGTERM meant for the server's
+        // `sigwait` can never be delivered here and end the process by its default action.
+        var all = sigset_t()
+        var previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_BLOCK, &all, &previous)
         thread.start()
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
     }
 
     /// Info and debug lines dropped so far because a buffer was full (monotonic).

@@ -7,9 +7,9 @@ enum HealthRoutes {
     static func register(into router: inout Router<Route>, services: Services) {
         router.add(
             "GET", "/healthz",
-            Route(onEventLoop: { _ in
+            Route.onEventLoop { _ in
                 .json(200, .object([("status", .string("ok"))]))
-            }))
+            })
         router.add(
             "GET", "/readyz",
             Route { _ in
