@@ -29,26 +29,35 @@ public enum ReminderPlanner {
     ///     answers a snooze.
     ///   - now: ms since the epoch.
     /// - Throws: the engine's error.
+    ///   - window: the profile's `WakingWindow.current(at: now)` when the caller has it
+    ///     (`windowToPlan`).
     public static func dayChanged<T: StoreTransaction>(
-        _ tx: T, userID: String, profile: UserProfile, intakeWritten: Bool, now: Int64,
+        _ tx: T, userID: String, profile: UserProfile, intakeWritten: Bool, now: Int64, window: WakingWindow? = nil,
         prefetched: (prefetch: Prefetch, rows: ArraySlice<[T.Connection.Row]>, deltas: [EntryDelta])? = nil
     ) throws {
         guard profile.reminders.enabled else { return }
         try replan(
-            tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now, prefetched: prefetched)
+            tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now, window: window,
+            prefetched: prefetched)
     }
 
-    /// True when an entry write cannot change the plan: the reminder day's goal was met before
-    /// the write and still is (the plan stays "goal met"; its re-plan mark is already stored),
-    /// so the recompute is skipped. False when reminders are off (nothing to do anyway).
-    public static func goalMetThroughout(profile: UserProfile, changes: [DayTotalChange], now: Int64) -> Bool {
+    /// The waking window an entry write's recompute works on (`WakingWindow.current(at: now)`,
+    /// for `dayChanged(window:)`), or nil when the recompute is skipped: reminders are off, the
+    /// wake or sleep time does not parse (the plan would do nothing), or the write cannot change
+    /// the plan because the reminder day's goal was met before the write and still is (the plan
+    /// stays "goal met"; its re-plan mark is already stored).
+    public static func windowToPlan(profile: UserProfile, changes: [DayTotalChange], now: Int64) -> WakingWindow? {
         guard profile.reminders.enabled, let wake = ClockTime(parsing: profile.wakeTime),
             let sleep = ClockTime(parsing: profile.sleepTime)
-        else { return false }
+        else { return nil }
         let window = WakingWindow.current(
             at: now, wake: wake, sleep: sleep, clock: ZoneClocks.shared.clock(profile.timezone))
-        guard let change = changes.first(where: { $0.date == window.day }) else { return false }
-        return change.before?.goalMet == true && change.after?.goalMet == true
+        if let change = changes.first(where: { $0.date == window.day }), change.before?.goalMet == true,
+            change.after?.goalMet == true
+        {
+            return nil
+        }
+        return window
     }
 
     /// Recomputes after a profile write when anything the schedule reads changed (reminder
@@ -152,14 +161,19 @@ public enum ReminderPlanner {
     /// the buckets read before it) and the decision; `intakeWrittenAt` nil reads the latest
     /// intake write. Returns true when a reminder is pending afterwards.
     @discardableResult static func replan<T: StoreTransaction>(
-        _ tx: T, userID: String, profile: UserProfile, intakeWrittenAt: Int64?, now: Int64,
+        _ tx: T, userID: String, profile: UserProfile, intakeWrittenAt: Int64?, now: Int64, window given: WakingWindow? = nil,
         prefetched: (prefetch: Prefetch, rows: ArraySlice<[T.Connection.Row]>, deltas: [EntryDelta])? = nil
     ) throws -> Bool {
         let clock = ZoneClocks.shared.clock(profile.timezone)
-        guard let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) else {
-            return false
+        let window: WakingWindow
+        if let given {
+            window = given
+        } else {
+            guard let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) else {
+                return false
+            }
+            window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
         }
-        let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
         let today = clock.localDate(of: now)
         var rows: [[T.Connection.Row]]
         var added: [(HourlyDrinking.Bucket, Int)] = []
@@ -276,23 +290,25 @@ public struct StoredReminder: Sendable, Equatable {
     }
 }
 
-enum ReminderSQL {
+/// The reminder statements both engines run (written once).
+public enum ReminderSQL {
     static let columns = "id, kind, due_at, state, suggested_ml, local_date, subject_id, sent_at"
 
     /// The hourly history of `HourlyDrinking`: per hour, the earliest day with a bucket and the
     /// sum over the complete days `?2 ≤ day < ?3` (today) — rows shaped as
     /// `HourlyTotals.bucketsSQL`'s, which `HourlyDrinking(buckets:today:)` reads the same; ?1 user.
-    static let hourlyHistory = SQLText(
+    public static let hourlyHistory = SQLText(
         """
         SELECT MIN(local_date), hour, CAST(SUM(amount_ml) AS BIGINT) FROM drinking_hours
         WHERE user_id = ?1 AND local_date >= ?2 AND local_date < ?3 GROUP BY hour
         """)
     /// The reminder day's buckets and the next day's (a window crossing midnight); ?1 user,
     /// ?2 / ?3 the two days.
-    static let dayBuckets = SQLText(
+    public static let dayBuckets = SQLText(
         "SELECT local_date, hour, amount_ml FROM drinking_hours WHERE user_id = ?1 AND local_date >= ?2 AND local_date <= ?3")
-    /// The user's latest reminders (`reminders_history`); binds ?1 user, ?2 limit.
-    static let history = SQLText(
+    /// The user's latest reminders (`reminders_history`, which gives the order); binds ?1 user,
+    /// ?2 limit.
+    public static let history = SQLText(
         "SELECT \(columns) FROM reminders WHERE user_id = ?1 ORDER BY due_at DESC, id DESC LIMIT ?2")
     /// The latest creation of a live entry drunk from ?2 on (`water_entries_list`).
     static let lastIntakeWrite = SQLText(
