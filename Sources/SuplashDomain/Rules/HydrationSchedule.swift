@@ -134,6 +134,7 @@ public struct ExpectedCurve: Sendable {
         }
         let total = pieces.reduce(0.0) { $0 + Double($1.1 - $1.0) * $1.2 }
         var segments: [Segment] = []
+        segments.reserveCapacity(pieces.count)
         var cumulative = 0.0
         for (s, e, w) in pieces {
             let rate = total > 0 ? Double(goalMl) * w / total : 0
