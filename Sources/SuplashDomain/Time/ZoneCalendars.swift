@@ -122,7 +122,8 @@ final class OffsetSpans: @unchecked Sendable {
         return span
     }
 
-    /// How far back from an instant the start of its span is looked for, seconds.
+    /// How far back from an instant the start of its span is looked for (and how far ahead its
+    /// end, when the zone has no later transition), seconds.
     static let lookBack: Int64 = 183 * 86_400
 
     static func span(containing t: Int64, zone: TimeZone) -> Span {
@@ -139,8 +140,10 @@ final class OffsetSpans: @unchecked Sendable {
             start = n
             steps += 1
         }
-        let end = next(after: t).map { max($0, t + 1) } ?? Int64.max
-        let checked = steps < 16 && offset(start) == value && (end == Int64.max || offset(end - 1) == value)
+        // No later transition: the span still ends `lookBack` ahead, so that its end is checked
+        // like any other and a long-lived span is found again now and then.
+        let end = next(after: t).map { max($0, t + 1) } ?? t + lookBack
+        let checked = steps < 16 && offset(start) == value && offset(end - 1) == value
         return checked ? Span(start: start, end: end, offset: value) : Span(start: t, end: t + 1, offset: value)
     }
 }
