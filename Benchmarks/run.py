@@ -219,6 +219,9 @@ class Ours:
         self.email = email
         self.uid = b["user"]["id"]
         self.auth = "Bearer " + b["session"]["accessToken"]
+        if getattr(self, "reminders_off", False):
+            s, b = c.call("PATCH", "/v1/users/me", {"reminders": {"enabled": False}}, self.auth)
+            assert s == 200, (s, b)
         for n in range(getattr(self, "devices", DEVICES)):
             # Other devices with background tokens: every write queues their background refresh
             # (no APNs key is configured, so nothing is sent; the bookkeeping is what is measured;
@@ -657,7 +660,8 @@ def main():
                          " (every write then queues their background refresh; no APNs key, so nothing is sent)")
     ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
                     help="compare server binaries instead (repeat; e.g. before=/tmp/a after=.build/release/suplash-server;"
-                         " NAME=PATH@3 registers 3 devices per user for that one):"
+                         " NAME=PATH@3 registers 3 devices per user for that one; NAME=PATH+reminders-off turns"
+                         " the benchmark user's reminders off, so one binary compares with reminders on and off):"
                          " each workload runs on each binary, alternating run by run, on SQLite and with --postgres"
                          " on PostgreSQL too (one instance, a fresh database each); PocketBase and nginx are left out")
     args = ap.parse_args()
@@ -713,18 +717,20 @@ def compared_servers(pairs, workload, cluster):
     parsed = []
     for pair in pairs:
         label, _, rest = pair.partition("=")
+        off = rest.endswith("+reminders-off")
+        rest = rest.removesuffix("+reminders-off")
         path, _, devices = rest.partition("@")
         if not path or not os.path.exists(path) or (devices and not devices.isdigit()):
-            raise SystemExit(f"--compare {pair!r}: expected NAME=PATH[@DEVICES] with an existing binary")
-        parsed.append((label, path, int(devices) if devices else DEVICES))
-    for label, path, devices in parsed:
+            raise SystemExit(f"--compare {pair!r}: expected NAME=PATH[@DEVICES][+reminders-off] with an existing binary")
+        parsed.append((label, path, int(devices) if devices else DEVICES, off))
+    for label, path, devices, off in parsed:
         ours = Ours(path)
-        ours.name, ours.devices = f"suplash {label}", devices
+        ours.name, ours.devices, ours.reminders_off = f"suplash {label}", devices, off
         servers.append(ours)
     if cluster and workload in POSTGRES_WORKLOADS:
-        for label, path, devices in parsed:
+        for label, path, devices, off in parsed:
             pg = OursPostgres(path, cluster)
-            pg.name, pg.devices = f"suplash-pg {label}", devices
+            pg.name, pg.devices, pg.reminders_off = f"suplash-pg {label}", devices, off
             servers.append(pg)
     return servers
 

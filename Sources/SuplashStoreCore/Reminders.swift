@@ -29,26 +29,35 @@ public enum ReminderPlanner {
     ///     answers a snooze.
     ///   - now: ms since the epoch.
     /// - Throws: the engine's error.
-    public static func dayChanged<T: StoreTransaction>(
-        _ tx: T, userID: String, profile: UserProfile, intakeWritten: Bool, now: Int64,
+    ///   - window: the profile's `WakingWindow.current(at: now)` when the caller has it
+    ///     (`windowToPlan`).
+    @inlinable public static func dayChanged<T: StoreTransaction>(
+        _ tx: T, userID: String, profile: UserProfile, intakeWritten: Bool, now: Int64, window: WakingWindow? = nil,
         prefetched: (prefetch: Prefetch, rows: ArraySlice<[T.Connection.Row]>, deltas: [EntryDelta])? = nil
     ) throws {
         guard profile.reminders.enabled else { return }
         try replan(
-            tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now, prefetched: prefetched)
+            tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now, window: window,
+            prefetched: prefetched)
     }
 
-    /// True when an entry write cannot change the plan: the reminder day's goal was met before
-    /// the write and still is (the plan stays "goal met"; its re-plan mark is already stored),
-    /// so the recompute is skipped. False when reminders are off (nothing to do anyway).
-    public static func goalMetThroughout(profile: UserProfile, changes: [DayTotalChange], now: Int64) -> Bool {
+    /// The waking window an entry write's recompute works on (`WakingWindow.current(at: now)`,
+    /// for `dayChanged(window:)`), or nil when the recompute is skipped: reminders are off, the
+    /// wake or sleep time does not parse (the plan would do nothing), or the write cannot change
+    /// the plan because the reminder day's goal was met before the write and still is (the plan
+    /// stays "goal met"; its re-plan mark is already stored).
+    public static func windowToPlan(profile: UserProfile, changes: [DayTotalChange], now: Int64) -> WakingWindow? {
         guard profile.reminders.enabled, let wake = ClockTime(parsing: profile.wakeTime),
             let sleep = ClockTime(parsing: profile.sleepTime)
-        else { return false }
+        else { return nil }
         let window = WakingWindow.current(
             at: now, wake: wake, sleep: sleep, clock: ZoneClocks.shared.clock(profile.timezone))
-        guard let change = changes.first(where: { $0.date == window.day }) else { return false }
-        return change.before?.goalMet == true && change.after?.goalMet == true
+        if let change = changes.first(where: { $0.date == window.day }), change.before?.goalMet == true,
+            change.after?.goalMet == true
+        {
+            return nil
+        }
+        return window
     }
 
     /// Recomputes after a profile write when anything the schedule reads changed (reminder
@@ -108,7 +117,7 @@ public enum ReminderPlanner {
         public let sleepTime: String
         /// The reads, to append to the lock's pipeline.
         public let statements: [SQLStatement]
-        let window: WakingWindow
+        @usableFromInline let window: WakingWindow
     }
 
     /// The reads of a water write's recompute for a user with zone `timezone`, wake and sleep
@@ -131,7 +140,7 @@ public enum ReminderPlanner {
     /// The plan's reads: the hourly history summed per hour by the database (≤ 24 rows), the
     /// reminder day's buckets (≤ 48 rows), its context, the reminder history, and (with
     /// `lastIntakeFrom`) the latest intake write.
-    static func reads(userID: String, window: WakingWindow, today: LocalDate, lastIntakeFrom: Int64?) -> [SQLStatement] {
+    @usableFromInline static func reads(userID: String, window: WakingWindow, today: LocalDate, lastIntakeFrom: Int64?) -> [SQLStatement] {
         let user = SQLValue.text(userID)
         var reads = [
             SQLStatement(
@@ -150,16 +159,23 @@ public enum ReminderPlanner {
     /// The reads of one plan (one round trip, or none with `prefetched` rows of `prefetch` when
     /// the locked profile still has its zone and times: the water write's `deltas` are added to
     /// the buckets read before it) and the decision; `intakeWrittenAt` nil reads the latest
-    /// intake write. Returns true when a reminder is pending afterwards.
-    @discardableResult static func replan<T: StoreTransaction>(
-        _ tx: T, userID: String, profile: UserProfile, intakeWrittenAt: Int64?, now: Int64,
+    /// intake write. Returns true when a reminder is pending afterwards. `@inlinable` (the
+    /// recompute of every entry write), so that each store specializes it for its own transaction
+    /// and row types, as `EntryBookkeeping.entriesChanged`.
+    @inlinable @discardableResult static func replan<T: StoreTransaction>(
+        _ tx: T, userID: String, profile: UserProfile, intakeWrittenAt: Int64?, now: Int64, window given: WakingWindow? = nil,
         prefetched: (prefetch: Prefetch, rows: ArraySlice<[T.Connection.Row]>, deltas: [EntryDelta])? = nil
     ) throws -> Bool {
         let clock = ZoneClocks.shared.clock(profile.timezone)
-        guard let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) else {
-            return false
+        let window: WakingWindow
+        if let given {
+            window = given
+        } else {
+            guard let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) else {
+                return false
+            }
+            window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
         }
-        let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
         let today = clock.localDate(of: now)
         var rows: [[T.Connection.Row]]
         var added: [(HourlyDrinking.Bucket, Int)] = []
@@ -195,7 +211,7 @@ public enum ReminderPlanner {
 
     /// Writes `plan` over the pending row: the reminder (moved in place, keeping its id), a
     /// re-plan mark, or nothing (the pending one cancelled).
-    static func save(
+    @inlinable static func save(
         _ tx: some StoreTransaction, userID: String, plan: HydrationPlan, pending: StoredReminder?, now: Int64
     ) throws {
         let next: (dueAt: Int64, suggested: Int?)? =
@@ -221,14 +237,16 @@ public enum ReminderPlanner {
 
     /// How far before the reminder day's start the latest intake write is looked for (entries
     /// by `loggedAt`, through `water_entries_list`): two days, enough for the ignored streak.
-    static let lookBackMs: Int64 = 2 * 86_400_000
+    @usableFromInline static let lookBackMs: Int64 = 2 * 86_400_000
 
     /// The reminder day's intake from the stored hourly buckets (`drinking_hours`, kept by the
     /// same write), as one event at the day's start: every bucket of the local day, and — for a
     /// window whose `sleepAt` is after midnight — the next day's buckets of the hours before
     /// `sleepAt`'s wall time (the hour `sleepAt` falls in counts whole). Wall hours, no instant
     /// arithmetic.
-    static func intake(_ buckets: [(HourlyDrinking.Bucket, Int)], window: WakingWindow, clock: ZoneClock) -> [IntakeEvent] {
+    @usableFromInline static func intake(
+        _ buckets: [(HourlyDrinking.Bucket, Int)], window: WakingWindow, clock: ZoneClock
+    ) -> [IntakeEvent] {
         let next = window.day.adding(days: 1)
         let crosses = window.countEnd > clock.startOfDay(next)
         let sleepMinute = crosses ? clock.wallMinuteOfDay(at: window.countEnd) : 0
@@ -262,6 +280,20 @@ public struct StoredReminder: Sendable, Equatable {
     /// When it was handed to the push outbox, ms.
     public var sentAt: Int64?
 
+    @usableFromInline init(
+        id: String, kind: ReminderKind, dueAt: Int64, state: String, suggestedMl: Int?, localDate: String, subjectID: String?,
+        sentAt: Int64?
+    ) {
+        self.id = id
+        self.kind = kind
+        self.dueAt = dueAt
+        self.state = state
+        self.suggestedMl = suggestedMl
+        self.localDate = localDate
+        self.subjectID = subjectID
+        self.sentAt = sentAt
+    }
+
     /// A pending hydration row with a `subject_id`: the reminder a `:snooze` created.
     public var snoozedFrom: String? { kind == .hydration ? subjectID : nil }
 
@@ -276,30 +308,32 @@ public struct StoredReminder: Sendable, Equatable {
     }
 }
 
-enum ReminderSQL {
+/// The reminder statements both engines run (written once).
+public enum ReminderSQL {
     static let columns = "id, kind, due_at, state, suggested_ml, local_date, subject_id, sent_at"
 
     /// The hourly history of `HourlyDrinking`: per hour, the earliest day with a bucket and the
     /// sum over the complete days `?2 ≤ day < ?3` (today) — rows shaped as
     /// `HourlyTotals.bucketsSQL`'s, which `HourlyDrinking(buckets:today:)` reads the same; ?1 user.
-    static let hourlyHistory = SQLText(
+    public static let hourlyHistory = SQLText(
         """
         SELECT MIN(local_date), hour, CAST(SUM(amount_ml) AS BIGINT) FROM drinking_hours
         WHERE user_id = ?1 AND local_date >= ?2 AND local_date < ?3 GROUP BY hour
         """)
     /// The reminder day's buckets and the next day's (a window crossing midnight); ?1 user,
     /// ?2 / ?3 the two days.
-    static let dayBuckets = SQLText(
+    public static let dayBuckets = SQLText(
         "SELECT local_date, hour, amount_ml FROM drinking_hours WHERE user_id = ?1 AND local_date >= ?2 AND local_date <= ?3")
-    /// The user's latest reminders (`reminders_history`); binds ?1 user, ?2 limit.
-    static let history = SQLText(
+    /// The user's latest reminders (`reminders_history`, which gives the order); binds ?1 user,
+    /// ?2 limit.
+    public static let history = SQLText(
         "SELECT \(columns) FROM reminders WHERE user_id = ?1 ORDER BY due_at DESC, id DESC LIMIT ?2")
     /// The latest creation of a live entry drunk from ?2 on (`water_entries_list`).
     static let lastIntakeWrite = SQLText(
         "SELECT MAX(created_at) FROM water_entries WHERE user_id = ?1 AND deleted = 0 AND logged_at >= ?2")
     /// Inserts the next hydration reminder, or moves the pending one (keeping its id); binds ?1
     /// id, ?2 user, ?3 due, ?4 suggested ml (NULL: a re-plan mark), ?5 local date, ?6 now.
-    static let upsertNext = SQLText(
+    @usableFromInline static let upsertNext = SQLText(
         """
         INSERT INTO reminders (id, user_id, kind, due_at, state, suggested_ml, local_date, subject_id, created_at, updated_at)
         VALUES (?1, ?2, 'hydration', ?3, 'pending', ?4, ?5, NULL, ?6, ?6)
@@ -308,10 +342,10 @@ enum ReminderSQL {
             subject_id = NULL, updated_at = excluded.updated_at
         """)
     /// ?1 id, ?2 now.
-    static let cancel = SQLText(
+    @usableFromInline static let cancel = SQLText(
         "UPDATE reminders SET state = 'cancelled', updated_at = ?2 WHERE id = ?1 AND state = 'pending'")
     /// ?1 id.
-    static let dropMark = SQLText("DELETE FROM reminders WHERE id = ?1 AND state = 'pending'")
+    @usableFromInline static let dropMark = SQLText("DELETE FROM reminders WHERE id = ?1 AND state = 'pending'")
     /// ?1 user.
     static let dropMarks = SQLText(
         "DELETE FROM reminders WHERE user_id = ?1 AND kind = 'hydration' AND state = 'pending' AND suggested_ml IS NULL")
@@ -348,14 +382,14 @@ enum ReminderSQL {
         """)
 
     /// The rows of `HourlyTotals.bucketsSQL` as buckets.
-    static func buckets(_ rows: [some SQLRowValues]) -> [(HourlyDrinking.Bucket, Int)] {
+    @inlinable static func buckets(_ rows: [some SQLRowValues]) -> [(HourlyDrinking.Bucket, Int)] {
         rows.compactMap { row in
             guard let date = row[0].text.flatMap(LocalDate.init(parsing:)), let hour = row[1].int64 else { return nil }
             return (HourlyDrinking.Bucket(date: date, hour: Int(hour)), Int(row[2].int64 ?? 0))
         }
     }
 
-    static func stored(_ row: some SQLRowValues) -> StoredReminder {
+    @inlinable static func stored(_ row: some SQLRowValues) -> StoredReminder {
         StoredReminder(
             id: row[0].text ?? "", kind: row[1].text.flatMap(ReminderKind.init(rawValue:)) ?? .hydration,
             dueAt: row[2].int64 ?? 0, state: row[3].text ?? "pending", suggestedMl: row[4].int64.map { Int($0) },

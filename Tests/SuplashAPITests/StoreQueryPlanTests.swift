@@ -1,5 +1,6 @@
 import Foundation
 import SuplashDomain
+import SuplashSQL
 import SuplashSQLiteStore
 import SuplashStorage
 import SuplashStoreCore
@@ -57,6 +58,25 @@ final class StoreQueryPlanTests: XCTestCase {
             let details = plan.map { String(describing: $0["detail"]) }.joined(separator: "\n")
             XCTAssertTrue(details.contains(index), details)
             XCTAssertFalse(details.contains("SCAN"), details)
+        }
+    }
+
+    /// The reminder recompute's reads (every entry write of a user with reminders on) are
+    /// served in index order: no temporary B-tree to group the hourly history or to order the
+    /// history by due time and id.
+    func testReminderRecomputeReadsNeedNoSort() throws {
+        let (_, db) = try makeStore()
+        defer { db.close() }
+        for (statement, args, index) in [
+            (ReminderSQL.hourlyHistory, [SQLValue.text("u"), .text("2026-01-01"), .text("2026-01-15")], "drinking_hours_by_hour"),
+            (ReminderSQL.dayBuckets, [.text("u"), .text("2026-01-15"), .text("2026-01-16")], "PRIMARY KEY"),
+            (ReminderSQL.history, [.text("u"), .integer(50)], "reminders_history"),
+        ] {
+            let plan = try db.read { c in try c.query("EXPLAIN QUERY PLAN " + statement.sqlite, args) }
+            let details = plan.map { String(describing: $0["detail"]) }.joined(separator: "\n")
+            XCTAssertTrue(details.contains(index), details)
+            XCTAssertFalse(details.contains("SCAN"), details)
+            XCTAssertFalse(details.contains("TEMP B-TREE"), "the index must give the order: \(details)")
         }
     }
 

@@ -52,6 +52,39 @@ final class LocalTimeTests: XCTestCase {
         }
     }
 
+    /// `ZoneClock` remembers the spans between a zone's transitions: its offsets must stay
+    /// Foundation's at every instant, asked out of order (the spans are found from any instant,
+    /// forwards and backwards), in zones with summer time, with standard-offset changes and
+    /// summer time abolished (Istanbul 2016, Moscow 2011 and 2014, São Paulo 2019, Samoa's
+    /// skipped day in 2011) and around each transition's second.
+    func testRememberedOffsetsAgreeWithFoundation() throws {
+        let zones = [
+            "Europe/Berlin", "America/New_York", "Europe/Istanbul", "Europe/Moscow", "America/Sao_Paulo", "Pacific/Apia",
+            "Australia/Lord_Howe", "Asia/Kolkata", "UTC",
+        ]
+        let from: Int64 = 1_262_304_000  // 2010-01-01
+        let to: Int64 = 1_830_297_600  // 2028-01-01
+        for id in zones {
+            let clock = try XCTUnwrap(ZoneClock(timeZoneID: id))
+            let zone = try XCTUnwrap(TimeZone(identifier: id))
+            func expected(_ s: Int64) -> Int { zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(s))) }
+            // Every 13 h 12 min, in a scrambled order.
+            var instants = Array(stride(from: from, to: to, by: 47_520))
+            instants = instants.enumerated().map { instants[($0.offset * 7_919) % instants.count] }
+            for s in instants { XCTAssertEqual(clock.offsetSeconds(at: s * 1000), expected(s), "\(id) \(s)") }
+            // A second either side of each transition.
+            var t = Date(timeIntervalSince1970: Double(from))
+            while let next = zone.nextDaylightSavingTimeTransition(after: t), next.timeIntervalSince1970 < Double(to) {
+                let s = Int64(next.timeIntervalSince1970)
+                for d: Int64 in [-1, 0, 1] {
+                    XCTAssertEqual(clock.offsetSeconds(at: (s + d) * 1000), expected(s + d), "\(id) \(s + d)")
+                    XCTAssertEqual(clock.offsetSeconds(at: (s + d) * 1000 + 999), expected(s + d), "\(id) \(s + d).999")
+                }
+                t = next
+            }
+        }
+    }
+
     func testBerlinSpringForwardDayIs23Hours() throws {
         let berlin = try XCTUnwrap(ZoneClock(timeZoneID: "Europe/Berlin"))
         let day = try XCTUnwrap(LocalDate(parsing: "2026-03-29"))

@@ -110,13 +110,16 @@ public struct ExpectedCurve: Sendable {
     public init(window: WakingWindow, goalMl: Int, hourly: HourlyDrinking, clock: ZoneClock) {
         let weights = hourly.hourWeights
         var pieces: [(Int64, Int64, Double)] = []  // start, end, weight per ms
+        pieces.reserveCapacity(28)
         var t = window.start
+        var span = clock.offsetSpan(at: t)
         while t < window.end {
-            let offset = Int64(clock.offsetSeconds(at: t)) * 1000
+            if !span.range.contains(t) { span = clock.offsetSpan(at: t) }
+            let offset = Int64(span.offsetSeconds) * 1000
             let wall = t + offset
             let hour = Int(floorMod(floorDiv(wall, 3_600_000), 24))
             var next = min(window.end, t + (3_600_000 - floorMod(wall, 3_600_000)))
-            if Int64(clock.offsetSeconds(at: next - 1)) * 1000 != offset {
+            if !span.range.contains(next - 1), Int64(clock.offsetSeconds(at: next - 1)) * 1000 != offset {
                 // An offset change inside this hour: stop at the transition.
                 var lo = t
                 var hi = next - 1
@@ -131,6 +134,7 @@ public struct ExpectedCurve: Sendable {
         }
         let total = pieces.reduce(0.0) { $0 + Double($1.1 - $1.0) * $1.2 }
         var segments: [Segment] = []
+        segments.reserveCapacity(pieces.count)
         var cumulative = 0.0
         for (s, e, w) in pieces {
             let rate = total > 0 ? Double(goalMl) * w / total : 0

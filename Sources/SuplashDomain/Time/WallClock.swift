@@ -16,10 +16,26 @@ public struct ClockTime: Sendable, Hashable, Comparable, CustomStringConvertible
     init(validMinuteOfDay m: Int) { self.minuteOfDay = m }
 
     /// Parses exactly `HH:MM` (`ProfileValidation.clockTime`); nil for anything else.
+    /// (The rule of `ProfileValidation.clockTime`, read from the UTF-8 view without copying it:
+    /// every entry write of a user with reminders on parses the wake and sleep times.)
     public init?(parsing text: String) {
-        guard ProfileValidation.clockTime(text) != nil else { return nil }
-        let b = Array(text.utf8).map { Int($0) - 0x30 }
-        self.init(hour: b[0] * 10 + b[1], minute: b[3] * 10 + b[4])
+        var hour = 0
+        var minute = 0
+        var index = 0
+        for byte in text.utf8 {
+            switch index {
+            case 2:
+                guard byte == 0x3A else { return nil }
+            case 0, 1, 3, 4:
+                guard (0x30...0x39).contains(byte) else { return nil }
+                if index < 2 { hour = hour * 10 + Int(byte - 0x30) } else { minute = minute * 10 + Int(byte - 0x30) }
+            default:
+                return nil
+            }
+            index += 1
+        }
+        guard index == 5 else { return nil }
+        self.init(hour: hour, minute: minute)
     }
 
     /// `HH:MM`.
@@ -32,7 +48,18 @@ public struct ClockTime: Sendable, Hashable, Comparable, CustomStringConvertible
 extension ZoneClock {
     /// The zone's offset from UTC in seconds at the instant `millis` (ms since the epoch).
     public func offsetSeconds(at millis: Int64) -> Int {
-        calendar.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(floorDiv(millis, 1000))))
+        spans.span(at: floorDiv(millis, 1000)).offset
+    }
+
+    /// The instants (ms) around `millis` over which the zone keeps the offset it has at
+    /// `millis` (seconds), for callers that walk through time (`ExpectedCurve`): every instant
+    /// in `range` has `offsetSeconds(at:)` = `offsetSeconds`.
+    func offsetSpan(at millis: Int64) -> (range: Range<Int64>, offsetSeconds: Int) {
+        let span = spans.span(at: floorDiv(millis, 1000))
+        let limit = Int64.max / 1000
+        let start = span.start <= -limit ? Int64.min : span.start * 1000
+        let end = span.end >= limit ? Int64.max : span.end * 1000
+        return (start..<end, span.offset)
     }
 
     /// The wall-clock minute of the day (0–1439) that the zone shows at `millis`. During an

@@ -10,6 +10,9 @@ public struct ZoneClock: Sendable {
     /// The IANA id the clock was made for, as stored in the profile.
     public let timeZoneID: String
     let calendar: Calendar
+    /// The zone's offsets over the spans between its transitions, shared by the copies of
+    /// this clock (`offsetSeconds(at:)`).
+    let spans: OffsetSpans
 
     /// A clock for `timeZoneID`, or nil when Foundation does not know the id.
     public init?(timeZoneID: String) {
@@ -18,6 +21,7 @@ public struct ZoneClock: Sendable {
         calendar.timeZone = zone
         self.timeZoneID = timeZoneID
         self.calendar = calendar
+        self.spans = OffsetSpans(zone: zone)
     }
 
     /// The local date containing the instant `millis`: the UTC instant moved by the zone's
@@ -81,5 +85,65 @@ extension ZoneClock {
         calendar.timeZone = TimeZone(secondsFromGMT: 0) ?? calendar.timeZone
         self.timeZoneID = id
         self.calendar = calendar
+        self.spans = OffsetSpans(zone: calendar.timeZone)
+    }
+}
+
+/// The spans of time over which a zone keeps one offset, remembered for `ZoneClock.offsetSeconds(at:)`:
+/// an offset lookup through Foundation's `TimeZone` costs about a thousand instructions and the
+/// write path makes a dozen, while a span between two transitions (months long) answers all of
+/// them. A span is found from the zone's own transitions (`nextDaylightSavingTimeTransition`,
+/// which reports every change of offset, standard-time changes included) and checked at both
+/// ends; a span that fails the check is one second long. Keeps the 8 latest spans. Safe to
+/// share between threads.
+final class OffsetSpans: @unchecked Sendable {
+    struct Span {
+        /// `[start, end)` in seconds since the epoch.
+        var start: Int64
+        var end: Int64
+        var offset: Int
+    }
+
+    let zone: TimeZone
+    // Guarded by `lock`.
+    private var spans: [Span] = []
+    private let lock = NSLock()
+
+    init(zone: TimeZone) { self.zone = zone }
+
+    /// The span holding `seconds` (seconds since the epoch).
+    func span(at seconds: Int64) -> Span {
+        if let hit = lock.withLock({ spans.first { $0.start <= seconds && seconds < $0.end } }) { return hit }
+        let span = Self.span(containing: seconds, zone: zone)
+        lock.withLock {
+            if spans.count >= 8 { spans.removeFirst() }
+            spans.append(span)
+        }
+        return span
+    }
+
+    /// How far back from an instant the start of its span is looked for (and how far ahead its
+    /// end, when the zone has no later transition), seconds.
+    static let lookBack: Int64 = 183 * 86_400
+
+    static func span(containing t: Int64, zone: TimeZone) -> Span {
+        func offset(_ s: Int64) -> Int { zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(s))) }
+        func next(after s: Int64) -> Int64? {
+            zone.nextDaylightSavingTimeTransition(after: Date(timeIntervalSince1970: Double(s))).map {
+                Int64(($0.timeIntervalSince1970).rounded(.up))
+            }
+        }
+        let value = offset(t)
+        var start = t - lookBack
+        var steps = 0
+        while let n = next(after: start), n <= t, n > start, steps < 16 {
+            start = n
+            steps += 1
+        }
+        // No later transition: the span still ends `lookBack` ahead, so that its end is checked
+        // like any other and a long-lived span is found again now and then.
+        let end = next(after: t).map { max($0, t + 1) } ?? t + lookBack
+        let checked = steps < 16 && offset(start) == value && offset(end - 1) == value
+        return checked ? Span(start: start, end: end, offset: value) : Span(start: t, end: t + 1, offset: value)
     }
 }
