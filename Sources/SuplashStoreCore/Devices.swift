@@ -1,5 +1,6 @@
 import SuplashDomain
 import SuplashSQL
+import SuplashStoreRows
 
 /// The device registry (spec §9 "Devices"; docs/push.md). A registration runs under the
 /// user's lock (`UserLock`: registrations of one account one after the other, so the 20-device
@@ -36,6 +37,13 @@ extension DeviceRepository where Self: SQLStore {
                 try tx.enqueue(
                     DeviceSQL.insertToken,
                     key + [.text(t.pushType.rawValue), .text(t.envelope), .text(t.blindIndex), .integer(now)])
+            }
+            // An alert token can receive reminders: plan the user's next one now (a reminder
+            // that fell due while no device could receive it was cancelled, not sent).
+            if tokens.contains(where: { $0.pushType == .alert }), let profile = rows[0].first.map({ StoreRows.user($0).profile }),
+                profile.reminders.enabled
+            {
+                try ReminderPlanner.replan(tx, userID: userID, profile: profile, intakeWrittenAt: nil, now: now)
             }
             var device = Device(id: deviceID, registration: r, createdAt: createdAt ?? now, now: now)
             device.pushTypes = tokens.map(\.pushType).sorted()

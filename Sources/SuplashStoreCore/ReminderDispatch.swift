@@ -67,7 +67,14 @@ extension ReminderRepository where Self: SQLStore {
                     var extra: [(String, JSONValue)] = []
                     switch r.kind {
                     case .hydration:
-                        guard !alerted || targets.isEmpty else {
+                        // Nowhere to send it (no device holds an alert token): not a sent
+                        // reminder — no ignored streak, no spacing, no metric. The next one is
+                        // planned when an alert token is registered or the user writes again.
+                        guard !targets.isEmpty else {
+                            try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
+                            continue
+                        }
+                        guard !alerted else {
                             try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
                             continue
                         }
@@ -125,7 +132,7 @@ extension ReminderRepository where Self: SQLStore {
                     try BillReminders.billChanged(
                         tx, userID: user, profile: profile, billID: bill.id, bill: bill.content, deleted: false, now: now)
                 }
-                if replan {
+                if replan && !targets.isEmpty {
                     if try ReminderPlanner.replan(tx, userID: user, profile: profile, intakeWrittenAt: nil, now: now) {
                         report.scheduled += 1
                     }

@@ -150,14 +150,15 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
                 // Due in four days: the first is three days before, at 10:00. (The amount is
                 // Foundation's currency format: a no-break space after the code.)
                 "created: bills [\"2026-09-22 10:00 pending\"]",
-                // Sent (Bob's overdue hydration reminder too, without a device: no push); Alice's
+                // Sent; Bob's overdue hydration reminder, with no device to receive it, is
+                // cancelled (not sent, and no next one until he registers an alert token); Alice's
                 // own overdue hydration reminder waits behind the bill's alert. The next bill
                 // reminder is one day before.
-                "three days before: sent 2 | bill \"ISKI bill due soon\" \"Your ISKI bill (TRY\u{00A0}450.50) is due in 3 days.\"",
+                "three days before: sent 1 | bill \"ISKI bill due soon\" \"Your ISKI bill (TRY\u{00A0}450.50) is due in 3 days.\"",
                 "  bills [\"2026-09-24 10:00 pending\", \"2026-09-22 10:00 pending\"]",
                 "paid: bills [\"2026-09-24 10:00 cancelled\", \"2026-09-22 10:00 pending\"]",
                 // Paid: no bill reminder; the waiting hydration reminder goes.
-                "one day before: sent 2 | hydration \"Time for water\" \"Start the day with water: today's goal is 2,500 ml. Have 500 ml to begin.\"",
+                "one day before: sent 1 | hydration \"Time for water\" \"Start the day with water: today's goal is 2,500 ml. Have 500 ml to begin.\"",
                 "  bills [\"2026-09-24 10:00 cancelled\", \"2026-09-22 10:00 pending\"]",
             ])
     }
