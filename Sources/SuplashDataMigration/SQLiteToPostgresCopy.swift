@@ -340,9 +340,26 @@ public enum SQLiteToPostgresCopy {
     }
 
     /// Copies one table in primary-key order; returns rows written and rows deleted.
+    ///
+    /// Two walks over the source: first the target rows the source no longer has are deleted,
+    /// then the rows are upserted. A row that took over another's place in a unique index other
+    /// than the primary key (the next pending reminder or push of a user or device, after the
+    /// previous one was sent, cancelled or purged) then finds that place free, instead of
+    /// tripping the index and turning the run into a full replace.
     static func copy(
         _ table: Table, columns: [String], from source: SQLiteConnection, to c: PostgresConnection,
         batchSize: Int
+    ) throws -> (written: Int, deleted: Int) {
+        let deleted = try walk(table, columns: columns, from: source, to: c, batchSize: batchSize, upserting: false).deleted
+        let written = try walk(table, columns: columns, from: source, to: c, batchSize: batchSize, upserting: true).written
+        return (written, deleted)
+    }
+
+    /// One walk of `copy`: upserts every batch (`upserting`), or deletes the target rows missing
+    /// from the source.
+    private static func walk(
+        _ table: Table, columns: [String], from source: SQLiteConnection, to c: PostgresConnection,
+        batchSize: Int, upserting: Bool
     ) throws -> (written: Int, deleted: Int) {
         let pk = table.primaryKey
         let pkIndexes = pk.compactMap { columns.firstIndex(of: $0) }
@@ -365,6 +382,20 @@ public enum SQLiteToPostgresCopy {
                 + " WHERE (\(targetCols)) IS DISTINCT FROM (\(excludedCols))"
         }
 
+        func upsert(_ rows: [SQLiteRow]) throws -> Int {
+            var args: [SQLValue] = []
+            args.reserveCapacity(rows.count * columns.count)
+            var tuples: [String] = []
+            for row in rows {
+                let start = args.count
+                tuples.append("(" + columns.indices.map { "$\(start + $0 + 1)" }.joined(separator: ", ") + ")")
+                args.append(contentsOf: row.values)
+            }
+            return try c.update(
+                "INSERT INTO \(name) (\(columnList)) VALUES \(tuples.joined(separator: ", ")) "
+                    + "ON CONFLICT (\(pkList)) \(update)", args)
+        }
+
         var written = 0
         var deleted = 0
         var lastKey: [SQLValue]?
@@ -377,22 +408,17 @@ public enum SQLiteToPostgresCopy {
             }
             guard !rows.isEmpty else { break }
 
-            // Upsert the batch.
-            var args: [SQLValue] = []
-            args.reserveCapacity(rows.count * columns.count)
-            var tuples: [String] = []
-            for row in rows {
-                let start = args.count
-                tuples.append("(" + columns.indices.map { "$\(start + $0 + 1)" }.joined(separator: ", ") + ")")
-                args.append(contentsOf: row.values)
+            let keys = rows.map { row in pkIndexes.map { row.values[$0] } }
+            defer { lastKey = keys.last }
+            if upserting {
+                written += try upsert(rows)
+                if rows.count < batchSize { break }
+                continue
             }
-            written += try c.update(
-                "INSERT INTO \(name) (\(columnList)) VALUES \(tuples.joined(separator: ", ")) "
-                    + "ON CONFLICT (\(pkList)) \(update)", args)
 
             // Delete target rows in (lastKey, batchLast] that the source does not have.
-            let keys = rows.map { row in pkIndexes.map { row.values[$0] } }
             var deleteArgs: [SQLValue] = []
+
             func placeholders(_ values: [SQLValue]) -> String {
                 let start = deleteArgs.count
                 deleteArgs.append(contentsOf: values)
@@ -404,10 +430,9 @@ public enum SQLiteToPostgresCopy {
             let keyTuples = keys.map(placeholders).joined(separator: ", ")
             conditions.append("(\(pkList)) NOT IN (\(keyTuples))")
             deleted += try c.update("DELETE FROM \(name) WHERE " + conditions.joined(separator: " AND "), deleteArgs)
-
-            lastKey = keys.last
             if rows.count < batchSize { break }
         }
+        if upserting { return (written, 0) }
         // Everything after the source's last key is gone from the source.
         if let lastKey {
             let marks = lastKey.indices.map { "$\($0 + 1)" }.joined(separator: ", ")

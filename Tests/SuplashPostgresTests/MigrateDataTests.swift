@@ -157,6 +157,35 @@ final class MigrateDataTests: XCTestCase {
         XCTAssertEqual(after.changes.first?.position, delta.sourceSequence + 1)
     }
 
+    func testANewPendingReminderReplacingADeletedOneIsADeltaNotAFullReplace() throws {
+        let target = try target()
+        let source = try sqliteSource()
+        try seed(source.store)
+        // One pending hydration reminder (unique per user among pending rows), copied.
+        let alice = fixtures.alice
+        func insert(_ id: String) throws {
+            try source.database.write { w in
+                try w.connection.run(
+                    "INSERT INTO reminders (id, user_id, kind, due_at, local_date, created_at, updated_at) "
+                        + "VALUES (?1, ?2, 'hydration', 1, '2026-09-21', 1, 1)", [.text(id), .text(alice)])
+            }
+        }
+        try source.database.write { w in try w.connection.run("DELETE FROM reminders") }
+        try insert("0193f000-0000-7000-8000-000000000002")
+        XCTAssertFalse(try SQLiteToPostgresCopy.run(sqlitePath: source.path, target: target).replacedAll)
+        // The recompute replaced it by one with a lower key (the old row deleted): the new row
+        // takes the old one's place in the unique index.
+        try source.database.write { w in try w.connection.run("DELETE FROM reminders") }
+        try insert("0193f000-0000-7000-8000-000000000001")
+        let delta = try SQLiteToPostgresCopy.run(sqlitePath: source.path, target: target)
+        XCTAssertFalse(delta.replacedAll, "a delta, not a full replace")
+        XCTAssertTrue(delta.verified, "\(delta.tables)")
+        let reminders = try XCTUnwrap(delta.tables.first { $0.table == "reminders" })
+        XCTAssertEqual(reminders.written, 1)
+        XCTAssertEqual(reminders.deleted, 1)
+        XCTAssertEqual(delta.tables.first { $0.table == "water_entries" }?.written, 0)
+    }
+
     func testUniqueKeyThatMovedBetweenRunsIsReplacedInFull() throws {
         let target = try target()
         let source = try sqliteSource()
