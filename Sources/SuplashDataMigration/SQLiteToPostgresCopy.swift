@@ -341,25 +341,39 @@ public enum SQLiteToPostgresCopy {
 
     /// Copies one table in primary-key order; returns rows written and rows deleted.
     ///
-    /// Two walks over the source: first the target rows the source no longer has are deleted,
-    /// then the rows are upserted. A row that took over another's place in a unique index other
-    /// than the primary key (the next pending reminder or push of a user or device, after the
-    /// previous one was sent, cancelled or purged) then finds that place free, instead of
-    /// tripping the index and turning the run into a full replace.
+    /// Three walks over the source: the target rows the source no longer has are deleted, then
+    /// the rows the target has are updated, then the new rows inserted. A row that took over
+    /// another's place in a unique index other than the primary key (the next pending reminder
+    /// or push of a user or device, after the previous one was sent, cancelled or purged) then
+    /// finds that place free whatever the order of their keys, instead of tripping the index and
+    /// turning the run into a full replace.
     static func copy(
         _ table: Table, columns: [String], from source: SQLiteConnection, to c: PostgresConnection,
         batchSize: Int
     ) throws -> (written: Int, deleted: Int) {
-        let deleted = try walk(table, columns: columns, from: source, to: c, batchSize: batchSize, upserting: false).deleted
-        let written = try walk(table, columns: columns, from: source, to: c, batchSize: batchSize, upserting: true).written
+        var written = 0
+        var deleted = 0
+        for step in [CopyStep.delete, .update, .insert] {
+            let done = try walk(table, columns: columns, from: source, to: c, batchSize: batchSize, step: step)
+            written += done.written
+            deleted += done.deleted
+        }
         return (written, deleted)
     }
 
-    /// One walk of `copy`: upserts every batch (`upserting`), or deletes the target rows missing
-    /// from the source.
+    /// One walk of `copy`.
+    private enum CopyStep {
+        /// Deletes the target rows missing from the source.
+        case delete
+        /// Upserts the batch's rows whose keys the target has.
+        case update
+        /// Upserts the rest.
+        case insert
+    }
+
     private static func walk(
         _ table: Table, columns: [String], from source: SQLiteConnection, to c: PostgresConnection,
-        batchSize: Int, upserting: Bool
+        batchSize: Int, step: CopyStep
     ) throws -> (written: Int, deleted: Int) {
         let pk = table.primaryKey
         let pkIndexes = pk.compactMap { columns.firstIndex(of: $0) }
@@ -410,8 +424,15 @@ public enum SQLiteToPostgresCopy {
 
             let keys = rows.map { row in pkIndexes.map { row.values[$0] } }
             defer { lastKey = keys.last }
-            if upserting {
-                written += try upsert(rows)
+            if step != .delete, let first = keys.first, let last = keys.last {
+                let marks = (0..<(2 * pk.count)).map { "$\($0 + 1)" }
+                let present = Set(
+                    try c.query(
+                        "SELECT \(pkList) FROM \(name) WHERE (\(pkList)) >= (\(marks[..<pk.count].joined(separator: ", "))) "
+                            + "AND (\(pkList)) <= (\(marks[pk.count...].joined(separator: ", ")))", first + last
+                    ).map { row in pk.indices.map { row[$0] } })
+                let chosen = zip(rows, keys).filter { present.contains($0.1) == (step == .update) }.map(\.0)
+                if !chosen.isEmpty { written += try upsert(chosen) }
                 if rows.count < batchSize { break }
                 continue
             }
@@ -432,7 +453,7 @@ public enum SQLiteToPostgresCopy {
             deleted += try c.update("DELETE FROM \(name) WHERE " + conditions.joined(separator: " AND "), deleteArgs)
             if rows.count < batchSize { break }
         }
-        if upserting { return (written, 0) }
+        if step != .delete { return (written, 0) }
         // Everything after the source's last key is gone from the source.
         if let lastKey {
             let marks = lastKey.indices.map { "$\($0 + 1)" }.joined(separator: ", ")

@@ -184,6 +184,13 @@ final class MigrateDataTests: XCTestCase {
         XCTAssertEqual(reminders.written, 1)
         XCTAssertEqual(reminders.deleted, 1)
         XCTAssertEqual(delta.tables.first { $0.table == "water_entries" }?.written, 0)
+        // Replaced again, the old row kept as cancelled: updated before the lower new key is inserted.
+        try source.database.write { w in try w.connection.run("UPDATE reminders SET state = 'cancelled'") }
+        try insert("0193f000-0000-7000-8000-000000000000")
+        let next = try SQLiteToPostgresCopy.run(sqlitePath: source.path, target: target, batchSize: 1)
+        XCTAssertFalse(next.replacedAll, "a delta, not a full replace")
+        XCTAssertTrue(next.verified, "\(next.tables)")
+        XCTAssertEqual(next.tables.first { $0.table == "reminders" }?.written, 2)
     }
 
     func testUniqueKeyThatMovedBetweenRunsIsReplacedInFull() throws {
