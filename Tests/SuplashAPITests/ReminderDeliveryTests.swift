@@ -4,8 +4,8 @@ import XCTest
 
 /// Reminders end to end (spec §9; docs/reminders.md, "Scheduler"): the real server, its
 /// reminder scheduler on the wall clock and `apns.*` pointed at the mock APNs server
-/// (scripts/with-apns-mock; skipped without it). The profile is set so that a reminder is due
-/// at once: it reaches the phone as an alert, not the watch. A glass logged on the watch before
+/// (scripts/with-apns-mock; skipped without it). The profile is set, then the devices
+/// registered, so that a reminder is due at once: it reaches the phone as an alert, not the watch. A glass logged on the watch before
 /// a later reminder is due cancels it. Waits on the mock's request log, never on a time.
 final class ReminderDeliveryTests: XCTestCase {
     nonisolated(unsafe) static var server: TestServer?
@@ -82,8 +82,8 @@ final class ReminderDeliveryTests: XCTestCase {
         let u = try s.signUp()
         let (phone, watch) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
         let (phoneToken, watchToken) = (newToken(), newToken())
-        try register(s, u.token, device: phone, platform: "ios", alert: phoneToken)
-        try register(s, u.token, device: watch, platform: "watchos", alert: watchToken)
+        // The profile first: a reminder the sign-up's default profile made due has no device to
+        // go to (cancelled); registering the phone plans the next one from this profile.
         let patch = try s.request(
             "PATCH", "/v1/users/me",
             json: [
@@ -91,6 +91,8 @@ final class ReminderDeliveryTests: XCTestCase {
                 "sleepTime": .string(wall(-awakeMinutes + 16 * 60)),
             ], token: u.token)
         XCTAssertEqual(patch.status, 200, patch.text)
+        try register(s, u.token, device: phone, platform: "ios", alert: phoneToken)
+        try register(s, u.token, device: watch, platform: "watchos", alert: watchToken)
         return (s, u.token, phoneToken, watchToken, watch)
     }
 
