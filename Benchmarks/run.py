@@ -122,7 +122,7 @@ def server_pids(server):
 def reset_peak_rss(server):
     """Resets VmHWM to the current RSS (`echo 5 > /proc/PID/clear_refs`, Linux >= 4.0), so the
     'load peak' column shows the workload's own peak, not the setup's (signup hashes a
-    password: Argon2id takes 19 MiB for a moment in ours). Same for every server."""
+    password: Argon2id takes 12 MiB for a moment in ours). Same for every server."""
     for pid in server_pids(server):
         try:
             with open(f"/proc/{pid}/clear_refs", "w") as f:

@@ -5,7 +5,7 @@
 
 For each binary: starts it as Benchmarks/run.py does (fresh data dir, rate limits off,
 `log.level=warning`), waits 1 s, reads VmRSS, RssAnon/RssFile and the thread count from
-/proc/PID/status ("idle"), signs one user up (Argon2id hashing: about 19 MiB for a moment)
+/proc/PID/status ("idle"), signs one user up (Argon2id hashing: about 12 MiB for a moment (19 MiB before the 12 MiB × 3 passes default))
 and reads VmHWM ("peak after signup") and VmRSS again. Prints the medians over `--starts`
 starts as a Markdown table. `--by-file` prints instead, for one start of each binary, the
 resident KiB per mapped file (/proc/PID/smaps) idle and after the signup: which libraries'

@@ -32,6 +32,13 @@ extension UserRepository where Self: SQLStore {
         try reading { c in try c.queryOne(UserSQL.byEmail, [.text(email)]).map(StoreRows.user) }
     }
 
+    @discardableResult
+    public func replacePasswordHash(userID: String, currentHash: String, newHash: String) throws -> Bool {
+        try transaction { tx in
+            try tx.execute(UserSQL.replacePasswordHash, [.text(newHash), .text(userID), .text(currentHash)]) > 0
+        }
+    }
+
     public func updateProfile(
         userID: String, now: Int64,
         _ transform: @escaping @Sendable (UserProfile) throws -> UserProfile
@@ -83,6 +90,8 @@ enum UserSQL {
             updated_at = ?12, version = ?13, reminders = ?14, change_position = ?15, lww_at = ?16, lww_device = ''
         WHERE id = ?17
         """)
+    static let replacePasswordHash = SQLText(
+        "UPDATE users SET password_hash = ?1 WHERE id = ?2 AND password_hash = ?3")
     static let page = SQLText("SELECT \(StoreRows.userColumns) FROM users WHERE id > ?1 ORDER BY id LIMIT ?2")
     static let pageWithEmail = SQLText(
         "SELECT \(StoreRows.userColumns) FROM users WHERE id > ?1 AND email = ?2 ORDER BY id LIMIT ?3")

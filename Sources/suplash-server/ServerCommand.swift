@@ -239,7 +239,7 @@ enum ServeCommand {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
-        // Argon2id allocates its 19 MiB per hash with malloc. glibc raises its mmap threshold
+        // Argon2id allocates its memory (12 MiB by default) per hash with malloc. glibc raises its mmap threshold
         // after the first such block is freed, so later blocks would come from (and stay in)
         // each worker thread's heap arena. A fixed threshold keeps them mmapped: freed at once.
         _ = cmalloc_set_mmap_threshold(1 << 20)

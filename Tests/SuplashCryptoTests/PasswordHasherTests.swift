@@ -6,7 +6,7 @@ import XCTest
 final class PasswordHasherTests: XCTestCase {
     func testHashAndVerify() throws {
         let phc = try PasswordHasher.hash("correct horse battery staple")
-        XCTAssertTrue(phc.hasPrefix("$argon2id$v=19$m=19456,t=2,p=1$"), phc)
+        XCTAssertTrue(phc.hasPrefix("$argon2id$v=19$m=12288,t=3,p=1$"), phc)
         XCTAssertTrue(PasswordHasher.verify("correct horse battery staple", phc: phc))
         XCTAssertFalse(PasswordHasher.verify("correct horse battery stapl", phc: phc))
         XCTAssertFalse(PasswordHasher.verify("", phc: phc))

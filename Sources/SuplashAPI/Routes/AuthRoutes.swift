@@ -61,6 +61,14 @@ enum AuthRoutes {
             throw invalid
         }
         failureBudget?.refund(accountKey)
+        // A hash made under other Argon2id parameters (the operator changed `auth.argon2*`)
+        // is replaced while the password is at hand. Best effort: if hashing or the write
+        // fails, the old hash still verifies and the next login tries again.
+        if let current = user.passwordHash, PasswordHasher.needsRehash(phc: current, parameters: services.passwordHashing.parameters),
+            let renewed = try? services.passwordHashing.hash(input.password)
+        {
+            _ = try? services.users.replacePasswordHash(userID: user.profile.id, currentHash: current, newHash: renewed)
+        }
         let now = request.now
         let (session, refreshToken) = newSession(userID: user.profile.id, now: now, services: services)
         try services.sessions.createSession(session)

@@ -74,6 +74,12 @@ public protocol UserRepository: Sendable {
     func user(id: String) throws -> StoredUser?
     /// The user with the (normalised) `email`, or nil.
     func user(email: String) throws -> StoredUser?
+    /// Replaces the password hash of `userID` with `newHash` if it is still `currentHash`
+    /// (a login re-hashing under new Argon2id parameters; a concurrent reset wins). The profile
+    /// document, its version and change position are untouched. One durable write.
+    /// - Returns: whether the hash was replaced.
+    @discardableResult
+    func replacePasswordHash(userID: String, currentHash: String, newHash: String) throws -> Bool
     /// Reads the profile, applies `transform` and stores the result with `updatedAt = now`
     /// and `version + 1`, all in one write transaction. A throwing transform writes nothing.
     /// - Throws: `RepositoryError.notFound`, or what `transform` throws.
