@@ -155,7 +155,7 @@ let package = Package(
             name: "SuplashPostgresTests",
             dependencies: [
                 "SuplashPostgres", "SuplashPostgresStore", "SuplashSQLiteStore", "SuplashStorage", "SuplashDomain", "SuplashAPI",
-                "SuplashHTTP", "SuplashSQL", "SuplashDataMigration", "SuplashCrypto",
+                "SuplashHTTP", "SuplashSQL", "SuplashDataMigration", "SuplashCrypto", "SuplashStoreCore",
             ]),
         .testTarget(
             name: "SuplashKitTests", dependencies: ["SuplashKit", "SuplashHealthImport"],

@@ -16,7 +16,8 @@ enum ReminderWiring {
         return ReminderScheduler(
             repository: store, campaigns: campaigns, messages: messages, counters: counters,
             batchSize: max(1, settings.reminders.batchSize),
-            pollIntervalMs: Int64(max(10, settings.reminders.pollIntervalMs)), clock: ReminderScheduler.wallClock,
+            pollIntervalMs: Int64(max(10, settings.reminders.pollIntervalMs)),
+            historyMs: Int64(max(0, settings.reminders.historyDays)) * 86_400_000, clock: ReminderScheduler.wallClock,
             logger: logger)
     }
 }
@@ -24,7 +25,10 @@ enum ReminderWiring {
 /// The reminder scheduler of one server instance: one thread that runs
 /// `ReminderRepository.dispatchDueReminders` with the time of `clock` — a full batch is followed
 /// at once by the next, else it waits `pollIntervalMs` — and counts what it did. The pushes it
-/// queues are sent by the push sender (`PushSender`).
+/// queues are sent by the push sender (`PushSender`). At start and then once an hour it deletes
+/// the history older than `historyMs` (`ReminderRepository.purgeReminderHistory`): a few batches
+/// between two steps, so a long backlog (the first run after an upgrade) never holds up due
+/// reminders by more than those batches.
 final class ReminderScheduler: @unchecked Sendable {
     /// ms since the epoch, the production clock.
     static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
@@ -35,6 +39,8 @@ final class ReminderScheduler: @unchecked Sendable {
     private let counters: ReminderCounters
     private let batchSize: Int
     private let pollIntervalMs: Int64
+    /// How long ended reminders are kept, ms; 0 keeps them all.
+    private let historyMs: Int64
     private let clock: @Sendable () -> Int64
     private let logger: Logger
     private let condition = NSCondition()
@@ -45,8 +51,8 @@ final class ReminderScheduler: @unchecked Sendable {
 
     init(
         repository: any ReminderRepository, campaigns: any CampaignRepository, messages: MessageCatalogue,
-        counters: ReminderCounters, batchSize: Int, pollIntervalMs: Int64, clock: @escaping @Sendable () -> Int64,
-        logger: Logger
+        counters: ReminderCounters, batchSize: Int, pollIntervalMs: Int64, historyMs: Int64,
+        clock: @escaping @Sendable () -> Int64, logger: Logger
     ) {
         self.repository = repository
         self.campaigns = campaigns
@@ -54,6 +60,7 @@ final class ReminderScheduler: @unchecked Sendable {
         self.counters = counters
         self.batchSize = batchSize
         self.pollIntervalMs = pollIntervalMs
+        self.historyMs = historyMs
         self.clock = clock
         self.logger = logger
     }
@@ -91,6 +98,28 @@ final class ReminderScheduler: @unchecked Sendable {
         return report
     }
 
+    /// How often the history is purged, ms.
+    static let purgeIntervalMs: Int64 = 3_600_000
+    /// Rows deleted per purge transaction (a short write: other writers wait behind it).
+    static let purgeBatch = 2_000
+    /// Purge transactions between two scheduler steps.
+    static let purgeBatchesPerStep = 5
+
+    /// Deletes up to `purgeBatchesPerStep` batches of the history older than `historyMs` before
+    /// `clock()`: how many rows, and whether older ones are left (the last batch was full).
+    /// - Throws: `RepositoryError`.
+    func purgeHistory() throws -> (deleted: Int, more: Bool) {
+        guard historyMs > 0 else { return (0, false) }
+        let cutoff = clock() - historyMs
+        var deleted = 0
+        for _ in 0..<Self.purgeBatchesPerStep {
+            let n = try repository.purgeReminderHistory(dueBefore: cutoff, limit: Self.purgeBatch)
+            deleted += n
+            if n < Self.purgeBatch { return (deleted, false) }
+        }
+        return (deleted, true)
+    }
+
     private func run() {
         defer {
             condition.withLock {
@@ -98,11 +127,28 @@ final class ReminderScheduler: @unchecked Sendable {
                 condition.broadcast()
             }
         }
+        var purgeAt = clock()
+        var purged = 0
         while condition.withLock({ !stopped }) {
             var full = false
+            if clock() >= purgeAt {
+                do {
+                    let (deleted, more) = try purgeHistory()
+                    purged += deleted
+                    full = more
+                    if !more {
+                        purgeAt = clock() + Self.purgeIntervalMs
+                        if purged > 0 { logger.info("reminder_history_purged", .count("reminders", purged)) }
+                        purged = 0
+                    }
+                } catch {
+                    purgeAt = clock() + Self.purgeIntervalMs
+                    logger.warning("reminder_history_purge_failed", .errorType(String(reflecting: type(of: error))))
+                }
+            }
             do {
                 let report = try step()
-                full = report.claimed >= batchSize && report.skipped < report.claimed
+                full = full || (report.claimed >= batchSize && report.skipped < report.claimed)
             } catch {
                 logger.warning("reminder_dispatch_failed", .errorType(String(reflecting: type(of: error))))
             }

@@ -90,6 +90,7 @@ struct Settings: Sendable, Equatable {
         var schedulerEnabled = true
         var pollIntervalMs = 1000
         var batchSize = 200
+        var historyDays = 90
     }
 
     /// `sync.*`: tombstone retention and the maintenance job.
@@ -291,6 +292,10 @@ struct Settings: Sendable, Equatable {
                 "reminders.pollIntervalMs", \.reminders.pollIntervalMs,
                 "how often the scheduler looks for due reminders when the last batch was not full, ms"),
             Field("reminders.batchSize", \.reminders.batchSize, "due reminders claimed per scheduler transaction"),
+            Field(
+                "reminders.historyDays", \.reminders.historyDays,
+                "days ended hydration and bill reminders are kept (history, export); the scheduler deletes older ones "
+                    + "hourly; 0 keeps them all ([reminders](reminders.md#history-retention))"),
             Field(
                 "sync.tombstoneRetentionDays", \.sync.tombstoneRetentionDays,
                 "days tombstones are kept; older ones are purged and older sync tokens get 410"),

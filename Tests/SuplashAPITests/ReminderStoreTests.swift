@@ -65,6 +65,9 @@ final class ReminderStoreTests: XCTestCase {
             "SELECT MAX(created_at) FROM water_entries WHERE user_id = ? AND deleted = 0 AND logged_at >= ?",
             [.text(uid), .integer(now)])
         XCTAssertTrue(intake.contains("water_entries_list"), intake)
+        let purge = try plan(ReminderRetentionSQL.purge.sqlite, [.integer(now), .integer(2000)])
+        XCTAssertTrue(purge.contains("reminders_ended"), purge)
+        XCTAssertFalse(purge.contains("TEMP B-TREE"), purge)
         let hours = try plan(HourlyTotals.bucketsSQL.sqlite, [.text(uid), .text("2026-09-07")])
         XCTAssertTrue(hours.contains("USING PRIMARY KEY") || hours.contains("sqlite_autoindex_drinking_hours"), hours)
     }

@@ -4,6 +4,7 @@ import SuplashJSON
 import SuplashPostgres
 import SuplashPostgresStore
 import SuplashSQLiteStore
+import SuplashStoreCore
 import XCTest
 
 /// The reminder scheduler's step, driven by the test's clock (`dispatchDueReminders(now:)`), on
@@ -212,6 +213,68 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
                 "alice's at 2026-09-22 07:00",
                 "push campaign true \"Suplash\" \"Stay cool\"",
                 "figures: queued 0 sent 1 failed 0",
+            ])
+    }
+
+    /// Inserts a reminder row as the scheduler and the actions leave them.
+    func insertReminder(
+        _ store: some SQLStore, _ n: Int, user: String, kind: String, state: String, dueAt: Int64
+    ) throws {
+        _ = try store.transaction { tx in
+            try tx.execute(
+                SQLText(
+                    """
+                    INSERT INTO reminders (id, user_id, kind, due_at, state, suggested_ml, local_date, subject_id,
+                        sent_at, created_at, updated_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, NULL, '2026-09-01', NULL, ?6, ?4, ?4)
+                    """),
+                [
+                    .text(String(format: "0193e000-0000-4000-8000-%012d", n)), .text(user), .text(kind), .integer(dueAt),
+                    .text(state), ["sent", "ignored", "acted"].contains(state) ? .integer(dueAt) : .null,
+                ])
+        }
+    }
+
+    /// The history's retention: ended hydration and bill reminders due before the cut-off go,
+    /// oldest first, a batch at a time; pending ones, campaign ones and newer ones stay.
+    func retentionScenario(_ store: Store) throws -> [String] {
+        let (alice, bob, t0) = (helper.alice, helper.bob, helper.t0)
+        try helper.makeUsers(store)
+        let sql = try XCTUnwrap(store as? any SQLStore)
+        let day: Int64 = 86_400_000
+        let rows: [(String, String, String, Int64)] = [
+            (alice, "hydration", "sent", t0 - 10 * day), (alice, "hydration", "ignored", t0 - 9 * day),
+            (bob, "hydration", "cancelled", t0 - 8 * day), (alice, "bill", "sent", t0 - 7 * day),
+            (alice, "campaign", "sent", t0 - 6 * day), (alice, "bill", "pending", t0 - 5 * day),
+            (alice, "hydration", "acted", t0 - day),
+        ]
+        for (n, r) in rows.enumerated() {
+            try insertReminder(sql, n + 1, user: r.0, kind: r.1, state: r.2, dueAt: r.3)
+        }
+        func history(_ user: String) throws -> String {
+            try store.reminderOverview(userID: user, limit: 50).recent.filter { $0.dueAt < t0 }.map {
+                "\($0.kind.rawValue) \($0.outcome.rawValue)\($0.sentAt == nil ? "" : "+sent") -\((t0 - $0.dueAt) / day)d"
+            }.joined(separator: ", ")
+        }
+        var transcript = ["alice: " + (try history(alice)), "bob: " + (try history(bob))]
+        for n in 1...3 {
+            transcript.append("purge \(n): \(try store.purgeReminderHistory(dueBefore: t0 - 2 * day, limit: 2))")
+        }
+        transcript += ["alice: " + (try history(alice)), "bob: " + (try history(bob))]
+        return transcript
+    }
+
+    func testHistoryRetentionOnSQLiteAndPostgres() throws {
+        try onBothEngines(
+            retentionScenario,
+            [
+                "alice: hydration acted+sent -1d, bill pending -5d, campaign pending+sent -6d, bill pending+sent -7d, "
+                    + "hydration ignored+sent -9d, hydration pending+sent -10d",
+                "bob: hydration cancelled -8d",
+                // Oldest first, two at a time: the 10- and 9-day-old, then the 8- and 7-day-old.
+                "purge 1: 2", "purge 2: 2", "purge 3: 0",
+                "alice: hydration acted+sent -1d, bill pending -5d, campaign pending+sent -6d",
+                "bob: ",
             ])
     }
 

@@ -46,6 +46,14 @@ public protocol ReminderRepository: Sendable {
     /// - Parameter now: ms since the epoch (the caller's clock).
     /// - Throws: `RepositoryError`.
     func dispatchDueReminders(now: Int64, limit: Int, messages: MessageCatalogue) throws -> ReminderDispatchReport
+    /// The history's retention (docs/reminders.md, "History retention"): deletes up to `limit`
+    /// ended hydration and bill reminders (any state but pending) due before `dueBefore`, oldest
+    /// first, in one transaction; campaign reminders are kept (their campaign's counts). Several
+    /// instances may run it at once.
+    /// - Parameter dueBefore: ms since the epoch.
+    /// - Returns: how many were deleted (fewer than `limit`: nothing older is left).
+    /// - Throws: `RepositoryError`.
+    func purgeReminderHistory(dueBefore: Int64, limit: Int) throws -> Int
 }
 
 /// What one scheduler step did (counts for `/metrics`).
