@@ -138,7 +138,7 @@ let package = Package(
             ]),
         .testTarget(name: "SuplashAppleIDTests", dependencies: ["SuplashAppleID", "SuplashHTTPClient", "SuplashCrypto", "SuplashJSON"]),
         .testTarget(name: "SuplashSQLTests", dependencies: ["SuplashSQL"]),
-        .testTarget(name: "SuplashStorageTests", dependencies: ["SuplashStorage", "SuplashSQL"]),
+        .testTarget(name: "SuplashStorageTests", dependencies: ["SuplashStorage", "SuplashSQL", "CSQLite"]),
         .testTarget(name: "SuplashStoreCoreTests", dependencies: ["SuplashStoreCore", "SuplashSQL"]),
         .testTarget(name: "SuplashDomainTests", dependencies: ["SuplashDomain", "SuplashJSON"]),
         .testTarget(
