@@ -18,8 +18,13 @@ import SuplashStoreRows
 /// is not shown by `GET …/reminders`. A pending row with `subject_id` set is the reminder a
 /// `:snooze` created (`subject_id` = the snoozed one): only a water write replaces it.
 public enum ReminderPlanner {
-    /// How many reminders of the user's history the plan reads (spec §9's "50 most recent").
-    public static let historyLimit = 50
+    /// How many of the user's hydration reminders the plan reads (`ReminderSQL.planHistory`):
+    /// the pending one, and enough sent ones for everything `HydrationSchedule.plan` asks of them
+    /// — today's count against `maxPerDay`, the latest for the minimum gap, and whether the newest
+    /// `ignoredStreakForSlowdown` were ignored.
+    @inlinable static func planHistoryLimit(_ settings: ReminderSettings) -> Int {
+        settings.maxPerDay + HydrationSchedule.ignoredStreakForSlowdown + 1
+    }
 
     /// Recomputes after a write that changed the user's day (entries, day contexts).
     /// - Parameters:
@@ -126,21 +131,25 @@ public enum ReminderPlanner {
     public static func prefetch(
         userID: String, timezone: String, wakeTime: String, sleepTime: String, reminders: String?, now: Int64
     ) -> Prefetch? {
-        guard ReminderSettings(stored: reminders).enabled, let wake = ClockTime(parsing: wakeTime),
-            let sleep = ClockTime(parsing: sleepTime)
+        let settings = ReminderSettings(stored: reminders)
+        guard settings.enabled, let wake = ClockTime(parsing: wakeTime), let sleep = ClockTime(parsing: sleepTime)
         else { return nil }
         let clock = ZoneClocks.shared.clock(timezone)
         let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
         return Prefetch(
             timezone: timezone, wakeTime: wakeTime, sleepTime: sleepTime,
-            statements: reads(userID: userID, window: window, today: clock.localDate(of: now), lastIntakeFrom: nil),
+            statements: reads(
+                userID: userID, window: window, today: clock.localDate(of: now), historyLimit: planHistoryLimit(settings),
+                lastIntakeFrom: nil),
             window: window)
     }
 
     /// The plan's reads: the hourly history summed per hour by the database (≤ 24 rows), the
-    /// reminder day's buckets (≤ 48 rows), its context, the reminder history, and (with
-    /// `lastIntakeFrom`) the latest intake write.
-    @usableFromInline static func reads(userID: String, window: WakingWindow, today: LocalDate, lastIntakeFrom: Int64?) -> [SQLStatement] {
+    /// reminder day's buckets (≤ 48 rows), its context, the pending and latest sent hydration
+    /// reminders (≤ `historyLimit` rows), and (with `lastIntakeFrom`) the latest intake write.
+    @usableFromInline static func reads(
+        userID: String, window: WakingWindow, today: LocalDate, historyLimit: Int, lastIntakeFrom: Int64?
+    ) -> [SQLStatement] {
         let user = SQLValue.text(userID)
         var reads = [
             SQLStatement(
@@ -150,7 +159,7 @@ public enum ReminderPlanner {
                 ReminderSQL.dayBuckets, [user, .text(window.day.description), .text(window.day.adding(days: 1).description)]),
             SQLStatement(
                 EntryBookkeeping.contextsSQL, EntryBookkeeping.contextsArgs(userID: userID, from: window.day, to: window.day)),
-            SQLStatement(ReminderSQL.history, [user, .integer(Int64(historyLimit))]),
+            SQLStatement(ReminderSQL.planHistory, [user, .integer(Int64(historyLimit))]),
         ]
         if let from = lastIntakeFrom { reads.append(SQLStatement(ReminderSQL.lastIntakeWrite, [user, .integer(from)])) }
         return reads
@@ -189,7 +198,7 @@ public enum ReminderPlanner {
         } else {
             rows = try tx.pipeline(
                 reads(
-                    userID: userID, window: window, today: today,
+                    userID: userID, window: window, today: today, historyLimit: planHistoryLimit(profile.reminders),
                     lastIntakeFrom: intakeWrittenAt == nil ? window.dayStart - lookBackMs : nil))
         }
         let history = rows[3].map { ReminderSQL.stored($0) }
@@ -328,6 +337,16 @@ public enum ReminderSQL {
     /// ?2 limit.
     public static let history = SQLText(
         "SELECT \(columns) FROM reminders WHERE user_id = ?1 ORDER BY due_at DESC, id DESC LIMIT ?2")
+    /// What the plan reads of the history (`ReminderPlanner.planHistoryLimit`): the pending
+    /// hydration row and the sent hydration reminders that were not cancelled, newest first,
+    /// through `reminders_history` (bill, campaign and cancelled rows are skipped, not read
+    /// whole); binds ?1 user, ?2 limit.
+    public static let planHistory = SQLText(
+        """
+        SELECT \(columns) FROM reminders
+        WHERE user_id = ?1 AND kind = 'hydration' AND (state = 'pending' OR (sent_at IS NOT NULL AND state <> 'cancelled'))
+        ORDER BY due_at DESC, id DESC LIMIT ?2
+        """)
     /// The latest creation of a live entry drunk from ?2 on (`water_entries_list`).
     static let lastIntakeWrite = SQLText(
         "SELECT MAX(created_at) FROM water_entries WHERE user_id = ?1 AND deleted = 0 AND logged_at >= ?2")

@@ -65,6 +65,9 @@ final class ReminderStoreTests: XCTestCase {
             "SELECT MAX(created_at) FROM water_entries WHERE user_id = ? AND deleted = 0 AND logged_at >= ?",
             [.text(uid), .integer(now)])
         XCTAssertTrue(intake.contains("water_entries_list"), intake)
+        let planHistory = try plan(ReminderSQL.planHistory.sqlite, [.text(uid), .integer(12)])
+        XCTAssertTrue(planHistory.contains("reminders_history"), planHistory)
+        XCTAssertFalse(planHistory.contains("TEMP B-TREE"), planHistory)
         let purge = try plan(ReminderRetentionSQL.purge.sqlite, [.integer(now), .integer(2000)])
         XCTAssertTrue(purge.contains("reminders_ended"), purge)
         XCTAssertFalse(purge.contains("TEMP B-TREE"), purge)
