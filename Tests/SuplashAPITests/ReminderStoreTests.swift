@@ -101,4 +101,42 @@ final class ReminderStoreTests: XCTestCase {
         XCTAssertTrue(try store.eraseAccount(userID: uid, now: now))
         XCTAssertEqual(try counts(), [.integer(0), .integer(0)])
     }
+
+    /// The recompute reads only the pending and the sent hydration reminders of the history:
+    /// `maxPerDay` counts today's sent ones however many cancelled, bill and campaign rows lie
+    /// between them and now.
+    func testMaxPerDaySeesTodaysSentRemindersPastOtherRows() throws {
+        let store = try makeStore()
+        let (uid, now) = (uid, now)
+        // Today (UTC, awake 07:00–23:00): two sent hydration reminders this morning, then 60
+        // cancelled hydration rows and 60 bill and campaign rows due after them.
+        typealias Row = (kind: String, state: String, due: Int64, sent: Bool)
+        var rows: [Row] = [("hydration", "sent", now - 3 * 3_600_000, true), ("hydration", "ignored", now - 2 * 3_600_000, true)]
+        for i in 0..<60 {
+            let t = Int64(i) * 1000
+            rows.append(("hydration", "cancelled", now - 3_600_000 + t, false))
+            rows.append((i % 2 == 0 ? "bill" : "campaign", "sent", now - 1_800_000 + t, true))
+        }
+        try XCTUnwrap(db).write { [rows] w in
+            for (n, r) in rows.enumerated() {
+                let sentAt: SQLValue = r.sent ? .integer(r.due) : .null
+                _ = try w.connection.execute(
+                    """
+                    INSERT INTO reminders (id, user_id, kind, due_at, state, local_date, sent_at, created_at, updated_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, '2026-09-21', ?6, ?4, ?4)
+                    """,
+                    [.text("h\(n)"), .text(uid), .text(r.kind), .integer(r.due), .text(r.state), sentAt])
+            }
+        }
+        func next(maxPerDay: Int) throws -> NextReminder? {
+            _ = try store.updateProfile(userID: uid, now: now) { p in
+                var p = p
+                p.reminders.maxPerDay = maxPerDay
+                return p
+            }
+            return try store.reminderOverview(userID: uid, limit: 50).next
+        }
+        XCTAssertNil(try next(maxPerDay: 2), "two sent today: the day's reminders are used up")
+        XCTAssertNotNil(try next(maxPerDay: 3), "one more is allowed")
+    }
 }
