@@ -135,6 +135,8 @@ def main():
                     help="N requests per write (pipelined); --requests and --warmup still count requests")
     ap.add_argument("--entries", type=int, default=10000)
     ap.add_argument("--callgrind", metavar="OUTFILE")
+    ap.add_argument("--stderr", default=os.devnull, metavar="FILE",
+                    help="append the server's standard error (its log) to FILE instead of discarding it")
     ap.add_argument("--memory", action="store_true")
     ap.add_argument("--keep", type=float, default=0, help="seconds to leave the server running after the load (prints its pid)")
     ap.add_argument("--reminders-off", action="store_true",
@@ -155,7 +157,7 @@ def main():
     if args.callgrind:
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={args.callgrind}", "--dump-instr=no",
                "--collect-jumps=no"] + cmd
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=ROOT)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(args.stderr, "ab"), env=env, text=True, cwd=ROOT)
     try:
         line = proc.stdout.readline()
         m = re.search(r":(\d+)\s*$", line.strip())
