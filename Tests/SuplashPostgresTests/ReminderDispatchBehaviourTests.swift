@@ -278,6 +278,26 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
             ])
     }
 
+    /// On PostgreSQL too (sequential scans discouraged: the tables are tiny), the recompute's
+    /// history read walks `reminders_history` and the retention's purge `reminders_ended`.
+    func testRecomputeAndRetentionReadsUseTheirIndexesOnPostgres() throws {
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set")
+        }
+        let db = try PostgresTestSupport.migratedDatabase(poolSize: 1)
+        helper.cleanups.append { db.close() }
+        let plans = try db.read { c in
+            try c.execute("SET enable_seqscan = off")
+            defer { _ = try? c.execute("SET enable_seqscan = on") }
+            let history = try c.query("EXPLAIN " + ReminderSQL.planHistory.postgres, [.text(helper.alice), .integer(12)])
+            let purge = try c.query("EXPLAIN " + ReminderRetentionSQL.purge.postgres, [.integer(helper.t0), .integer(2000)])
+            return (history.map { $0[0].text ?? "" }.joined(separator: "\n"), purge.map { $0[0].text ?? "" }.joined(separator: "\n"))
+        }
+        XCTAssertTrue(plans.0.contains("reminders_history"), plans.0)
+        XCTAssertTrue(plans.1.contains("reminders_ended"), plans.1)
+        XCTAssertFalse((plans.0 + plans.1).contains("Seq Scan"), plans.0 + plans.1)
+    }
+
     /// Runs `scenario` on SQLite and checks its transcript, then on PostgreSQL (when there is
     /// one) and checks it is the same.
     func onBothEngines(
