@@ -31,14 +31,19 @@ final class ReminderStoreTests: XCTestCase {
         return store
     }
 
-    func insertReminder(_ id: String, kind: String = "hydration", state: String = "pending") throws {
-        let (uid, now) = (uid, now)
+    /// Inserts a reminder row of the test user, due at `dueAt` (default `now`) and sent at
+    /// `sentAt` (default never).
+    func insertReminder(
+        _ id: String, kind: String = "hydration", state: String = "pending", dueAt: Int64? = nil, sentAt: Int64? = nil
+    ) throws {
+        let (uid, due) = (uid, dueAt ?? now)
+        let sent: SQLValue = sentAt.map { .integer($0) } ?? .null
         try XCTUnwrap(db).write { w in
             try w.connection.execute(
                 """
-                INSERT INTO reminders (id, user_id, kind, due_at, state, local_date, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, '2026-09-21', ?, ?)
-                """, [.text(id), .text(uid), .text(kind), .integer(now), .text(state), .integer(now), .integer(now)])
+                INSERT INTO reminders (id, user_id, kind, due_at, state, local_date, sent_at, created_at, updated_at)
+                VALUES (?1, ?2, ?3, ?4, ?5, '2026-09-21', ?6, ?4, ?4)
+                """, [.text(id), .text(uid), .text(kind), .integer(due), .text(state), sent])
         }
     }
 
@@ -107,7 +112,6 @@ final class ReminderStoreTests: XCTestCase {
     /// between them and now.
     func testMaxPerDaySeesTodaysSentRemindersPastOtherRows() throws {
         let store = try makeStore()
-        let (uid, now) = (uid, now)
         // Today (UTC, awake 07:00–23:00): two sent hydration reminders this morning, then 60
         // cancelled hydration rows and 60 bill and campaign rows due after them.
         typealias Row = (kind: String, state: String, due: Int64, sent: Bool)
@@ -117,16 +121,8 @@ final class ReminderStoreTests: XCTestCase {
             rows.append(("hydration", "cancelled", now - 3_600_000 + t, false))
             rows.append((i % 2 == 0 ? "bill" : "campaign", "sent", now - 1_800_000 + t, true))
         }
-        try XCTUnwrap(db).write { [rows] w in
-            for (n, r) in rows.enumerated() {
-                let sentAt: SQLValue = r.sent ? .integer(r.due) : .null
-                _ = try w.connection.execute(
-                    """
-                    INSERT INTO reminders (id, user_id, kind, due_at, state, local_date, sent_at, created_at, updated_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, '2026-09-21', ?6, ?4, ?4)
-                    """,
-                    [.text("h\(n)"), .text(uid), .text(r.kind), .integer(r.due), .text(r.state), sentAt])
-            }
+        for (n, r) in rows.enumerated() {
+            try insertReminder("h\(n)", kind: r.kind, state: r.state, dueAt: r.due, sentAt: r.sent ? r.due : nil)
         }
         func next(maxPerDay: Int) throws -> NextReminder? {
             _ = try store.updateProfile(userID: uid, now: now) { p in
