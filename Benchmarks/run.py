@@ -60,6 +60,10 @@ VENV = os.path.join(ROOT, "Benchmarks", ".venv")
 PB_VERSION = "0.40.6"
 PASSWORD = "bench-password-123"
 LOGGED_AT_OURS = "2026-01-01T00:00:00Z"
+# --create-logged-yesterday: the create workload's entries are drunk 24 h before the run instead
+# (inside the reminder schedule's 14-day hourly history: every create recomputes the next reminder
+# in full, and today's goal is never reached, which would end the recomputes).
+CREATE_LOGGED_AT = None
 LOGGED_AT_PB = "2026-01-01 00:00:00.000Z"
 PB_SKIP_TOTAL = False
 DEVICES = 0  # --devices
@@ -261,7 +265,7 @@ class Ours:
 
     def workload(self, name):
         base = f"/v1/water_logs/{self.uid}/entries"
-        body = json.dumps({"amountMl": 250, "loggedAt": LOGGED_AT_OURS, "source": "api"})
+        body = json.dumps({"amountMl": 250, "loggedAt": CREATE_LOGGED_AT or LOGGED_AT_OURS, "source": "api"})
         login = json.dumps({"email": self.email, "password": PASSWORD})
         return {
             "create": ("POST", base, body, self.auth),
@@ -658,6 +662,10 @@ def main():
     ap.add_argument("--devices", type=int, default=0,
                     help="register this many other devices with background push tokens for each benchmark user"
                          " (every write then queues their background refresh; no APNs key, so nothing is sent)")
+    ap.add_argument("--create-logged-yesterday", action="store_true",
+                    help="create entries drunk 24 h before the run instead of on 2026-01-01: inside the reminder"
+                         " schedule's hourly history, so each create recomputes the user's next reminder in full"
+                         " (the default date is outside it, and such writes leave the plan alone)")
     ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
                     help="compare server binaries instead (repeat; e.g. before=/tmp/a after=.build/release/suplash-server;"
                          " NAME=PATH@3 registers 3 devices per user for that one; NAME=PATH+reminders-off turns"
@@ -671,9 +679,11 @@ def main():
     if args.quick:
         args.runs, args.duration, args.connections = 1, 5, "32"
     conns = [int(c) for c in args.connections.split(",")]
-    global PB_SKIP_TOTAL, DEVICES
+    global PB_SKIP_TOTAL, DEVICES, CREATE_LOGGED_AT
     PB_SKIP_TOTAL = args.pb_skip_total
     DEVICES = args.devices
+    if args.create_logged_yesterday:
+        CREATE_LOGGED_AT = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 86400))
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
     if not args.skip_build:

@@ -51,9 +51,11 @@ public enum EntryBookkeeping {
             prefetched: prefetched?.timezone == profile.timezone ? prefetched?.results : nil)
         try HourlyTotals.entriesChanged(tx, userID: userID, clock: clock, deltas: deltas, now: now)
         try EntryAmounts.entriesChanged(tx, userID: userID, deltas: deltas)
-        if planReminders, let window = ReminderPlanner.windowToPlan(profile: profile, changes: changes, now: now) {
+        if planReminders,
+            let window = ReminderPlanner.windowToPlan(profile: profile, changes: changes, deltas: deltas, now: now)
+        {
             try ReminderPlanner.dayChanged(
-                tx, userID: userID, profile: profile, intakeWritten: deltas.contains { $0.count > 0 }, now: now,
+                tx, userID: userID, profile: profile, intakeWritten: ReminderPlanner.intakeWritten(deltas, window: window), now: now,
                 window: window, prefetched: reminders.map { ($0.prefetch, $0.rows, deltas) })
         }
     }

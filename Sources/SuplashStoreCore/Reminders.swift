@@ -48,21 +48,37 @@ public enum ReminderPlanner {
 
     /// The waking window an entry write's recompute works on (`WakingWindow.current(at: now)`,
     /// for `dayChanged(window:)`), or nil when the recompute is skipped: reminders are off, the
-    /// wake or sleep time does not parse (the plan would do nothing), or the write cannot change
+    /// wake or sleep time does not parse (the plan would do nothing), the write cannot change
     /// the plan because the reminder day's goal was met before the write and still is (the plan
-    /// stays "goal met"; its re-plan mark is already stored).
-    public static func windowToPlan(profile: UserProfile, changes: [DayTotalChange], now: Int64) -> WakingWindow? {
+    /// stays "goal met"; its re-plan mark is already stored), or every entry version of `deltas`
+    /// was drunk before the hourly history's first day (`HourlyDrinking.firstKeptDay`): such a
+    /// write changes none of the plan's reads — not the day's intake, not the hourly history,
+    /// and it is no intake write (`intakeWritten(_:window:)`).
+    public static func windowToPlan(
+        profile: UserProfile, changes: [DayTotalChange], deltas: [EntryDelta], now: Int64
+    ) -> WakingWindow? {
         guard profile.reminders.enabled, let wake = ClockTime(parsing: profile.wakeTime),
             let sleep = ClockTime(parsing: profile.sleepTime)
         else { return nil }
-        let window = WakingWindow.current(
-            at: now, wake: wake, sleep: sleep, clock: ZoneClocks.shared.clock(profile.timezone))
+        let clock = ZoneClocks.shared.clock(profile.timezone)
+        let horizon = clock.startOfDay(HourlyDrinking.firstKeptDay(today: clock.localDate(of: now)))
+        guard deltas.contains(where: { $0.loggedAt >= horizon }) else { return nil }
+        let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
         if let change = changes.first(where: { $0.date == window.day }), change.before?.goalMet == true,
             change.after?.goalMet == true
         {
             return nil
         }
         return window
+    }
+
+    /// True when `deltas` log water as the schedule counts it (the user's latest intake write:
+    /// it ends an ignored streak and answers a snooze): an entry version appeared that was drunk
+    /// from two days before the reminder day's start on — as the scheduler's own re-plan finds
+    /// the latest intake write (`ReminderSQL.lastIntakeWrite`). A backdated entry of last
+    /// month is no answer to today's reminders.
+    public static func intakeWritten(_ deltas: [EntryDelta], window: WakingWindow) -> Bool {
+        deltas.contains { $0.count > 0 && $0.loggedAt >= window.dayStart - lookBackMs }
     }
 
     /// Recomputes after a profile write when anything the schedule reads changed (reminder
@@ -219,14 +235,17 @@ public enum ReminderPlanner {
     }
 
     /// Writes `plan` over the pending row: the reminder (moved in place, keeping its id), a
-    /// re-plan mark, or nothing (the pending one cancelled).
+    /// re-plan mark, or nothing (the pending one cancelled). Nothing is written when the pending
+    /// row already says what the plan says — the same due time, or a reminder already due (the
+    /// scheduler's next step sends it) that the plan would make due now — with the same cup and
+    /// day.
     @inlinable static func save(
         _ tx: some StoreTransaction, userID: String, plan: HydrationPlan, pending: StoredReminder?, now: Int64
     ) throws {
         let next: (dueAt: Int64, suggested: Int?)? =
             if let r = plan.reminder { (r.dueAt, r.suggestedAmountMl) } else { plan.recheckAt.map { ($0, nil) } }
-        if let pending, pending.dueAt == next?.dueAt, pending.suggestedMl == next?.suggested,
-            pending.localDate == plan.day.description, pending.snoozedFrom == nil
+        if let pending, let next, pending.dueAt == next.dueAt || (pending.dueAt <= now && next.dueAt <= now),
+            pending.suggestedMl == next.suggested, pending.localDate == plan.day.description, pending.snoozedFrom == nil
         {
             return
         }

@@ -1,0 +1,100 @@
+import Foundation
+import SuplashDomain
+import SuplashSQL
+import SuplashSQLiteStore
+import SuplashStorage
+import SuplashStoreCore
+import XCTest
+
+/// Which entry writes move the next hydration reminder: a backdated entry from before the
+/// hourly history changes nothing the plan reads (and answers no reminder); a reminder already
+/// due is not moved to the time of a later write.
+final class ReminderRecomputeTests: XCTestCase {
+    var db: SQLiteDatabase?
+
+    override func tearDown() {
+        db?.close()
+        db = nil
+    }
+
+    let uid = "01930000-0000-7000-8000-0000000000b1"
+    /// 2026-09-21 13:33:20 UTC: 16:33 in Istanbul (the default zone), inside the default
+    /// waking window (07:00–23:00).
+    let now: Int64 = 1_790_000_000_000
+    let day: Int64 = 86_400_000
+
+    func makeStore() throws -> SQLiteStore {
+        let dir = TestServer.makeDataDir()
+        let db = try SQLiteDatabase(path: dir + "/test.sqlite", readers: 2)
+        self.db = db
+        try Migrator.migrate(db, try Migrator.load(directory: TestServer.packageRoot + "/Migrations/sqlite"))
+        let store = SQLiteStore(database: db)
+        _ = try store.createUser(
+            UserProfile(id: uid, email: "r@example.test", displayName: nil, now: now), passwordHash: "x",
+            session: NewSession(id: "s", userID: uid, refreshTokenHash: [1], createdAt: now, refreshExpiresAt: now + 1))
+        return store
+    }
+
+    func log(_ store: SQLiteStore, _ id: String, ml: Int, loggedAt: Int64, at time: Int64) throws {
+        _ = try store.createEntry(
+            userID: uid, id: id, content: WaterEntryContent(amountMl: ml, loggedAt: loggedAt), deviceID: nil, now: time)
+    }
+
+    /// The reminder the pending hydration row snoozes (`subject_id`), nil for a planned one.
+    func snoozedFrom() throws -> String? {
+        try XCTUnwrap(db).read { c in
+            try c.queryOne(
+                "SELECT subject_id FROM reminders WHERE user_id = ?1 AND kind = 'hydration' AND state = 'pending'",
+                [.text(uid)])?[0].text
+        }
+    }
+
+    func next(_ store: SQLiteStore) throws -> NextReminder? {
+        try store.reminderOverview(userID: uid, limit: 50).next
+    }
+
+    /// A snoozed reminder is replaced only by logged water: an entry backdated past the hourly
+    /// history (15 days) leaves it; an entry drunk today replaces it.
+    func testOnlyRecentWaterAnswersASnooze() throws {
+        let store = try makeStore()
+        try log(store, "today", ml: 100, loggedAt: now - 3_600_000, at: now - 3_600_000)
+        let planned = try XCTUnwrap(try next(store))
+        let snoozed = try store.snoozeReminder(userID: uid, reminderID: planned.id, minutes: 30, now: now)
+        XCTAssertNotEqual(snoozed.id, planned.id)
+
+        try log(store, "old", ml: 250, loggedAt: now - 40 * day, at: now + 60_000)
+        XCTAssertEqual(try next(store), snoozed, "a backdated entry is no answer to the snooze")
+        XCTAssertEqual(try snoozedFrom(), planned.id)
+
+        try log(store, "recent", ml: 250, loggedAt: now - 600_000, at: now + 120_000)
+        XCTAssertNil(try snoozedFrom(), "water drunk today replaces the snoozed reminder with a planned one")
+    }
+
+    /// A backdated entry from before the hourly history leaves the pending reminder as it is
+    /// (nothing the plan reads changed), while the same write from today moves it.
+    func testABackdatedEntryLeavesThePlanAlone() throws {
+        let store = try makeStore()
+        try log(store, "a", ml: 100, loggedAt: now - 3_600_000, at: now - 3_600_000)
+        let before = try XCTUnwrap(try next(store))
+        try log(store, "old", ml: 2_000, loggedAt: now - 40 * day, at: now)
+        XCTAssertEqual(try next(store), before)
+        try log(store, "today", ml: 2_000, loggedAt: now - 60_000, at: now)
+        XCTAssertNotEqual(try next(store), before, "today's 2 l moves (or ends) the day's reminders")
+    }
+
+    /// A reminder already due stays where it is when a later write would make it due now: the
+    /// scheduler's next step sends it either way.
+    func testAReminderAlreadyDueIsNotMovedToNow() throws {
+        let store = try makeStore()
+        let earlier = now - 600_000
+        // 10 ml by 16:23: behind, so the reminder is due at once.
+        try log(store, "a", ml: 10, loggedAt: earlier - 60_000, at: earlier)
+        let due = try XCTUnwrap(try next(store))
+        XCTAssertEqual(due.dueAt, earlier)
+        try log(store, "b", ml: 10, loggedAt: now - 60_000, at: now)
+        let after = try XCTUnwrap(try next(store))
+        XCTAssertEqual(after.id, due.id)
+        XCTAssertEqual(after.suggestedAmountMl, due.suggestedAmountMl)
+        XCTAssertEqual(after.dueAt, earlier, "still due; not moved to the second write's time")
+    }
+}
