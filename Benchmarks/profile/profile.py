@@ -143,6 +143,9 @@ def main():
                     help="turn the user's reminders off (profile reminders.enabled=false) before seeding")
     ap.add_argument("--logged-now", action="store_true",
                     help="the workload's creates are logged at the current time (today's day, as the app posts)")
+    ap.add_argument("--logged-yesterday", action="store_true",
+                    help="the created entries are drunk 24 h ago (inside the reminder schedule's hourly history:"
+                         " each create recomputes the next reminder in full; run.py --create-logged-yesterday)")
     ap.add_argument("--env", action="append", default=[], help="extra KEY=VALUE for the server")
     ap.add_argument("--wrk", type=float, default=0, metavar="SECONDS",
                     help="drive with wrk -t2 -c<connections> for SECONDS instead (memory runs)")
@@ -197,7 +200,9 @@ def main():
         sync_token = b.get("nextToken") if s == 200 else None
         if args.memory:
             print(mem_line("synced", pid))
-        logged_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) if args.logged_now else LOGGED_AT
+        logged_at = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) if args.logged_now
+                     else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 86400)) if args.logged_yesterday
+                     else LOGGED_AT)
         body = json.dumps({"amountMl": 250, "loggedAt": logged_at, "source": "api"}).encode()
         hdr = f"Host: 127.0.0.1:{port}\r\nAuthorization: {auth}\r\n"
         if args.workload == "get":

@@ -358,17 +358,26 @@ public enum ReminderSQL {
         "SELECT \(columns) FROM reminders WHERE user_id = ?1 ORDER BY due_at DESC, id DESC LIMIT ?2")
     /// What the plan reads of the history (`ReminderPlanner.planHistoryLimit`): the pending
     /// hydration row and the sent hydration reminders that were not cancelled, newest first,
-    /// through `reminders_history` (bill, campaign and cancelled rows are skipped, not read
-    /// whole); binds ?1 user, ?2 limit.
+    /// through the partial index `reminders_plan`, which holds just these rows (migration 0019:
+    /// bill, campaign and cancelled rows are not stepped over); binds ?1 user, ?2 limit. The
+    /// `WHERE` repeats the index's predicate word for word, so both planners can use it.
     public static let planHistory = SQLText(
         """
         SELECT \(columns) FROM reminders
         WHERE user_id = ?1 AND kind = 'hydration' AND (state = 'pending' OR (sent_at IS NOT NULL AND state <> 'cancelled'))
         ORDER BY due_at DESC, id DESC LIMIT ?2
         """)
-    /// The latest creation of a live entry drunk from ?2 on (`water_entries_list`).
-    static let lastIntakeWrite = SQLText(
-        "SELECT MAX(created_at) FROM water_entries WHERE user_id = ?1 AND deleted = 0 AND logged_at >= ?2")
+    /// The latest intake write: when the most recently written live entry drunk from ?2 on was
+    /// written (`updated_at`, ms; a create or an edit, as a water write's recompute counts it);
+    /// ?1 user. Walks the user's entries newest change first (`water_entries_changes`; the unary
+    /// `+` keeps the planner off `water_entries_list`) and stops at the first match — usually
+    /// the first row — where `MAX(created_at)` over the entries drunk since ?2 read every one of
+    /// them, on every scheduler step and re-plan (thousands for a user who logs sips).
+    public static let lastIntakeWrite = SQLText(
+        """
+        SELECT updated_at FROM water_entries WHERE user_id = ?1 AND +deleted = 0 AND +logged_at >= ?2
+        ORDER BY change_position DESC LIMIT 1
+        """)
     /// Inserts the next hydration reminder, or moves the pending one (keeping its id); binds ?1
     /// id, ?2 user, ?3 due, ?4 suggested ml (NULL: a re-plan mark), ?5 local date, ?6 now.
     @usableFromInline static let upsertNext = SQLText(

@@ -66,12 +66,13 @@ final class ReminderStoreTests: XCTestCase {
         let subject = try plan(
             "SELECT id FROM reminders WHERE user_id = ? AND subject_id = ? AND kind = 'bill'", [.text(uid), .text("b")])
         XCTAssertTrue(subject.contains("reminders_subject"), subject)
-        let intake = try plan(
-            "SELECT MAX(created_at) FROM water_entries WHERE user_id = ? AND deleted = 0 AND logged_at >= ?",
-            [.text(uid), .integer(now)])
-        XCTAssertTrue(intake.contains("water_entries_list"), intake)
+        // The latest intake write walks the user's entries newest change first and stops at the
+        // first match: no sort of the entries drunk since the bound.
+        let intake = try plan(ReminderSQL.lastIntakeWrite.sqlite, [.text(uid), .integer(now)])
+        XCTAssertTrue(intake.contains("water_entries_changes"), intake)
+        XCTAssertFalse(intake.contains("TEMP B-TREE"), intake)
         let planHistory = try plan(ReminderSQL.planHistory.sqlite, [.text(uid), .integer(12)])
-        XCTAssertTrue(planHistory.contains("reminders_history"), planHistory)
+        XCTAssertTrue(planHistory.contains("reminders_plan"), planHistory)
         XCTAssertFalse(planHistory.contains("TEMP B-TREE"), planHistory)
         let purge = try plan(ReminderRetentionSQL.purge.sqlite, [.integer(now), .integer(2000)])
         XCTAssertTrue(purge.contains("reminders_ended"), purge)

@@ -291,11 +291,14 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
             defer { _ = try? c.execute("SET enable_seqscan = on") }
             let history = try c.query("EXPLAIN " + ReminderSQL.planHistory.postgres, [.text(helper.alice), .integer(12)])
             let purge = try c.query("EXPLAIN " + ReminderRetentionSQL.purge.postgres, [.integer(helper.t0), .integer(2000)])
-            return (history.map { $0[0].text ?? "" }.joined(separator: "\n"), purge.map { $0[0].text ?? "" }.joined(separator: "\n"))
+            let intake = try c.query("EXPLAIN " + ReminderSQL.lastIntakeWrite.postgres, [.text(helper.alice), .integer(helper.t0)])
+            return [history, purge, intake].map { rows in rows.map { $0[0].text ?? "" }.joined(separator: "\n") }
         }
-        XCTAssertTrue(plans.0.contains("reminders_history"), plans.0)
-        XCTAssertTrue(plans.1.contains("reminders_ended"), plans.1)
-        XCTAssertFalse((plans.0 + plans.1).contains("Seq Scan"), plans.0 + plans.1)
+        XCTAssertTrue(plans[0].contains("reminders_plan"), plans[0])
+        XCTAssertTrue(plans[1].contains("reminders_ended"), plans[1])
+        XCTAssertTrue(plans[2].contains("water_entries_changes"), plans[2])
+        XCTAssertFalse(plans[2].contains("Sort"), plans[2])
+        XCTAssertFalse(plans.joined().contains("Seq Scan"), plans.joined(separator: "\n"))
     }
 
     /// Runs `scenario` on SQLite and checks its transcript, then on PostgreSQL (when there is
