@@ -68,8 +68,16 @@ final class StoreQueryPlanTests: XCTestCase {
         let (_, db) = try makeStore()
         defer { db.close() }
         for (statement, args, index) in [
-            (ReminderSQL.hourlyHistory, [SQLValue.text("u"), .text("2026-01-01"), .text("2026-01-15")], "drinking_hours_by_hour"),
-            (ReminderSQL.dayBuckets, [.text("u"), .text("2026-01-15"), .text("2026-01-16")], "PRIMARY KEY"),
+            (
+                ReminderSQL.planDays,
+                [SQLValue.text("u"), .text("2026-01-01"), .text("2026-01-15"), .text("2026-01-15"), .text("2026-01-16")],
+                "drinking_hours_by_hour"
+            ),
+            (
+                ReminderSQL.planDays,
+                [SQLValue.text("u"), .text("2026-01-01"), .text("2026-01-15"), .text("2026-01-15"), .text("2026-01-16")],
+                "PRIMARY KEY"
+            ),
             (ReminderSQL.history, [.text("u"), .integer(50)], "reminders_history"),
         ] {
             let plan = try db.read { c in try c.query("EXPLAIN QUERY PLAN " + statement.sqlite, args) }
