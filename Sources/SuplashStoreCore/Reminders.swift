@@ -16,7 +16,8 @@ import SuplashStoreRows
 /// plan had none (goal met, window closed, …) and wants to be asked again at `recheckAt` (the
 /// window's end); the scheduler claims it like a reminder, sends nothing and plans again. It
 /// is not shown by `GET …/reminders`. A pending row with `subject_id` set is the reminder a
-/// `:snooze` created (`subject_id` = the snoozed one): only a water write replaces it.
+/// `:snooze` created (`subject_id` = the snoozed one): only an intake write replaces it
+/// (`intakeWritten`).
 public enum ReminderPlanner {
     /// How many of the user's hydration reminders the plan reads (`ReminderSQL.planHistory`):
     /// the pending one, and enough sent ones for everything `HydrationSchedule.plan` asks of them
@@ -29,7 +30,7 @@ public enum ReminderPlanner {
     /// Recomputes after a write that changed the user's day (entries, day contexts).
     /// - Parameters:
     ///   - profile: the user's profile as the transaction leaves it.
-    ///   - intakeWritten: true when the write logged water (an entry version appeared): the
+    ///   - intakeWritten: true when the write logged water (`intakeWritten(_:window:)`): the
     ///     write is the user's latest intake write (`lastIntakeWrittenAt` = `now`) and it
     ///     answers a snooze.
     ///   - now: ms since the epoch.
@@ -61,8 +62,7 @@ public enum ReminderPlanner {
             let sleep = ClockTime(parsing: profile.sleepTime)
         else { return nil }
         let clock = ZoneClocks.shared.clock(profile.timezone)
-        let horizon = clock.startOfDay(HourlyDrinking.firstKeptDay(today: clock.localDate(of: now)))
-        guard deltas.contains(where: { $0.loggedAt >= horizon }) else { return nil }
+        guard reachesPlan(deltas, clock: clock, now: now) else { return nil }
         let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
         if let change = changes.first(where: { $0.date == window.day }), change.before?.goalMet == true,
             change.after?.goalMet == true
@@ -72,13 +72,25 @@ public enum ReminderPlanner {
         return window
     }
 
+    /// True when an entry version of `deltas` was drunk on or after the hourly history's first
+    /// day (`HourlyDrinking.firstKeptDay`, in `clock`'s zone): only such a write can change what
+    /// the plan reads.
+    public static func reachesPlan(_ deltas: [EntryDelta], clock: ZoneClock, now: Int64) -> Bool {
+        let horizon = clock.startOfDay(HourlyDrinking.firstKeptDay(today: clock.localDate(of: now)))
+        return deltas.contains { $0.loggedAt >= horizon }
+    }
+
     /// True when `deltas` log water as the schedule counts it (the user's latest intake write:
-    /// it ends an ignored streak and answers a snooze): an entry version appeared that was drunk
-    /// from two days before the reminder day's start on — as the scheduler's own re-plan finds
-    /// the latest intake write (`ReminderSQL.lastIntakeWrite`). A backdated entry of last
-    /// month is no answer to today's reminders.
+    /// it ends an ignored streak and answers a snooze): a new entry (a version that appeared with
+    /// no earlier version of the same id leaving — an edit is not one) drunk from two days before
+    /// the reminder day's start on, as the scheduler's own re-plan finds the latest intake write
+    /// (`ReminderSQL.lastIntakeWrite`, the latest `created_at`). A backdated entry of last month
+    /// is no answer to today's reminders.
     public static func intakeWritten(_ deltas: [EntryDelta], window: WakingWindow) -> Bool {
-        deltas.contains { $0.count > 0 && $0.loggedAt >= window.dayStart - lookBackMs }
+        let from = window.dayStart - lookBackMs
+        guard deltas.contains(where: { $0.count > 0 && $0.loggedAt >= from }) else { return false }
+        let edited = Set(deltas.lazy.filter { $0.count < 0 }.compactMap(\.id))
+        return deltas.contains { $0.count > 0 && $0.loggedAt >= from && !($0.id.map(edited.contains) ?? false) }
     }
 
     /// Recomputes after a profile write when anything the schedule reads changed (reminder
@@ -108,10 +120,13 @@ public enum ReminderPlanner {
     /// Recomputes once after a sync push that applied entry, day, profile or bill mutations
     /// (their bookkeeping ran with `planReminders: false`): reads the profile as the push left it
     /// (one statement); the bills' reminders when bills or the profile were written. With
-    /// reminders off, a profile write cancels every pending reminder.
+    /// reminders off, a profile write cancels every pending reminder. `entryDeltas` (every entry
+    /// version the push made appear or disappear) decide as for a REST write: entries all drunk
+    /// before the hourly history do not recompute (`reachesPlan`), and only new entries drunk
+    /// from two days before the reminder day answer a reminder (`intakeWritten`).
     /// - Throws: the engine's error.
     public static func pushed(
-        _ tx: some StoreTransaction, userID: String, intakeWritten: Bool, daysWritten: Bool, profileWritten: Bool,
+        _ tx: some StoreTransaction, userID: String, entryDeltas: [EntryDelta], daysWritten: Bool, profileWritten: Bool,
         billsWritten: Bool, now: Int64
     ) throws {
         guard let profile = try tx.queryOne(BookkeepingSQL.profile, [.text(userID)]).map({ StoreRows.user($0).profile })
@@ -122,8 +137,13 @@ public enum ReminderPlanner {
             try tx.enqueue(ReminderSQL.cancelAll, [.text(userID), .integer(now)])
             return
         }
-        if intakeWritten || daysWritten || profileWritten {
-            try replan(tx, userID: userID, profile: profile, intakeWrittenAt: intakeWritten ? now : nil, now: now)
+        let clock = ZoneClocks.shared.clock(profile.timezone)
+        if reachesPlan(entryDeltas, clock: clock, now: now) || daysWritten || profileWritten {
+            let window = ClockTime(parsing: profile.wakeTime).flatMap { wake in
+                ClockTime(parsing: profile.sleepTime).map { WakingWindow.current(at: now, wake: wake, sleep: $0, clock: clock) }
+            }
+            let intake = window.map { intakeWritten(entryDeltas, window: $0) } ?? false
+            try replan(tx, userID: userID, profile: profile, intakeWrittenAt: intake ? now : nil, now: now, window: window)
         }
         if billsWritten || profileWritten { try BillReminders.replanAll(tx, userID: userID, profile: profile, now: now) }
     }
@@ -398,17 +418,11 @@ public enum ReminderSQL {
         WHERE user_id = ?1 AND kind = 'hydration' AND (state = 'pending' OR (sent_at IS NOT NULL AND state <> 'cancelled'))
         ORDER BY due_at DESC, id DESC LIMIT ?2
         """)
-    /// The latest intake write: when the most recently written live entry drunk from ?2 on was
-    /// written (`updated_at`, ms; a create or an edit, as a water write's recompute counts it);
-    /// ?1 user. Walks the user's entries newest change first (`water_entries_changes`; the unary
-    /// `+` keeps the planner off `water_entries_list`) and stops at the first match — usually
-    /// the first row — where `MAX(created_at)` over the entries drunk since ?2 read every one of
-    /// them, on every scheduler step and re-plan (thousands for a user who logs sips).
+    /// The latest intake write: the latest creation (`created_at`, ms) of a live entry drunk
+    /// from ?2 on; ?1 user. Read from `water_entries_list` alone (it carries `created_at` since
+    /// migration 0019), so a user who logs sips costs index entries, not a table lookup each.
     public static let lastIntakeWrite = SQLText(
-        """
-        SELECT updated_at FROM water_entries WHERE user_id = ?1 AND +deleted = 0 AND +logged_at >= ?2
-        ORDER BY change_position DESC LIMIT 1
-        """)
+        "SELECT MAX(created_at) FROM water_entries WHERE user_id = ?1 AND deleted = 0 AND logged_at >= ?2")
     /// Inserts the next hydration reminder, or moves the pending one (keeping its id); binds ?1
     /// id, ?2 user, ?3 due, ?4 suggested ml (NULL: a re-plan mark), ?5 local date, ?6 now.
     @usableFromInline static let upsertNext = SQLText(

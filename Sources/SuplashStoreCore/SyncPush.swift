@@ -40,7 +40,7 @@ extension SyncRepository where Self: SQLStore {
             // The next reminder once for the whole push (not per mutation).
             if !changed.isDisjoint(with: ["water_entries", "profile", "days", "bills"]) {
                 try ReminderPlanner.pushed(
-                    tx, userID: userID, intakeWritten: changed.contains("water_entries"), daysWritten: changed.contains("days"),
+                    tx, userID: userID, entryDeltas: push.entryDeltas.all, daysWritten: changed.contains("days"),
                     profileWritten: changed.contains("profile"), billsWritten: changed.contains("bills"), now: now)
             }
             return (outcomes, try tx.queryOne(SyncFeedSQL.head, [])?[0].int64 ?? 0)
@@ -57,10 +57,18 @@ extension SyncRepository where Self: SQLStore {
 /// The appliers of one push's mutations, one per collection. A mutation the domain answers
 /// (rejected, superseded) or a retried one that changes nothing writes nothing, recomputes
 /// nothing and takes no position: its answer carries the stored position.
+/// The entry versions a push wrote, gathered across its mutations.
+private final class EntryDeltaLog {
+    var all: [EntryDelta] = []
+}
+
 private struct SyncPushContext {
     let userID: String
     let deviceID: String
     let now: Int64
+    /// Every entry version the push's mutations made appear or disappear (for the one recompute
+    /// of the next reminder after them, `ReminderPlanner.pushed`).
+    let entryDeltas = EntryDeltaLog()
 
     func stamp(_ m: SyncMutation) -> WriteStamp { WriteStamp(at: m.clientUpdatedAt, device: deviceID) }
 
@@ -111,8 +119,9 @@ private struct SyncPushContext {
                     .integer(m.clientUpdatedAt), .text(deviceID),
                 ])
         }
-        try EntryBookkeeping.entriesChanged(
-            tx, userID: userID, deltas: SyncPush.entryDeltas(step, stored: stored), now: now, planReminders: false)
+        let deltas = SyncPush.entryDeltas(step, stored: stored)
+        entryDeltas.all += deltas
+        try EntryBookkeeping.entriesChanged(tx, userID: userID, deltas: deltas, now: now, planReminders: false)
         return SyncPush.applied(
             step, collection: "water_entries", id: m.id, position: position, now: now, wrap: SyncDocument.waterEntry)
     }

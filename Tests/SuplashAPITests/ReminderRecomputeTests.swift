@@ -6,9 +6,10 @@ import SuplashStorage
 import SuplashStoreCore
 import XCTest
 
-/// Which entry writes move the next hydration reminder: a backdated entry from before the
-/// hourly history changes nothing the plan reads (and answers no reminder); a reminder already
-/// due is not moved to the time of a later write.
+/// Which entry writes move the next hydration reminder: only a new entry drunk recently answers
+/// a reminder (REST or sync push); a reminder already due is not moved to the time of a later
+/// write. (That an entry drunk before the hourly history skips the recompute is counted in round
+/// trips by `ReminderPlanBehaviourTests.testRoundTripsOfAnEntryWrite`.)
 final class ReminderRecomputeTests: XCTestCase {
     var db: SQLiteDatabase?
 
@@ -53,33 +54,40 @@ final class ReminderRecomputeTests: XCTestCase {
         try store.reminderOverview(userID: uid, limit: 50).next
     }
 
-    /// A snoozed reminder is replaced only by logged water: an entry backdated past the hourly
-    /// history (15 days) leaves it; an entry drunk today replaces it.
-    func testOnlyRecentWaterAnswersASnooze() throws {
+    /// A snoozed reminder is replaced only by an intake write — a new entry drunk from two days
+    /// before the reminder day on, through REST or a sync push: not an entry backdated past the
+    /// hourly history (40 days, which skips the recompute), not one drunk 5 days ago (the
+    /// recompute runs, the history changed), not an edit of today's entry.
+    func testOnlyNewRecentWaterAnswersASnooze() throws {
         let store = try makeStore()
         try log(store, "today", ml: 100, loggedAt: now - 3_600_000, at: now - 3_600_000)
         let planned = try XCTUnwrap(try next(store))
         let snoozed = try store.snoozeReminder(userID: uid, reminderID: planned.id, minutes: 30, now: now)
         XCTAssertNotEqual(snoozed.id, planned.id)
+        XCTAssertEqual(try snoozedFrom(), planned.id)
 
-        try log(store, "old", ml: 250, loggedAt: now - 40 * day, at: now + 60_000)
-        XCTAssertEqual(try next(store), snoozed, "a backdated entry is no answer to the snooze")
+        try log(store, "old", ml: 250, loggedAt: now - 40 * day, at: now + 10_000)
+        try log(store, "last-week", ml: 250, loggedAt: now - 5 * day, at: now + 20_000)
+        _ = try store.updateEntry(userID: uid, id: "today", deviceID: nil, now: now + 30_000, precondition: { _ in true }) {
+            var c = $0
+            c.amountMl = 150
+            return c
+        }
+        let (uid, now, day) = (uid, now, day)
+        let pushed = try store.applyMutations(
+            userID: uid, deviceID: "watch", now: now + 40_000,
+            mutations: [
+                SyncMutation(
+                    collection: "water_entries", id: "pushed-old",
+                    write: .upsertEntry(WaterEntryContent(amountMl: 250, loggedAt: now - 30 * day, source: .watch)),
+                    clientUpdatedAt: now + 40_000)
+            ], profilePatch: { _, p in p })
+        guard case .applied = pushed.outcomes.first else { return XCTFail("\(pushed.outcomes)") }
+        XCTAssertEqual(try next(store), snoozed, "no new water drunk today or yesterday: the snooze stands")
         XCTAssertEqual(try snoozedFrom(), planned.id)
 
         try log(store, "recent", ml: 250, loggedAt: now - 600_000, at: now + 120_000)
         XCTAssertNil(try snoozedFrom(), "water drunk today replaces the snoozed reminder with a planned one")
-    }
-
-    /// A backdated entry from before the hourly history leaves the pending reminder as it is
-    /// (nothing the plan reads changed), while the same write from today moves it.
-    func testABackdatedEntryLeavesThePlanAlone() throws {
-        let store = try makeStore()
-        try log(store, "a", ml: 100, loggedAt: now - 3_600_000, at: now - 3_600_000)
-        let before = try XCTUnwrap(try next(store))
-        try log(store, "old", ml: 2_000, loggedAt: now - 40 * day, at: now)
-        XCTAssertEqual(try next(store), before)
-        try log(store, "today", ml: 2_000, loggedAt: now - 60_000, at: now)
-        XCTAssertNotEqual(try next(store), before, "today's 2 l moves (or ends) the day's reminders")
     }
 
     /// A reminder already due stays where it is when a later write would make it due now: the

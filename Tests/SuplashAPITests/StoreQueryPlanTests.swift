@@ -76,7 +76,7 @@ final class StoreQueryPlanTests: XCTestCase {
             (
                 ReminderSQL.planDays,
                 [SQLValue.text("u"), .text("2026-01-01"), .text("2026-01-15"), .text("2026-01-15"), .text("2026-01-16")],
-                "PRIMARY KEY"
+                "SEARCH drinking_hours USING PRIMARY KEY"
             ),
             (ReminderSQL.history, [.text("u"), .integer(50)], "reminders_history"),
         ] {

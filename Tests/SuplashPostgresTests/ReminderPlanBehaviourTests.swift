@@ -108,7 +108,8 @@ final class ReminderPlanBehaviourTests: XCTestCase {
 
     /// The recompute's reads are one pipeline and its write is queued with the commit: an entry
     /// create of a user with reminders costs no round trip more than one of a user without (the
-    /// reads travel with the lock), an update one more.
+    /// reads travel with the lock), an update one more — none for an entry drunk before the
+    /// hourly history.
     func testRoundTripsOfAnEntryWrite() throws {
         guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
             throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set")
@@ -151,6 +152,15 @@ final class ReminderPlanBehaviourTests: XCTestCase {
         let movedWithout = try roundTrips { try update(bob, "x") }
         let moved = try roundTrips { try update(alice, "x") }
         XCTAssertEqual(moved, movedWithout + 1, "an update or delete reads for the recompute in one round trip")
+        // An entry drunk before the hourly history (40 days ago): editing it cannot move the plan.
+        for user in [alice, bob] {
+            _ = try store.createEntry(
+                userID: user, id: "old",
+                content: WaterEntryContent(amountMl: 200, loggedAt: t0 - 40 * 86_400_000, source: .watch), deviceID: nil, now: t0)
+        }
+        let oldWithout = try roundTrips { try update(bob, "old") }
+        let old = try roundTrips { try update(alice, "old") }
+        XCTAssertEqual(old, oldWithout, "an edit of an entry drunk before the hourly history skips the recompute")
         XCTAssertNotNil(try store.reminderOverview(userID: alice, limit: 50).next)
         // Bob's sign-up reminder was cancelled when he turned reminders off; nothing since.
         XCTAssertEqual(try store.reminderOverview(userID: bob, limit: 50).recent.map(\.outcome), [.cancelled])

@@ -25,8 +25,8 @@ public protocol ReminderRepository: Sendable {
         -> EntryCreateOutcome
 
     /// `:snooze` (spec §9): marks the reminder `snoozed` and makes the user's next hydration
-    /// reminder due at `now + minutes` (suggesting the snoozed one's cup); only a water write
-    /// replaces it. Returns that next reminder.
+    /// reminder due at `now + minutes` (suggesting the snoozed one's cup); only an intake write
+    /// (a new entry drunk from two days before the reminder day on) replaces it. Returns that next reminder.
     /// - Throws: `RepositoryError.notFound`, `.conflict(code: "reminder_not_hydration")`.
     func snoozeReminder(userID: String, reminderID: String, minutes: Int, now: Int64) throws -> NextReminder
 
