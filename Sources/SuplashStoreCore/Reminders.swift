@@ -418,11 +418,19 @@ public enum ReminderSQL {
         WHERE user_id = ?1 AND kind = 'hydration' AND (state = 'pending' OR (sent_at IS NOT NULL AND state <> 'cancelled'))
         ORDER BY due_at DESC, id DESC LIMIT ?2
         """)
-    /// The latest intake write: the latest creation (`created_at`, ms) of a live entry drunk
-    /// from ?2 on; ?1 user. Read from `water_entries_list` alone (it carries `created_at` since
-    /// migration 0019), so a user who logs sips costs index entries, not a table lookup each.
+    /// The latest intake write: the latest creation (`created_at`, ms) among the 200 live entries
+    /// drunk most recently from ?2 on; ?1 user. Bounded and read from `water_entries_list` alone
+    /// (it carries `created_at` since migration 0019): a user who logs sips has thousands of
+    /// entries in the look-back, and the scheduler asks at every send. Only an entry created after
+    /// 200 others drunk later than it within the look-back is missed (a deep backfill; the streak
+    /// then counts from the newest of those 200).
     public static let lastIntakeWrite = SQLText(
-        "SELECT MAX(created_at) FROM water_entries WHERE user_id = ?1 AND deleted = 0 AND logged_at >= ?2")
+        """
+        SELECT MAX(created_at) FROM (
+            SELECT created_at FROM water_entries WHERE user_id = ?1 AND deleted = 0 AND logged_at >= ?2
+            ORDER BY logged_at DESC, id DESC LIMIT 200
+        ) AS recent
+        """)
     /// Inserts the next hydration reminder, or moves the pending one (keeping its id); binds ?1
     /// id, ?2 user, ?3 due, ?4 suggested ml (NULL: a re-plan mark), ?5 local date, ?6 now.
     @usableFromInline static let upsertNext = SQLText(
