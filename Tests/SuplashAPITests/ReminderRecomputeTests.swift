@@ -6,35 +6,13 @@ import SuplashStorage
 import SuplashStoreCore
 import XCTest
 
-/// Which entry writes move the next hydration reminder: only a new entry drunk recently answers
-/// a reminder (REST or sync push); a reminder already due is not moved to the time of a later
-/// write. (That an entry drunk before the hourly history skips the recompute is counted in round
-/// trips by `ReminderPlanBehaviourTests.testRoundTripsOfAnEntryWrite`.)
-final class ReminderRecomputeTests: XCTestCase {
-    var db: SQLiteDatabase?
-
-    override func tearDown() {
-        db?.close()
-        db = nil
-    }
-
-    let uid = "01930000-0000-7000-8000-0000000000b1"
-    /// 2026-09-21 13:33:20 UTC: 16:33 in Istanbul (the default zone), inside the default
-    /// waking window (07:00–23:00).
-    let now: Int64 = 1_790_000_000_000
-    let day: Int64 = 86_400_000
-
-    func makeStore() throws -> SQLiteStore {
-        let dir = TestServer.makeDataDir()
-        let db = try SQLiteDatabase(path: dir + "/test.sqlite", readers: 2)
-        self.db = db
-        try Migrator.migrate(db, try Migrator.load(directory: TestServer.packageRoot + "/Migrations/sqlite"))
-        let store = SQLiteStore(database: db)
-        _ = try store.createUser(
-            UserProfile(id: uid, email: "r@example.test", displayName: nil, now: now), passwordHash: "x",
-            session: NewSession(id: "s", userID: uid, refreshTokenHash: [1], createdAt: now, refreshExpiresAt: now + 1))
-        return store
-    }
+/// Which entry writes move the next hydration reminder (on `ReminderStoreTests`' store and user,
+/// at 16:33 in Istanbul, inside the default waking window): only a new entry drunk recently
+/// answers a reminder (REST or sync push); a reminder already due is not moved to the time of a
+/// later write. (That an entry drunk before the hourly history skips the recompute is counted in
+/// round trips by `ReminderPlanBehaviourTests.testRoundTripsOfAnEntryWrite`.)
+extension ReminderStoreTests {
+    var day: Int64 { 86_400_000 }
 
     func log(_ store: SQLiteStore, _ id: String, ml: Int, loggedAt: Int64, at time: Int64) throws {
         _ = try store.createEntry(
