@@ -7,8 +7,3 @@
 CREATE INDEX reminders_plan ON reminders (user_id, due_at DESC, id DESC)
     WHERE kind = 'hydration' AND (state = 'pending' OR (sent_at IS NOT NULL AND state <> 'cancelled'));
 
--- The latest intake write (`ReminderSQL.lastIntakeWrite`, every scheduler step and re-plan):
--- `MAX(created_at)` of the live entries drunk since a bound, read from the index alone instead of
--- one table lookup per entry (a user logging sips has thousands in three days).
-DROP INDEX water_entries_list;
-CREATE INDEX water_entries_list ON water_entries (user_id, deleted, logged_at DESC, id DESC) INCLUDE (created_at);

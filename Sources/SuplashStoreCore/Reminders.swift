@@ -419,9 +419,10 @@ public enum ReminderSQL {
         ORDER BY due_at DESC, id DESC LIMIT ?2
         """)
     /// The latest intake write: the latest creation (`created_at`, ms) among the 200 live entries
-    /// drunk most recently from ?2 on; ?1 user. Bounded and read from `water_entries_list` alone
-    /// (it carries `created_at` since migration 0019): a user who logs sips has thousands of
-    /// entries in the look-back, and the scheduler asks at every send. Only an entry created after
+    /// drunk most recently from ?2 on; ?1 user. Bounded, in `water_entries_list`'s order: a user
+    /// who logs sips has thousands of entries in the look-back, and the scheduler asks at every
+    /// send. (Giving that index `created_at` to spare the row lookups turned the summary's
+    /// per-amount seeks away from `water_entries_amounts`.) Only an entry created after
     /// 200 others drunk later than it within the look-back is missed (a deep backfill; the streak
     /// then counts from the newest of those 200).
     public static let lastIntakeWrite = SQLText(
