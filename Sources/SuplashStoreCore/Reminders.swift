@@ -58,18 +58,24 @@ public enum ReminderPlanner {
     public static func windowToPlan(
         profile: UserProfile, changes: [DayTotalChange], deltas: [EntryDelta], now: Int64
     ) -> WakingWindow? {
-        guard profile.reminders.enabled, let wake = ClockTime(parsing: profile.wakeTime),
-            let sleep = ClockTime(parsing: profile.sleepTime)
-        else { return nil }
+        guard profile.reminders.enabled else { return nil }
         let clock = ZoneClocks.shared.clock(profile.timezone)
-        guard reachesPlan(deltas, clock: clock, now: now) else { return nil }
-        let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
+        guard reachesPlan(deltas, clock: clock, now: now),
+            let window = window(wakeTime: profile.wakeTime, sleepTime: profile.sleepTime, clock: clock, now: now)
+        else { return nil }
         if let change = changes.first(where: { $0.date == window.day }), change.before?.goalMet == true,
             change.after?.goalMet == true
         {
             return nil
         }
         return window
+    }
+
+    /// The waking window at `now` (`WakingWindow.current`) for wake and sleep times `HH:MM` in
+    /// `clock`'s zone; nil when either does not parse (the plan then does nothing).
+    @usableFromInline static func window(wakeTime: String, sleepTime: String, clock: ZoneClock, now: Int64) -> WakingWindow? {
+        guard let wake = ClockTime(parsing: wakeTime), let sleep = ClockTime(parsing: sleepTime) else { return nil }
+        return WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
     }
 
     /// True when an entry version of `deltas` was drunk on or after the hourly history's first
@@ -139,9 +145,7 @@ public enum ReminderPlanner {
         }
         let clock = ZoneClocks.shared.clock(profile.timezone)
         if reachesPlan(entryDeltas, clock: clock, now: now) || daysWritten || profileWritten {
-            let window = ClockTime(parsing: profile.wakeTime).flatMap { wake in
-                ClockTime(parsing: profile.sleepTime).map { WakingWindow.current(at: now, wake: wake, sleep: $0, clock: clock) }
-            }
+            let window = window(wakeTime: profile.wakeTime, sleepTime: profile.sleepTime, clock: clock, now: now)
             let intake = window.map { intakeWritten(entryDeltas, window: $0) } ?? false
             try replan(tx, userID: userID, profile: profile, intakeWrittenAt: intake ? now : nil, now: now, window: window)
         }
@@ -168,10 +172,9 @@ public enum ReminderPlanner {
         userID: String, timezone: String, wakeTime: String, sleepTime: String, reminders: String?, now: Int64
     ) -> Prefetch? {
         let settings = ReminderSettings(stored: reminders)
-        guard settings.enabled, let wake = ClockTime(parsing: wakeTime), let sleep = ClockTime(parsing: sleepTime)
-        else { return nil }
+        guard settings.enabled else { return nil }
         let clock = ZoneClocks.shared.clock(timezone)
-        let window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
+        guard let window = window(wakeTime: wakeTime, sleepTime: sleepTime, clock: clock, now: now) else { return nil }
         return Prefetch(
             timezone: timezone, wakeTime: wakeTime, sleepTime: sleepTime,
             statements: reads(
@@ -212,15 +215,10 @@ public enum ReminderPlanner {
         prefetched: (prefetch: Prefetch, rows: ArraySlice<[T.Connection.Row]>, deltas: [EntryDelta])? = nil
     ) throws -> Bool {
         let clock = ZoneClocks.shared.clock(profile.timezone)
-        let window: WakingWindow
-        if let given {
-            window = given
-        } else {
-            guard let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) else {
-                return false
-            }
-            window = WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
-        }
+        guard
+            let window = given
+                ?? Self.window(wakeTime: profile.wakeTime, sleepTime: profile.sleepTime, clock: clock, now: now)
+        else { return false }
         let today = clock.localDate(of: now)
         var rows: [[T.Connection.Row]]
         var added: [(HourlyDrinking.Bucket, Int)] = []
