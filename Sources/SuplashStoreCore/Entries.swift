@@ -84,6 +84,8 @@ extension WaterEntryRepository where Self: SQLStore {
                 throw RepositoryError.conflict(code: "health_kit_uuid_exists")
             }
             let next = DocumentWrites.revised(current, content: content, now: now)
+            let deltas = [EntryDelta(current.content, sign: -1, id: id), EntryDelta(content, sign: 1, id: id)]
+            if ReminderPlanner.readsIntakeOf(deltas, profile: profile, now: now) { tx.defersPositionedWrites = false }
             try tx.positionedWrite(
                 of: .entry(userID, id), userID: userID, EntrySQL.update,
                 [
@@ -91,9 +93,7 @@ extension WaterEntryRepository where Self: SQLStore {
                     .optionalText(content.healthKitUUID), .optionalText(content.note), .integer(now), .integer(next.version),
                     .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
-            try EntryBookkeeping.entriesChanged(
-                tx, userID: userID, profile: profile,
-                deltas: [EntryDelta(current.content, sign: -1, id: id), EntryDelta(content, sign: 1, id: id)], now: now)
+            try EntryBookkeeping.entriesChanged(tx, userID: userID, profile: profile, deltas: deltas, now: now)
             return next
         }
     }
@@ -107,11 +107,12 @@ extension WaterEntryRepository where Self: SQLStore {
             let (profile, stored) = try Self.lockAndFetch(tx, userID: userID, id: id)
             let current = try DocumentWrites.target(stored, precondition: precondition)
             let stamp = DocumentWrites.stamp(now: now, stored: stored?.stamp, deviceID: deviceID)
+            let deltas = [EntryDelta(current.content, sign: -1, id: id)]
+            if ReminderPlanner.readsIntakeOf(deltas, profile: profile, now: now) { tx.defersPositionedWrites = false }
             try tx.positionedWrite(
                 of: .entry(userID, id), userID: userID, EntrySQL.delete,
                 [.integer(now), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id)])
-            try EntryBookkeeping.entriesChanged(
-                tx, userID: userID, profile: profile, deltas: [EntryDelta(current.content, sign: -1, id: id)], now: now)
+            try EntryBookkeeping.entriesChanged(tx, userID: userID, profile: profile, deltas: deltas, now: now)
         }
     }
 

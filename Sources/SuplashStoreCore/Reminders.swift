@@ -99,6 +99,21 @@ public enum ReminderPlanner {
         return deltas.contains { $0.count > 0 && $0.loggedAt >= from && !($0.id.map(edited.contains) ?? false) }
     }
 
+    /// True when the recompute after an entry write of `deltas` that is no intake write (an edit,
+    /// a delete) reads the user's latest intake write (`ReminderSQL.lastIntakeWrite`) over a range
+    /// holding one of the write's versions: the written entry row must then be visible to the
+    /// transaction's later reads — on PostgreSQL, `StoreTransaction.defersPositionedWrites` false
+    /// (a deferred row is written by the commit, and the read would still find a deleted entry or
+    /// an edited one's old version). Reminders off or times that do not parse: false.
+    public static func readsIntakeOf(_ deltas: [EntryDelta], profile: UserProfile, now: Int64) -> Bool {
+        guard profile.reminders.enabled else { return false }
+        let clock = ZoneClocks.shared.clock(profile.timezone)
+        guard let window = window(wakeTime: profile.wakeTime, sleepTime: profile.sleepTime, clock: clock, now: now)
+        else { return false }
+        let from = window.dayStart - lookBackMs
+        return deltas.contains { $0.loggedAt >= from }
+    }
+
     /// Recomputes after a profile write when anything the schedule reads changed (reminder
     /// settings, wake / sleep times, zone, cups, the goal's inputs), and the bills' reminders
     /// when the settings or the zone changed; turning reminders off cancels every pending

@@ -2,7 +2,9 @@ import Foundation
 import SuplashDomain
 import SuplashPostgres
 import SuplashPostgresStore
+import SuplashSQL
 import SuplashSQLiteStore
+import SuplashStoreCore
 import XCTest
 
 /// The next hydration reminder is recomputed inside every write that changes the user's day
@@ -104,6 +106,71 @@ final class ReminderPlanBehaviourTests: XCTestCase {
         }
         let postgres = try scenario(try helper.postgresStore().0)
         XCTAssertEqual(postgres, sqlite)
+    }
+
+    /// A deleted entry no longer counts as the user's latest intake write, on PostgreSQL as on
+    /// SQLite: three ignored reminders double the gap; a glass logged at 15:00 ends the streak;
+    /// deleting it brings the streak back (the recompute in the delete's transaction must see the
+    /// entry gone, although PostgreSQL writes the entry's row with the commit).
+    func testADeletedGlassNoLongerEndsTheIgnoredStreak() throws {
+        func scenario(_ store: Store) throws -> [String] {
+            try helper.makeUsers(store)
+            let uid = helper.alice
+            _ = try store.updateProfile(userID: uid, now: helper.t0) { p in
+                var p = p
+                p.timezone = "Europe/Berlin"
+                return p
+            }
+            let clock = ZoneClocks.shared.clock("Europe/Berlin")
+            // The next day (t0 is 16:13 in Berlin).
+            let day = clock.localDate(of: helper.t0).adding(days: 1)
+            func at(_ hour: Int, _ minute: Int = 0) throws -> Int64 {
+                clock.instant(of: day, at: try XCTUnwrap(ClockTime(hour: hour, minute: minute)))
+            }
+            let sql = try XCTUnwrap(store as? any SQLStore)
+            // Sent and ignored at 11:00, 12:30 and 14:00 (the default 90-minute gap).
+            for (n, due) in [try at(11), try at(12, 30), try at(14)].enumerated() {
+                try insertSentReminder(sql, n, user: uid, dueAt: due)
+            }
+            var out: [String] = []
+            func note(_ label: String) throws {
+                let next = try XCTUnwrap(try store.reminderOverview(userID: uid, limit: 50).next)
+                let m = clock.wallMinuteOfDay(at: next.dueAt)
+                out.append(String(format: "%@: %02d:%02d", label, m / 60, m % 60))
+            }
+            _ = try store.createEntry(
+                userID: uid, id: "glass", content: WaterEntryContent(amountMl: 250, loggedAt: try at(15), source: .phone),
+                deviceID: nil, now: try at(15))
+            try note("logged")
+            try store.deleteEntry(userID: uid, id: "glass", deviceID: nil, now: try at(15, 1), precondition: { _ in true })
+            try note("deleted")
+            return out
+        }
+        let sqlite = try scenario(try helper.sqliteStore().0)
+        XCTAssertEqual(
+            sqlite,
+            [
+                "logged: 15:30",  // streak ended: the normal gap after 14:00
+                "deleted: 17:00",  // three ignored again: the gap doubles
+            ])
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
+        }
+        XCTAssertEqual(try scenario(try helper.postgresStore().0), sqlite)
+    }
+
+    /// A hydration reminder of 2026-09-22 sent (and ignored) at `dueAt`.
+    func insertSentReminder(_ store: some SQLStore, _ n: Int, user: String, dueAt: Int64) throws {
+        _ = try store.transaction { tx in
+            try tx.execute(
+                SQLText(
+                    """
+                    INSERT INTO reminders (id, user_id, kind, due_at, state, suggested_ml, local_date, subject_id,
+                        sent_at, created_at, updated_at)
+                    VALUES (?1, ?2, 'hydration', ?3, 'ignored', 250, '2026-09-22', NULL, ?3, ?3, ?3)
+                    """),
+                [.text(String(format: "0193e000-0000-4000-8000-%012d", n)), .text(user), .integer(dueAt)])
+        }
     }
 
     /// The recompute's reads are one pipeline and its write is queued with the commit: an entry
