@@ -782,12 +782,14 @@ def run_wrk_with_cpu(lua, server, spec, connections, duration):
 
 def log_cost(args, conns, lua, binaries):
     """`logcost` workload: get, create and /healthz with the access log on (info) and off (warning),
-    alternating the servers run by run; the cost column is 1 - on/off of the median req/s, the CPU cost
-    column the server's median CPU time per request on/off - 1."""
+    alternating the servers run by run, and their order pair by pair (on, off, off, on, …: whichever
+    runs first in a pair has the machine in another state); the cost column is 1 - on/off of the median
+    req/s, the pair cost the median of each pair's 1 - on/off, the CPU cost column the server's median
+    CPU time per request on/off - 1."""
     print("## access-log cost (log.level=info vs warning; stderr to a file)\n")
-    print("| server | workload | conns | req/s log on | req/s log off | cost | CPU µs/req on / off | CPU cost "
-          "| p50 ms on / off | p99 ms on / off | log MiB written | non-2xx+errors |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| server | workload | conns | req/s log on | req/s log off | cost | pair cost | CPU µs/req on / off "
+          "| CPU cost | p50 ms on / off | p99 ms on / off | log MiB written | non-2xx+errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for workload in LOG_COST_WORKLOADS:
         servers = log_cost_servers(binaries)
         for s in servers:
@@ -797,8 +799,8 @@ def log_cost(args, conns, lua, binaries):
             specs = {s.name: s.workload(workload) for s in servers}
             for c in conns:
                 results = {s.name: [] for s in servers}
-                for _ in range(args.runs):
-                    for s in servers:  # alternate on, off, on, off…
+                for run in range(args.runs):
+                    for s in (servers if run % 2 == 0 else servers[::-1]):  # on, off, off, on, on, off…
                         results[s.name].append(run_wrk_with_cpu(lua, s, specs[s.name], c, args.duration))
                 for label, _ in binaries:
                     on, off = [s for s in servers if s.label == label]
@@ -807,11 +809,13 @@ def log_cost(args, conns, lua, binaries):
                     bad = sum(r["errors"] + r["status"] for n in (on.name, off.name) for r in results[n])
                     rps_on, rps_off = med(on.name, "rps"), med(off.name, "rps")
                     cost = 1 - rps_on / rps_off if rps_off else 0
+                    pairs = [1 - a["rps"] / b["rps"] for a, b in zip(results[on.name], results[off.name]) if b["rps"]]
+                    pair_cost = statistics.median(pairs) if pairs else 0
                     logged = os.path.getsize(on.log_file) / 1048576 if os.path.exists(on.log_file) else 0
                     cpu_on, cpu_off = med(on.name, "cpu_us"), med(off.name, "cpu_us")
                     cpu_cost = cpu_on / cpu_off - 1 if cpu_off else 0
                     print(f"| suplash{' ' + label if label else ''} | {workload} | {c} | {rps_on:.0f} | {rps_off:.0f} | "
-                          f"{cost * 100:+.1f} % | {cpu_on:.1f} / {cpu_off:.1f} | {cpu_cost * 100:+.1f} % | "
+                          f"{cost * 100:+.1f} % | {pair_cost * 100:+.1f} % | {cpu_on:.1f} / {cpu_off:.1f} | {cpu_cost * 100:+.1f} % | "
                           f"{fmt_ms(med(on.name, 'p50_us'))} / {fmt_ms(med(off.name, 'p50_us'))} | "
                           f"{fmt_ms(med(on.name, 'p99_us'))} / {fmt_ms(med(off.name, 'p99_us'))} | {logged:.1f} | "
                           f"{bad}{' INVALID' if bad else ''} |")

@@ -19,7 +19,11 @@ enum LogLineFormat {
 
     /// The whole line at `time` (seconds and nanoseconds since the Unix epoch, UTC).
     static func line(_ level: LogLevel, _ event: StaticString, _ fields: [LogField], time: timespec) -> [UInt8] {
-        // Worst case: fixed text 64, timestamp 48, event, and per field its key and value.
+        // Worst case: fixed text 64, timestamp 48, event, and per field its key and value (a
+        // string byte may become `\u00xx`). The line is written into scratch space of that size
+        // (on the stack), then copied into an array of its own length: an access line comes to
+        // about 250 bytes, which malloc serves from its per-thread cache, where a worst-case
+        // array (over 1 KiB) took glibc's large-request path on every line.
         var bound = 112 + byteCount(event)
         for field in fields {
             bound += 8
@@ -29,13 +33,15 @@ enum LogLineFormat {
             case .identifier(let key, let s), .code(let key, let s): bound += byteCount(key) + 2 + 6 * s.utf8.count
             case .component(let s): bound += 9 + 2 + 6 * byteCount(s)
             case .requestID(let s), .route(let s), .errorType(let s): bound += 10 + 2 + 6 * s.utf8.count
-            case .method(let s): bound += 6 + 2 + 6 * min(s.utf8.count, 7)
+            case .method: bound += 6 + 2 + 7  // a known method or OTHER
             case .status: bound += 6 + 24
-            case .durationMs: bound += 10 + 400  // %.3f of the largest double: 309 digits
+            case .durationMs(let d):
+                // %.3f: a sign, 16 digits, the point and 3 decimals below 2^53; 309 digits at most.
+                bound += 10 + (d.isFinite && d.magnitude < 9_007_199_254_740_992 ? 24 : 400)
             }
         }
-        return [UInt8](unsafeUninitializedCapacity: bound) { buffer, initialized in
-            guard let base = buffer.baseAddress else { return }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer -> [UInt8] in
+            guard let base = buffer.baseAddress else { return [] }
             var w = LineWriter(base)
             w.ascii("{\"ts\":\"")
             w.timestamp(time)
@@ -78,7 +84,8 @@ enum LogLineFormat {
             }
             w.byte(0x7D)  // }
             w.byte(0x0A)
-            initialized = w.count
+            assert(w.count <= bound, "a log line outgrew its bound")
+            return Array(UnsafeBufferPointer(rebasing: buffer[..<w.count]))
         }
     }
 
@@ -256,24 +263,42 @@ struct LineWriter {
         for i in 0..<n { byte(UInt8(bitPattern: buffer[i])) }
     }
 
-    /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC, milliseconds truncated).
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC, milliseconds truncated), as `gmtime_r` gives the parts
+    /// (POSIX time: no leap seconds). Computed here: glibc's `gmtime_r` takes the process-wide
+    /// time-zone lock on every call, and every thread that logs would queue on it.
     mutating func timestamp(_ time: timespec) {
-        var t = time.tv_sec
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        padded(Int(parts.tm_year) + 1900, width: 4)
+        let seconds = Int(time.tv_sec)
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400  // floor
+        let secondOfDay = seconds - days * 86_400
+        let date = LineWriter.civilDate(daysSince1970: days)
+        padded(date.year, width: 4)
         byte(0x2D)
-        padded(Int(parts.tm_mon) + 1, width: 2)
+        padded(date.month, width: 2)
         byte(0x2D)
-        padded(Int(parts.tm_mday), width: 2)
+        padded(date.day, width: 2)
         byte(0x54)
-        padded(Int(parts.tm_hour), width: 2)
+        padded(secondOfDay / 3600, width: 2)
         byte(0x3A)
-        padded(Int(parts.tm_min), width: 2)
+        padded(secondOfDay / 60 % 60, width: 2)
         byte(0x3A)
-        padded(Int(parts.tm_sec), width: 2)
+        padded(secondOfDay % 60, width: 2)
         byte(0x2E)
         padded(Int(time.tv_nsec / 1_000_000), width: 3)
         byte(0x5A)
+    }
+
+    /// The proleptic Gregorian date `days` after 1970-01-01 (negative before it): Howard Hinnant's
+    /// `civil_from_days` ("chrono-Compatible Low-Level Date Algorithms"), which counts 400-year
+    /// eras of 146,097 days from 0000-03-01, so that a leap day ends each year.
+    static func civilDate(daysSince1970 days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468  // days since 0000-03-01
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097  // 0...146_096
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365  // 0...399
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)  // 0...365, from March 1
+        let shiftedMonth = (5 * dayOfYear + 2) / 153  // 0 = March … 11 = February
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }

@@ -30,6 +30,16 @@ final class LogLineFormatTests: XCTestCase {
             (.error, "numbers", [.status(-1), .count("jobs", Int.max), .count("neg", Int.min), .number("port", 0)]),
             (.info, "static", [.component("listener"), .identifier("pushId", "0194-abc"), .code("reason", "BadDeviceToken")]),
             (.info, "methods", [.method("PATCH"), .method("LEAKY"), .method("get"), .method("")]),
+            // Every byte escaped (the line's allocation is sized by counting escapes).
+            (
+                .error, "escapes",
+                [
+                    .requestID(String(repeating: "\u{01}", count: 64)), .route(String(repeating: "\"\\", count: 40)),
+                    .identifier("id", String(repeating: "\u{1F}\"", count: 30)), .code("code", "\n\t\r\u{0}"),
+                    .errorType(String(repeating: "\\\u{7}", count: 50)), .method(String(repeating: "\u{2}", count: 20)),
+                    .durationMs(-.greatestFiniteMagnitude), .durationMs(-9_007_199_254_740_991.5),
+                ]
+            ),
         ]
         for (level, event, fields) in cases {
             XCTAssertEqual(
@@ -56,9 +66,16 @@ final class LogLineFormatTests: XCTestCase {
                 String(decoding: LogLineFormat.line(.info, "d", [.durationMs(d)], time: fixedTime), as: UTF8.self),
                 Reference.line(.info, "d", [.durationMs(d)], time: fixedTime), "\(d)")
         }
-        let seconds: [Int] = [0, 59, 86_399, 951_782_400, 1_796_026_500, 4_102_444_799, 253_402_300_799]
-        for s in seconds {
-            for ns in [0, 999_999, 1_000_000, 500_000_000, 999_999_999] {
+        var seconds: [Int] = [0, 59, 86_399, 951_782_400, 1_796_026_500, 4_102_444_799, 253_402_300_799, -1, -86_400, -86_401]
+        // Every day's first and last second around leap years and century rules (1899–2101).
+        for day in -25_568...48_212 where day % 97 == 0 || (day + 1) % 1461 == 0 || day % 1461 == 0 {
+            seconds += [day * 86_400, day * 86_400 + 86_399]
+        }
+        // Years 1 to 9999, a prime step apart.
+        for s in stride(from: -62_135_596_800, through: 253_402_300_799, by: 1_234_567_891) { seconds.append(s) }
+        for _ in 0..<2000 { seconds.append(Int.random(in: -62_135_596_800...253_402_300_799, using: &generator)) }
+        for (i, s) in seconds.enumerated() {
+            for ns in i < 10 ? [0, 999_999, 1_000_000, 500_000_000, 999_999_999] : [123_456_789] {
                 let t = timespec(tv_sec: s, tv_nsec: ns)
                 XCTAssertEqual(
                     String(decoding: LogLineFormat.line(.info, "t", [], time: t), as: UTF8.self),
