@@ -799,7 +799,7 @@ def log_cost(args, conns, lua, binaries):
             specs = {s.name: s.workload(workload) for s in servers}
             for c in conns:
                 results = {s.name: [] for s in servers}
-                for run in range(args.runs):
+                for run in range(args.runs + args.runs % 2):  # an even number: each order as often
                     for s in (servers if run % 2 == 0 else servers[::-1]):  # on, off, off, on, on, off…
                         results[s.name].append(run_wrk_with_cpu(lua, s, specs[s.name], c, args.duration))
                 for label, _ in binaries:

@@ -19,27 +19,11 @@ enum LogLineFormat {
 
     /// The whole line at `time` (seconds and nanoseconds since the Unix epoch, UTC).
     static func line(_ level: LogLevel, _ event: StaticString, _ fields: [LogField], time: timespec) -> [UInt8] {
-        // Worst case: fixed text 64, timestamp 48, event, and per field its key and value (a
-        // string byte may become `\u00xx`). The line is written into scratch space of that size
-        // (on the stack), then copied into an array of its own length: an access line comes to
-        // about 250 bytes, which malloc serves from its per-thread cache, where a worst-case
-        // array (over 1 KiB) took glibc's large-request path on every line.
-        var bound = 112 + byteCount(event)
-        for field in fields {
-            bound += 8
-            switch field {
-            case .count(let key, _): bound += key.utf8.count + 24
-            case .number(let key, _): bound += byteCount(key) + 24
-            case .identifier(let key, let s), .code(let key, let s): bound += byteCount(key) + 2 + 6 * s.utf8.count
-            case .component(let s): bound += 9 + 2 + 6 * byteCount(s)
-            case .requestID(let s), .route(let s), .errorType(let s): bound += 10 + 2 + 6 * s.utf8.count
-            case .method: bound += 6 + 2 + 7  // a known method or OTHER
-            case .status: bound += 6 + 24
-            case .durationMs(let d):
-                // %.3f: a sign, 16 digits, the point and 3 decimals below 2^53; 309 digits at most.
-                bound += 10 + (d.isFinite && d.magnitude < 9_007_199_254_740_992 ? 24 : 400)
-            }
-        }
+        // Written into scratch space of the worst case's size (on the stack), then copied into an
+        // array of its own length: an access line comes to about 250 bytes, which malloc serves
+        // from its per-thread cache, where a worst-case array (over 1 KiB) took glibc's
+        // large-request path on every line.
+        let bound = bound(event, fields)
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer -> [UInt8] in
             guard let base = buffer.baseAddress else { return [] }
             var w = LineWriter(base)
@@ -84,9 +68,32 @@ enum LogLineFormat {
             }
             w.byte(0x7D)  // }
             w.byte(0x0A)
-            assert(w.count <= bound, "a log line outgrew its bound")
+            precondition(w.count <= bound, "a log line outgrew its bound")
             return Array(UnsafeBufferPointer(rebasing: buffer[..<w.count]))
         }
+    }
+
+    /// The most bytes `line` can write for `event` and `fields`: fixed text 64, timestamp 48,
+    /// the event, and per field its key and value (a string byte may become `\u00xx`; `%.3f`
+    /// needs at most 24 bytes below 2^53 and 400 beyond).
+    static func bound(_ event: StaticString, _ fields: [LogField]) -> Int {
+        var bound = 112 + byteCount(event)
+        for field in fields {
+            bound += 8
+            switch field {
+            case .count(let key, _): bound += key.utf8.count + 24
+            case .number(let key, _): bound += byteCount(key) + 24
+            case .identifier(let key, let s), .code(let key, let s): bound += byteCount(key) + 2 + 6 * s.utf8.count
+            case .component(let s): bound += 9 + 2 + 6 * byteCount(s)
+            case .requestID(let s), .route(let s), .errorType(let s): bound += 10 + 2 + 6 * s.utf8.count
+            case .method: bound += 6 + 2 + 7  // a known method or OTHER
+            case .status: bound += 6 + 24
+            case .durationMs(let d):
+                // %.3f: a sign, 16 digits, the point and 3 decimals below 2^53; 309 digits at most.
+                bound += 10 + (d.isFinite && d.magnitude < 9_007_199_254_740_992 ? 24 : 400)
+            }
+        }
+        return bound
     }
 
     /// UTF-8 length of a static text (a single-scalar literal has no pointer form).
@@ -268,8 +275,9 @@ struct LineWriter {
     /// time-zone lock on every call, and every thread that logs would queue on it.
     mutating func timestamp(_ time: timespec) {
         let seconds = Int(time.tv_sec)
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400  // floor
-        let secondOfDay = seconds - days * 86_400
+        let remainder = seconds % 86_400  // negative before 1970: floor, without overflow at Int.min
+        let days = seconds / 86_400 - (remainder < 0 ? 1 : 0)
+        let secondOfDay = remainder < 0 ? remainder + 86_400 : remainder
         let date = LineWriter.civilDate(daysSince1970: days)
         padded(date.year, width: 4)
         byte(0x2D)

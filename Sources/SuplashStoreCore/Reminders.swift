@@ -93,7 +93,7 @@ public enum ReminderPlanner {
     /// (`ReminderSQL.lastIntakeWrite`, the latest `created_at`). A backdated entry of last month
     /// is no answer to today's reminders.
     public static func intakeWritten(_ deltas: [EntryDelta], window: WakingWindow) -> Bool {
-        let from = window.dayStart - lookBackMs
+        let from = intakeReadFrom(window)
         guard deltas.contains(where: { $0.count > 0 && $0.loggedAt >= from }) else { return false }
         let edited = Set(deltas.lazy.filter { $0.count < 0 }.compactMap(\.id))
         return deltas.contains { $0.count > 0 && $0.loggedAt >= from && !($0.id.map(edited.contains) ?? false) }
@@ -110,7 +110,7 @@ public enum ReminderPlanner {
         let clock = ZoneClocks.shared.clock(profile.timezone)
         guard let window = window(wakeTime: profile.wakeTime, sleepTime: profile.sleepTime, clock: clock, now: now)
         else { return false }
-        let from = window.dayStart - lookBackMs
+        let from = intakeReadFrom(window)
         return deltas.contains { $0.loggedAt >= from }
     }
 
@@ -248,7 +248,7 @@ public enum ReminderPlanner {
             rows = try tx.pipeline(
                 reads(
                     userID: userID, window: window, today: today, historyLimit: planHistoryLimit(profile.reminders),
-                    lastIntakeFrom: intakeWrittenAt == nil ? window.dayStart - lookBackMs : nil))
+                    lastIntakeFrom: intakeWrittenAt == nil ? intakeReadFrom(window) : nil))
         }
         let days = ReminderSQL.days(rows[0])
         let history = rows[1].map { ReminderSQL.stored($0) }
@@ -299,6 +299,13 @@ public enum ReminderPlanner {
     /// How far before the reminder day's start the latest intake write is looked for (entries
     /// by `loggedAt`, through `water_entries_list`): two days, enough for the ignored streak.
     @usableFromInline static let lookBackMs: Int64 = 2 * 86_400_000
+
+    /// Where the latest intake write is looked for in `window`'s plan: entries drunk from
+    /// `lookBackMs` before the reminder day's start on (`ReminderSQL.lastIntakeWrite`'s bound; the
+    /// same for `intakeWritten` and `readsIntakeOf`), epoch ms.
+    @inlinable static func intakeReadFrom(_ window: WakingWindow) -> Int64 {
+        window.dayStart - lookBackMs
+    }
 
     /// The reminder day's intake from the stored hourly buckets (`drinking_hours`, kept by the
     /// same write), as one event at the day's start: every bucket of the local day, and — for a

@@ -45,10 +45,24 @@ final class ReminderRoutesTests: XCTestCase {
         try s.request("POST", "/v1/users/\(uid)/reminders/\(id):\(verb)", json: json, token: token)
     }
 
+    /// Signs up a user whose zone puts the current time between 10:00 and 11:00 (`Etc/GMT±N`:
+    /// no daylight saving time), so the waking window (07:00–23:00) has room for every reminder
+    /// the test plans at whatever hour it runs (in the default `Europe/Istanbul` an evening run
+    /// planned past bedtime).
+    func signUpMidMorning(_ s: TestServer) throws -> (id: String, token: String) {
+        let u = try s.signUp()
+        var offset = 10 - Int(Date().timeIntervalSince1970) / 3600 % 24
+        if offset < -12 { offset += 24 }
+        let zone = offset == 0 ? "Etc/GMT" : offset > 0 ? "Etc/GMT-\(offset)" : "Etc/GMT+\(-offset)"
+        let r = try s.request("PATCH", "/v1/users/me", json: ["timezone": .string(zone)], token: u.token)
+        XCTAssertEqual(r.status, 200, r.text)
+        return (u.id, u.token)
+    }
+
     func testDrinkLogsOnceAndTheHistoryShowsIt() throws {
         let s = try srv()
-        let u = try s.signUp()
-        // Sign-up planned the first hydration reminder.
+        let u = try signUpMidMorning(s)
+        // Sign-up (and the zone's change) planned the first hydration reminder.
         let first = try overview(s, token: u.token)
         let next = try XCTUnwrap(first["next"].flatMap { $0.isNull ? nil : $0 }, first.serializedString())
         let id = try XCTUnwrap(next["id"]?.stringValue)
@@ -95,7 +109,7 @@ final class ReminderRoutesTests: XCTestCase {
 
     func testSnoozeDismissOpenAndProblems() throws {
         let s = try srv()
-        let u = try s.signUp()
+        let u = try signUpMidMorning(s)
         let id = try XCTUnwrap(try overview(s, token: u.token)["next"]?["id"]?.stringValue)
         for (body, pointer, code) in [
             (JSONValue.object([("minutes", 5)]), "/minutes", "out_of_range"),
@@ -167,7 +181,7 @@ final class ReminderRoutesTests: XCTestCase {
     /// the watch, cancels the pending reminder; a bill pushed with it gets its reminder.
     func testASyncPushRecomputes() throws {
         let s = try srv()
-        let u = try s.signUp()
+        let u = try signUpMidMorning(s)
         let pending = try XCTUnwrap(try overview(s, token: u.token)["next"]?["id"]?.stringValue)
         let now = rfc3339(Date())
         let watch = UUID().uuidString.lowercased()

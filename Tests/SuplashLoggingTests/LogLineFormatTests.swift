@@ -37,7 +37,7 @@ final class LogLineFormatTests: XCTestCase {
                     .requestID(String(repeating: "\u{01}", count: 64)), .route(String(repeating: "\"\\", count: 40)),
                     .identifier("id", String(repeating: "\u{1F}\"", count: 30)), .code("code", "\n\t\r\u{0}"),
                     .errorType(String(repeating: "\\\u{7}", count: 50)), .method(String(repeating: "\u{2}", count: 20)),
-                    .durationMs(-.greatestFiniteMagnitude), .durationMs(-9_007_199_254_740_991.5),
+                    .durationMs(-.greatestFiniteMagnitude), .durationMs(-9_007_199_254_740_991),
                 ]
             ),
         ]
@@ -67,9 +67,10 @@ final class LogLineFormatTests: XCTestCase {
                 Reference.line(.info, "d", [.durationMs(d)], time: fixedTime), "\(d)")
         }
         var seconds: [Int] = [0, 59, 86_399, 951_782_400, 1_796_026_500, 4_102_444_799, 253_402_300_799, -1, -86_400, -86_401]
-        // Every day's first and last second around leap years and century rules (1899–2101).
-        for day in -25_568...48_212 where day % 97 == 0 || (day + 1) % 1461 == 0 || day % 1461 == 0 {
-            seconds += [day * 86_400, day * 86_400 + 86_399]
+        // The first and last second of February 28, February 29 (where there is one) and March 1
+        // of century and leap years (days since 1970 of each March 1).
+        for march1 in [-135_080, -98_556, 11_017, 157_114, -25_508, 47_541] {
+            for day in march1 - 2...march1 { seconds += [day * 86_400, day * 86_400 + 86_399] }
         }
         // Years 1 to 9999, a prime step apart.
         for s in stride(from: -62_135_596_800, through: 253_402_300_799, by: 1_234_567_891) { seconds.append(s) }
@@ -81,6 +82,46 @@ final class LogLineFormatTests: XCTestCase {
                     String(decoding: LogLineFormat.line(.info, "t", [], time: t), as: UTF8.self),
                     Reference.line(.info, "t", [], time: t), "\(s).\(ns)")
             }
+        }
+    }
+
+    /// Every day from 1900 to 2101 gets the date `gmtime_r` gives (the line's timestamp computes
+    /// it without the C library's time-zone lock).
+    func testCivilDatesOfEveryDayMatchGmtime() {
+        for day in -25_567...48_211 {
+            var t = time_t(day * 86_400)
+            var parts = tm()
+            gmtime_r(&t, &parts)
+            let date = LineWriter.civilDate(daysSince1970: day)
+            guard date.year == Int(parts.tm_year) + 1900, date.month == Int(parts.tm_mon) + 1, date.day == Int(parts.tm_mday)
+            else {
+                return XCTFail("day \(day): \(date) against \(parts.tm_year + 1900)-\(parts.tm_mon + 1)-\(parts.tm_mday)")
+            }
+        }
+        XCTAssertEqual(LineWriter.civilDate(daysSince1970: 11_016).day, 29, "2000-02-29")
+        XCTAssertEqual(LineWriter.civilDate(daysSince1970: 47_540).month, 2, "2100-02-28 is followed by March 1")
+        XCTAssertEqual(LineWriter.civilDate(daysSince1970: 47_541).month, 3)
+        // The earliest second: no overflow in the floor division.
+        let earliest = LogLineFormat.line(.info, "t", [], time: timespec(tv_sec: Int.min, tv_nsec: 0))
+        XCTAssertTrue(String(decoding: earliest, as: UTF8.self).hasPrefix(#"{"ts":"-"#))
+    }
+
+    /// Each field alone, with every byte of its text escaped (`\u00xx`, six bytes each) or its
+    /// number at its widest, fits the line's bound (the line is formatted in scratch space of
+    /// that size).
+    func testEveryFieldAtItsWidestFitsTheBound() {
+        let worst = String(repeating: "\u{01}", count: 64)
+        let fields: [LogField] = [
+            .requestID(worst), .route(worst), .errorType(worst), .identifier("id", worst), .code("code", worst),
+            .method("OPTIONS"), .method(worst), .status(Int.min), .count("jobs", Int.min), .number("port", Int.min),
+            .durationMs(-9_007_199_254_740_991), .durationMs(-.greatestFiniteMagnitude), .durationMs(.nan),
+            .component("listener"),
+        ]
+        let time = timespec(tv_sec: Int.min, tv_nsec: 999_999_999)
+        for field in fields {
+            let line = LogLineFormat.line(.warning, "event", [field], time: time)
+            let bound = LogLineFormat.bound("event", [field])
+            XCTAssertLessThanOrEqual(line.count, bound, "\(field)")
         }
     }
 

@@ -108,11 +108,12 @@ final class ReminderPlanBehaviourTests: XCTestCase {
         XCTAssertEqual(postgres, sqlite)
     }
 
-    /// A deleted entry no longer counts as the user's latest intake write, on PostgreSQL as on
-    /// SQLite: three ignored reminders double the gap; a glass logged at 15:00 ends the streak;
-    /// deleting it brings the streak back (the recompute in the delete's transaction must see the
-    /// entry gone, although PostgreSQL writes the entry's row with the commit).
-    func testADeletedGlassNoLongerEndsTheIgnoredStreak() throws {
+    /// A deleted or back-dated entry no longer counts as the user's latest intake write, on
+    /// PostgreSQL as on SQLite: three ignored reminders double the gap; a glass logged at 15:00
+    /// ends the streak; deleting it brings the streak back, and so does moving a later mug to
+    /// last week (the recompute in the write's transaction must see the entry's new row,
+    /// although PostgreSQL would write it with the commit).
+    func testADeletedOrBackdatedGlassNoLongerEndsTheIgnoredStreak() throws {
         func scenario(_ store: Store) throws -> [String] {
             try helper.makeUsers(store)
             let uid = helper.alice
@@ -144,6 +145,17 @@ final class ReminderPlanBehaviourTests: XCTestCase {
             try note("logged")
             try store.deleteEntry(userID: uid, id: "glass", deviceID: nil, now: try at(15, 1), precondition: { _ in true })
             try note("deleted")
+            _ = try store.createEntry(
+                userID: uid, id: "mug", content: WaterEntryContent(amountMl: 300, loggedAt: try at(15, 10), source: .phone),
+                deviceID: nil, now: try at(15, 10))
+            try note("mug")
+            // Moved to last week: no longer water of the last two days.
+            _ = try store.updateEntry(userID: uid, id: "mug", deviceID: nil, now: try at(15, 11), precondition: { _ in true }) { c in
+                var c = c
+                c.loggedAt -= 5 * 86_400_000
+                return c
+            }
+            try note("mug moved back")
             return out
         }
         let sqlite = try scenario(try helper.sqliteStore().0)
@@ -152,6 +164,8 @@ final class ReminderPlanBehaviourTests: XCTestCase {
             [
                 "logged: 15:30",  // streak ended: the normal gap after 14:00
                 "deleted: 17:00",  // three ignored again: the gap doubles
+                "mug: 15:30",
+                "mug moved back: 17:00",
             ])
         guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
             throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set: only the SQLite half ran")
