@@ -23,13 +23,13 @@ public final class EventLoop: @unchecked Sendable {
     let context: ServerContext
     private let epollFD: Int32
     private let wakeFD: Int32
-    private let taskQueue = Locked<[@Sendable () -> Void]>([])
+    private let taskQueue = Locked<[QueuedTask]>([])
     private let threadID = Atomic<UInt>(0)
     private let timerCounter = Atomic<UInt64>(0)
     private let stopped = Atomic<Bool>(false)
 
     // MARK: Loop-confined state
-    private var spareTasks: [@Sendable () -> Void] = []
+    private var spareTasks: [QueuedTask] = []
     private var timers = TimerHeap()
     private var userTimers: [UInt64: @Sendable () -> Void] = [:]
     private var connections: [Connection?] = []
@@ -109,14 +109,25 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// `execute(_:)` that tells whether the task was queued (false once the loop has stopped).
-    func submit(_ task: @escaping @Sendable () -> Void) -> Bool {
-        if stopped.load(ordering: .acquiring) { return false }
-        let wasEmpty = taskQueue.withLock { queue -> Bool in
-            queue.append(task)
+    /// A queued task that the loop stops before running is not run: `ifDiscarded` runs instead,
+    /// on the loop's thread as it tears down (a response's access line is emitted there, so a
+    /// line is never lost with its response). The check and the queueing are one step under the
+    /// queue's lock, so a task is either queued before the teardown takes the queue or refused.
+    func submit(_ task: @escaping @Sendable () -> Void, ifDiscarded: (@Sendable () -> Void)? = nil) -> Bool {
+        let wasEmpty = taskQueue.withLock { queue -> Bool? in
+            if stopped.load(ordering: .acquiring) { return nil }
+            queue.append(QueuedTask(run: task, discarded: ifDiscarded))
             return queue.count == 1
         }
+        guard let wasEmpty else { return false }
         if wasEmpty { _ = cepoll_eventfd_signal(wakeFD) }
         return true
+    }
+
+    /// A task waiting in `taskQueue`, and what to do instead if the loop stops first.
+    private struct QueuedTask {
+        let run: @Sendable () -> Void
+        let discarded: (@Sendable () -> Void)?
     }
 
     /// Runs `task` on this loop's thread once `seconds` have passed (monotonic clock,
@@ -200,7 +211,7 @@ public final class EventLoop: @unchecked Sendable {
             spareTasks = batch
             return
         }
-        for task in batch { task() }
+        for task in batch { task.run() }
         batch.removeAll(keepingCapacity: batch.count <= 1024)
         spareTasks = batch
     }
@@ -229,8 +240,12 @@ public final class EventLoop: @unchecked Sendable {
         listenerArmed = false
         timers.removeAll()
         userTimers = [:]
-        stopped.store(true, ordering: .releasing)
-        taskQueue.withLock { $0.removeAll() }
+        let leftover = taskQueue.withLock { queue -> [QueuedTask] in
+            stopped.store(true, ordering: .releasing)
+            defer { queue = [] }
+            return queue
+        }
+        for task in leftover { task.discarded?() }
         Sys.close(epollFD)
     }
 

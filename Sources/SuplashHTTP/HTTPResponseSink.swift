@@ -76,11 +76,11 @@ public final class HTTPResponseSink: @unchecked Sendable {
         if eventLoop.inEventLoop {
             connection.deliver(sequence: sequence, response: response, log: record)
         } else {
-            let queued = eventLoop.submit {
-                self.connection.deliver(sequence: self.sequence, response: response, log: record)
-            }
-            // The loop has stopped (past the shutdown grace period): the response is lost,
-            // its line is not.
+            // The loop has stopped (past the shutdown grace period), or stops before it runs the
+            // delivery: the response is lost, its line is not.
+            let queued = eventLoop.submit(
+                { self.connection.deliver(sequence: self.sequence, response: response, log: record) },
+                ifDiscarded: { record?.emit() })
             if !queued { record?.emit() }
         }
     }

@@ -10,7 +10,7 @@ import Synchronization
 /// (a slow disk, a pipe nobody reads); only the logging thread (or a `flush` caller) waits.
 public protocol LogSink: Sendable {
     /// Writes every byte of `bytes` (whole lines), retrying partial writes; gives up quietly
-    /// on an error other than `EINTR` (there is nowhere left to report it).
+    /// on an error it cannot wait out (there is nowhere left to report it).
     func write(_ bytes: UnsafeRawBufferPointer)
 }
 
@@ -26,6 +26,8 @@ public struct FileDescriptorLogSink: LogSink {
         self.descriptor = descriptor
     }
 
+    /// Retries after `EINTR`, and after `EAGAIN` once `poll(2)` says the descriptor is writable
+    /// (standard error may be a pipe another process made non-blocking: the flag is shared).
     public func write(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress else { return }
         var offset = 0
@@ -33,6 +35,10 @@ public struct FileDescriptorLogSink: LogSink {
             let n = Glibc.write(descriptor, base + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    if poll(&ready, 1, -1) >= 0 || errno == EINTR { continue }
+                }
                 return
             }
             offset += n
@@ -62,7 +68,7 @@ public struct FileDescriptorLogSink: LogSink {
 ///   emitted after `shutdown()` are written at once on the caller's thread.
 public final class LogWriter: Sendable {
     /// Bytes of info/debug lines one thread's buffer holds before such lines are dropped
-    /// (64 KiB: about 400 access lines, far more than a loop produces while one batch is written).
+    /// (64 KiB: about 300 access lines, far more than a loop produces while one batch is written).
     public static let defaultBufferCapacity = 64 * 1024
 
     /// See `defaultBufferCapacity`.
@@ -114,6 +120,9 @@ public final class LogWriter: Sendable {
         var all = sigset_t()
         var previous = sigset_t()
         sigfillset(&all)
+        // Except the signals of a fault on this thread: blocked, the kernel would kill the
+        // process without the runtime's crash report.
+        for fault in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP] { sigdelset(&all, fault) }
         pthread_sigmask(SIG_BLOCK, &all, &previous)
         thread.start()
         pthread_sigmask(SIG_SETMASK, &previous, nil)
@@ -144,6 +153,9 @@ public final class LogWriter: Sendable {
             return
         }
         if !pending.exchange(true, ordering: .sequentiallyConsistent) { wake.signal() }
+        // `shutdown()` may have taken its last look at the buffers between the check above and
+        // the append: then nobody else will write this line.
+        if stopped.load(ordering: .sequentiallyConsistent) { drain(final: true) }
     }
 
     /// Blocks until every line appended before this call is written to the sink.
@@ -158,8 +170,9 @@ public final class LogWriter: Sendable {
         wake.signal()
         exited.wait()
         drain(final: true)
-        stopped.store(true, ordering: .releasing)
-        // A line appended between the last drain and `stopped` is still in a buffer.
+        stopped.store(true, ordering: .sequentiallyConsistent)
+        // A line appended between the last drain and `stopped` is still in a buffer; one appended
+        // after this drain looked is drained by its appender, which then sees `stopped`.
         drain(final: true)
     }
 
@@ -169,7 +182,7 @@ public final class LogWriter: Sendable {
             pending.store(false, ordering: .sequentiallyConsistent)
             if drain(final: false) {
                 // Under load, let lines gather for a moment: fewer wake-ups for the threads that
-                // log and more lines per write (a buffer holds ~400 access lines, this is ~1 ms).
+                // log and more lines per write (a buffer holds ~300 access lines, this is ~1 ms).
                 usleep(LogWriter.batchPauseMicroseconds)
             }
         }

@@ -16,6 +16,37 @@ final class LogWriterTests: XCTestCase {
         return (writer, sink, logger)
     }
 
+    /// Standard error may be a pipe another process made non-blocking: a full pipe (`EAGAIN`)
+    /// is waited for, not taken as the end of the batch.
+    func testANonBlockingPipeThatFillsUpGetsEveryByte() throws {
+        var ends: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&ends), 0)
+        defer { close(ends[0]) }
+        XCTAssertEqual(fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK), 0)
+        var lines: [UInt8] = []
+        for n in 0..<10_000 { lines += Array(#"{"level":"warning","event":"line","n":\#(n)}"#.utf8) + [0x0A] }
+        let batch = lines
+        let writerEnd = ends[1]
+        let written = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            batch.withUnsafeBytes { FileDescriptorLogSink(descriptor: writerEnd).write($0) }
+            close(writerEnd)
+            written.signal()
+        }
+        // The writer fills the pipe (64 KiB; the batch is about 450 KB) before anything is read.
+        usleep(100_000)
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(ends[0], $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            received += chunk[0..<n]
+        }
+        written.wait()
+        XCTAssertEqual(received.count, batch.count)
+        XCTAssertTrue(received == batch)
+    }
+
     func testCallersReturnWhileTheSinkIsBlockedAndLinesBeyondCapacityAreCounted() {
         let line = Array(#"{"ts":"2026-11-29T08:15:00.000Z","level":"info","event":"request","status":200}"#.utf8) + [0x0A]
         let (writer, sink, _) = blockedWriter(capacity: line.count * 10)
