@@ -39,8 +39,10 @@ extension ReminderRepository where Self: SQLStore {
                     report.skipped += claimed.filter { $0.user == user }.count
                     continue
                 }
-                // Bills and campaigns first: a device holds one pending alert, so a hydration
-                // reminder due in the same step waits `collisionDelayMs` instead of replacing theirs.
+                // Bills and campaigns first. A device holds one pending alert (the outbox row is
+                // replaced, not added), so every alert after the first in a step — a second bill,
+                // a campaign, the hydration reminder — waits `collisionDelayMs` instead of
+                // replacing it.
                 let mine = claimed.enumerated().filter { $0.element.user == user }
                     .sorted {
                         ($0.element.reminder.kind == .hydration ? 1 : 0, $0.offset) < ($1.element.reminder.kind == .hydration ? 1 : 0, $1.offset)
@@ -95,6 +97,10 @@ extension ReminderRepository where Self: SQLStore {
                             try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
                             continue
                         }
+                        guard !alerted else {
+                            try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
+                            continue
+                        }
                         var texts: [String: String] = [:]
                         for (language, value) in members { if case .string(let s) = value { texts[language] = s } }
                         alert = messages.campaignAlert(locale: profile.locale, texts: texts)
@@ -105,6 +111,10 @@ extension ReminderRepository where Self: SQLStore {
                             profile.reminders.billReminders, let day = LocalDate(parsing: r.localDate)
                         else {
                             try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
+                            continue
+                        }
+                        guard !alerted else {
+                            try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
                             continue
                         }
                         alert = messages.billAlert(
@@ -119,7 +129,7 @@ extension ReminderRepository where Self: SQLStore {
                             DispatchSQL.insertPush,
                             [
                                 .text(PushSQL.newID()), .text(user), .text(device), .text(payload),
-                                .text(r.kind == .campaign ? "suplash-campaign-\(r.subjectID ?? "")" : "suplash-reminder-\(r.localDate)"),
+                                .text(DispatchSQL.collapseID(r)),
                                 .integer(now),
                                 .integer(max(r.dueAt, now) + DispatchSQL.lifetimeMs),
                             ])
@@ -146,8 +156,19 @@ extension ReminderRepository where Self: SQLStore {
 enum DispatchSQL {
     /// `apns-expiration`: 30 minutes after the due time (or after a late send).
     static let lifetimeMs: Int64 = 30 * 60_000
-    /// How long a hydration reminder waits behind a bill reminder sent in the same step.
+    /// How long an alert waits behind another alert to the same user in the same step.
     static let collisionDelayMs: Int64 = 5 * 60_000
+
+    /// The alert's `apns-collapse-id`: one per user and local day for hydration reminders (a newer
+    /// one replaces the older on the lock screen), one per bill (its reminders replace each other,
+    /// not the day's hydration reminder), one per campaign.
+    static func collapseID(_ r: StoredReminder) -> String {
+        switch r.kind {
+        case .hydration: "suplash-reminder-\(r.localDate)"
+        case .bill: "suplash-bill-\(r.subjectID ?? "")"
+        case .campaign: "suplash-campaign-\(r.subjectID ?? "")"
+        }
+    }
     /// ?1 id, ?2 new due time.
     static let postpone = SQLText("UPDATE reminders SET due_at = ?2 WHERE id = ?1 AND state = 'pending'")
 

@@ -164,6 +164,48 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
             ])
     }
 
+    /// Two bills due the same day have their reminders due in the same step: the device's one
+    /// pending alert takes the first, the second waits five minutes (it used to replace the first
+    /// in the outbox while both were marked sent), and each bill's alert has its own collapse id.
+    func twoBillsScenario(_ store: Store) throws -> [String] {
+        let (alice, t0) = (helper.alice, helper.t0)
+        let messages = try Self.messages()
+        try aliceInBerlin(store)
+        let clock = ZoneClocks.shared.clock("Europe/Berlin")
+        let today = clock.localDate(of: t0)
+        let tenOClock = clock.instant(of: today.adding(days: 1), at: try XCTUnwrap(ClockTime(hour: 10, minute: 0)))
+        for (n, provider) in ["ISKI", "ASKI"].enumerated() {
+            let content = BillContent(
+                provider: provider, subscriberNo: "1", period: today.yearMonth, consumptionMilliM3: 12_000,
+                amountMinor: 45_050 + Int64(n), dueDate: today.adding(days: 4))
+            _ = try store.createBill(userID: alice, id: "0193e000-0000-4000-8000-0000000000b\(n + 1)", content: content, deviceID: nil, now: t0)
+        }
+        var transcript: [String] = []
+        for (label, t) in [("10:00", tenOClock + 1000), ("10:05", tenOClock + 301_000), ("10:10", tenOClock + 601_000)] {
+            let r = try store.dispatchDueReminders(now: t, limit: 10, messages: messages)
+            var line = "\(label): sent \(r.sent)"
+            for p in try store.claimDuePushes(now: t + 1, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000)
+            where p.pushType == .alert {
+                let payload = try JSONParser.parse(Array(p.payload.utf8))
+                line += " | \(payload["kind"]?.stringValue ?? "-") \(p.collapseID ?? "-") \"\(payload["aps"]?["alert"]?["body"]?.stringValue ?? "")\""
+                try store.recordPushSent(id: p.id, payload: p.payload, now: t + 2)
+            }
+            transcript.append(line)
+        }
+        return transcript
+    }
+
+    func testTwoBillAlertsDueInOneStepGoOneAfterTheOther() throws {
+        try onBothEngines(
+            twoBillsScenario,
+            [
+                "10:00: sent 1 | bill suplash-bill-0193e000-0000-4000-8000-0000000000b1 \"Your ISKI bill (TRY\u{00A0}450.50) is due in 3 days.\"",
+                "10:05: sent 1 | bill suplash-bill-0193e000-0000-4000-8000-0000000000b2 \"Your ASKI bill (TRY\u{00A0}450.51) is due in 3 days.\"",
+                // Alice's hydration reminder (planned at sign-up, due yesterday) waited behind both.
+                "10:10: sent 1 | hydration suplash-reminder-2026-09-21 \"Start the day with water: today's goal is 2,500 ml. Have 500 ml to begin.\"",
+            ])
+    }
+
     /// A campaign reaches its users in batches (those with reminders on), each at the start of
     /// the segment in their own zone, as one alert with the campaign's text.
     func campaignScenario(_ store: Store) throws -> [String] {
