@@ -95,7 +95,12 @@ extension PushOutboxRepository where Self: SQLStore {
     }
 
     public func purgePushes(before: Int64) throws -> Int {
-        try transaction { tx in try tx.execute(PushSQL.purge, [.integer(before)]) }
+        var total = 0
+        while true {
+            let n = try transaction { tx in try tx.execute(PushSQL.purge, [.integer(before), .integer(Int64(PushSQL.purgeBatch))]) }
+            total += n
+            if n < PushSQL.purgeBatch { return total }
+        }
     }
 
     public func observeQueuedPushes(_ body: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
@@ -317,7 +322,16 @@ public enum PushSQL {
         DELETE FROM device_tokens WHERE token_index = ?2
         AND (user_id, device_id) IN (SELECT user_id, device_id FROM push_outbox WHERE id = ?1)
         """)
-    static let purge = SQLText("DELETE FROM push_outbox WHERE delivered_at < ?1 OR failed_at < ?1")
+    /// Up to ?2 ended rows created before ?1, oldest first, through `push_outbox_done` (whose
+    /// predicate the statement repeats, so SQLite can use that partial index).
+    public static let purge = SQLText(
+        """
+        DELETE FROM push_outbox WHERE id IN (
+            SELECT id FROM push_outbox WHERE (delivered_at IS NOT NULL OR failed_at IS NOT NULL) AND created_at < ?1
+            ORDER BY created_at LIMIT ?2)
+        """)
+    /// Rows one purge transaction deletes at most (SQLite's one writer is held for one batch).
+    static let purgeBatch = 1000
     static let figures = SQLText(
         """
         SELECT count(*) AS n, min(CASE WHEN next_attempt_at <= ?1 THEN due_at END) AS oldest

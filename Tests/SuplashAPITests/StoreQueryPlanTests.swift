@@ -44,17 +44,19 @@ final class StoreQueryPlanTests: XCTestCase {
         XCTAssertFalse(details.contains("TEMP B-TREE"), "the index must give the order: \(details)")
     }
 
-    /// The retention purges (Apple account events, ended revoke jobs, expired code mail) read
+    /// The retention purges (Apple account events, ended revoke jobs, expired code mail, ended
+    /// pushes) read
     /// their indexes, never the whole table.
     func testRetentionPurgesUseTheirIndexes() throws {
         let (_, db) = try makeStore()
         defer { db.close() }
-        for (statement, index) in [
-            (AppleLifecycleSQL.forgetOldEvents, "apple_notifications_received"),
-            (AppleLifecycleSQL.purgeJobs, "apple_revoke_jobs_ended"),
-            (OutboxSQL.dropExpired, "outbox_expires"),
+        for (statement, index, arguments) in [
+            (AppleLifecycleSQL.forgetOldEvents, "apple_notifications_received", [SQLValue.integer(1)]),
+            (AppleLifecycleSQL.purgeJobs, "apple_revoke_jobs_ended", [.integer(1)]),
+            (OutboxSQL.dropExpired, "outbox_expires", [.integer(1)]),
+            (PushSQL.purge, "push_outbox_done", [.integer(1), .integer(1000)]),
         ] {
-            let plan = try db.read { c in try c.query("EXPLAIN QUERY PLAN " + statement.sqlite, [.integer(1)]) }
+            let plan = try db.read { c in try c.query("EXPLAIN QUERY PLAN " + statement.sqlite, arguments) }
             let details = plan.map { String(describing: $0["detail"]) }.joined(separator: "\n")
             XCTAssertTrue(details.contains(index), details)
             XCTAssertFalse(details.contains("SCAN"), details)

@@ -104,7 +104,8 @@ public protocol PushOutboxRepository: Sendable {
     /// dropped when asked).
     /// - Throws: `RepositoryError` (storage).
     func recordPushOutcomes(_ outcomes: [PushOutcome], now: Int64) throws
-    /// Deletes sent and failed rows that ended before `before`; returns how many.
+    /// Deletes sent and failed rows created before `before` (a row ends within its lifetime of
+    /// being queued: hours, against a retention of days), a batch per transaction; returns how many.
     /// - Throws: `RepositoryError` (storage).
     func purgePushes(before: Int64) throws -> Int
     /// The queue's depth and the first due time of rows due at `now`.
