@@ -76,6 +76,15 @@ extension ReminderRepository where Self: SQLStore {
                             try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
                             continue
                         }
+                        // Due longer ago than an alert lives (every instance was down, or the
+                        // scheduler off): "time for water" hours late — at night, with that day's
+                        // total — helps nobody. Cancelled, not sent; the next one is planned from now.
+                        guard now - r.dueAt <= DispatchSQL.lifetimeMs else {
+                            try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
+                            report.expired += 1
+                            replan = true
+                            continue
+                        }
                         guard !alerted else {
                             try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
                             continue

@@ -95,6 +95,7 @@ final class ReminderScheduler: @unchecked Sendable {
         counters.add(.sent, report.sent)
         counters.add(.ignored, report.ignored)
         counters.add(.scheduled, report.scheduled)
+        counters.add(.expired, report.expired)
         return report
     }
 

@@ -141,6 +141,7 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
         }
         transcript.append("paid: bills \(try bills())")
         try step("one day before", at: try at(3, 10, 0) + 1000)
+        try step("a second later", at: try at(3, 10, 0) + 2000)
         return transcript
     }
 
@@ -158,8 +159,12 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
                 "three days before: sent 1 | bill \"ISKI bill due soon\" \"Your ISKI bill (TRY\u{00A0}450.50) is due in 3 days.\"",
                 "  bills [\"2026-09-24 10:00 pending\", \"2026-09-22 10:00 pending\"]",
                 "paid: bills [\"2026-09-24 10:00 cancelled\", \"2026-09-22 10:00 pending\"]",
-                // Paid: no bill reminder; the waiting hydration reminder goes.
-                "one day before: sent 1 | hydration \"Time for water\" \"Start the day with water: today's goal is 2,500 ml. Have 500 ml to begin.\"",
+                // Paid: no bill reminder. The waiting hydration reminder, postponed to two days
+                // ago, has expired: cancelled unsent, and the next one planned from now — due at
+                // once (nothing logged today), so it goes a step later, with today's figures.
+                "one day before: sent 0",
+                "  bills [\"2026-09-24 10:00 cancelled\", \"2026-09-22 10:00 pending\"]",
+                "a second later: sent 1 | hydration \"Time for water\" \"Start the day with water: today's goal is 2,500 ml. Have 500 ml to begin.\"",
                 "  bills [\"2026-09-24 10:00 cancelled\", \"2026-09-22 10:00 pending\"]",
             ])
     }
@@ -201,8 +206,9 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
             [
                 "10:00: sent 1 | bill suplash-bill-0193e000-0000-4000-8000-0000000000b1 \"Your ISKI bill (TRY\u{00A0}450.50) is due in 3 days.\"",
                 "10:05: sent 1 | bill suplash-bill-0193e000-0000-4000-8000-0000000000b2 \"Your ASKI bill (TRY\u{00A0}450.51) is due in 3 days.\"",
-                // Alice's hydration reminder (planned at sign-up, due yesterday) waited behind both.
-                "10:10: sent 1 | hydration suplash-reminder-2026-09-21 \"Start the day with water: today's goal is 2,500 ml. Have 500 ml to begin.\"",
+                // Alice's hydration reminder planned at sign-up, due yesterday, expired at 10:00
+                // (cancelled unsent); the one planned then, due at once, waited behind the second bill.
+                "10:10: sent 1 | hydration suplash-reminder-2026-09-22 \"Start the day with water: today's goal is 2,500 ml. Have 500 ml to begin.\"",
             ])
     }
 

@@ -19,6 +19,9 @@ public final class ReminderCounters: @unchecked Sendable {
         case opened
         /// A sent reminder found ignored when the next one was sent.
         case ignored
+        /// A hydration reminder cancelled unsent: due longer ago than an alert lives (the
+        /// scheduler did not run for over 30 minutes).
+        case expired
     }
 
     private var counts: [Event: Int] = [:]

@@ -68,6 +68,9 @@ public struct ReminderDispatchReport: Sendable, Equatable {
     public var scheduled = 0
     /// Claimed rows left pending because another transaction held their user.
     public var skipped = 0
+    /// Hydration reminders cancelled unsent because they were due longer ago than an alert
+    /// lives (30 minutes: every instance was down, or the scheduler off).
+    public var expired = 0
 
     /// All zero.
     public init() {}
