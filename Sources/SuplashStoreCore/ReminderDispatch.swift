@@ -48,8 +48,7 @@ extension ReminderRepository where Self: SQLStore {
                         ($0.element.reminder.kind == .hydration ? 1 : 0, $0.offset) < ($1.element.reminder.kind == .hydration ? 1 : 0, $1.offset)
                     }
                 guard profile.reminders.enabled else {
-                    try tx.enqueue(ReminderSQL.dropMarks, [.text(user)])
-                    try tx.enqueue(ReminderSQL.cancelAll, [.text(user), .integer(now)])
+                    try ReminderPlanner.turnedOff(tx, userID: user, now: now)
                     continue
                 }
                 let targets = DispatchSQL.targets(rows[3 * u + 1])

@@ -114,6 +114,16 @@ public enum ReminderPlanner {
         return deltas.contains { $0.loggedAt >= from }
     }
 
+    /// The user's reminders are off: every pending reminder (bills' included) is cancelled, the
+    /// re-plan marks dropped, and the alerts still queued in the push outbox (APNs backing off, a
+    /// paused sender) deleted, so none arrives after the switch. Queued with the transaction.
+    /// - Throws: the engine's error (SQLite).
+    static func turnedOff(_ tx: some StoreTransaction, userID: String, now: Int64) throws {
+        try tx.enqueue(ReminderSQL.dropMarks, [.text(userID)])
+        try tx.enqueue(ReminderSQL.cancelAll, [.text(userID), .integer(now)])
+        try tx.enqueue(ReminderSQL.dropQueuedAlerts, [.text(userID)])
+    }
+
     /// Recomputes after a profile write when anything the schedule reads changed (reminder
     /// settings, wake / sleep times, zone, cups, the goal's inputs), and the bills' reminders
     /// when the settings or the zone changed; turning reminders off cancels every pending
@@ -130,8 +140,7 @@ public enum ReminderPlanner {
             && HydrationRules.baseGoalMl(previous) == HydrationRules.baseGoalMl(current)
         guard !same else { return }
         guard current.reminders.enabled else {
-            try tx.enqueue(ReminderSQL.dropMarks, [.text(current.id)])
-            try tx.enqueue(ReminderSQL.cancelAll, [.text(current.id), .integer(now)])
+            try turnedOff(tx, userID: current.id, now: now)
             return
         }
         try replan(tx, userID: current.id, profile: current, intakeWrittenAt: nil, now: now)
@@ -154,8 +163,7 @@ public enum ReminderPlanner {
         else { return }
         guard profile.reminders.enabled else {
             guard profileWritten else { return }
-            try tx.enqueue(ReminderSQL.dropMarks, [.text(userID)])
-            try tx.enqueue(ReminderSQL.cancelAll, [.text(userID), .integer(now)])
+            try turnedOff(tx, userID: userID, now: now)
             return
         }
         let clock = ZoneClocks.shared.clock(profile.timezone)
@@ -473,6 +481,9 @@ public enum ReminderSQL {
     /// ?1 user, ?2 now.
     static let cancelAll = SQLText(
         "UPDATE reminders SET state = 'cancelled', updated_at = ?2 WHERE user_id = ?1 AND state = 'pending'")
+    /// The user's alerts not sent yet (every alert is a reminder's); ?1 user.
+    static let dropQueuedAlerts = SQLText(
+        "DELETE FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert' AND \(PushSQL.pending)")
 
     /// One reminder of the user, locked; ?1 user, ?2 id.
     static let byID = SQLText { d in "SELECT \(columns) FROM reminders WHERE user_id = ?1 AND id = ?2 \(d.forUpdate())" }

@@ -87,10 +87,15 @@ final class ReminderScheduler: @unchecked Sendable {
     }
 
     /// One step at `clock()`: reaches up to `batchSize` users of a campaign, then sends what is
-    /// due; what it sent.
-    /// - Throws: `RepositoryError`.
+    /// due; what it sent. A failed campaign batch is logged and left for the next step; the due
+    /// reminders are sent either way.
+    /// - Throws: `RepositoryError` (sending).
     @discardableResult func step() throws -> ReminderDispatchReport {
-        _ = try campaigns.expandCampaigns(now: clock(), limit: batchSize)
+        do {
+            _ = try campaigns.expandCampaigns(now: clock(), limit: batchSize)
+        } catch {
+            logger.warning("campaign_expansion_failed", .errorType(String(reflecting: type(of: error))))
+        }
         let report = try repository.dispatchDueReminders(now: clock(), limit: batchSize, messages: messages)
         counters.add(.sent, report.sent)
         counters.add(.ignored, report.ignored)

@@ -3,6 +3,7 @@ import SuplashDomain
 import SuplashJSON
 import SuplashPostgres
 import SuplashPostgresStore
+import SuplashSQL
 import SuplashSQLiteStore
 import SuplashStoreCore
 import XCTest
@@ -210,6 +211,39 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
                 // (cancelled unsent); the one planned then, due at once, waited behind the second bill.
                 "10:10: sent 1 | hydration suplash-reminder-2026-09-22 \"Start the day with water: today's goal is 2,500 ml. Have 500 ml to begin.\"",
             ])
+    }
+
+    /// Turning reminders off also takes back the alert already queued for the phone (APNs
+    /// backing off, the sender paused): nothing arrives after the switch.
+    func switchedOffScenario(_ store: Store) throws -> [String] {
+        let (alice, t0) = (helper.alice, helper.t0)
+        try aliceInBerlin(store)
+        let due = try XCTUnwrap(try store.reminderOverview(userID: alice, limit: 50).next).dueAt
+        let report = try store.dispatchDueReminders(now: due, limit: 10, messages: try Self.messages())
+        func queuedAlerts() throws -> String {
+            let rows = try XCTUnwrap(store as? any SQLStore).reading { c in
+                try c.query(
+                    SQLText(
+                        """
+                        SELECT count(*) FROM push_outbox
+                        WHERE user_id = ?1 AND push_type = 'alert' AND delivered_at IS NULL AND failed_at IS NULL
+                        """),
+                    [.text(alice)])
+            }
+            return "\(rows.first?[0].int64 ?? -1)"
+        }
+        var transcript = ["sent \(report.sent), queued alerts \(try queuedAlerts())"]
+        _ = try store.updateProfile(userID: alice, now: t0 + 1000) { p in
+            var p = p
+            p.reminders.enabled = false
+            return p
+        }
+        transcript.append("switched off: queued alerts \(try queuedAlerts())")
+        return transcript
+    }
+
+    func testSwitchingRemindersOffTakesBackTheQueuedAlert() throws {
+        try onBothEngines(switchedOffScenario, ["sent 1, queued alerts 1", "switched off: queued alerts 0"])
     }
 
     /// A campaign reaches its users in batches (those with reminders on), each at the start of
