@@ -78,6 +78,17 @@ public enum ReminderPlanner {
         return WakingWindow.current(at: now, wake: wake, sleep: sleep, clock: clock)
     }
 
+    /// The reminder day whose water `instant` counts for (`WakingWindow.countEnd`): the previous
+    /// local day while that day's awake period, running past midnight, has not ended — a snooze
+    /// from 23:45 to 00:15, awake until 01:00, stays on the evening's day (its total, its collapse
+    /// id) — else the instant's own local day (also when the times do not parse).
+    static func reminderDay(of instant: Int64, wakeTime: String, sleepTime: String, clock: ZoneClock) -> LocalDate {
+        let day = clock.localDate(of: instant)
+        guard let wake = ClockTime(parsing: wakeTime), let sleep = ClockTime(parsing: sleepTime) else { return day }
+        let previous = WakingWindow(day: day.adding(days: -1), wake: wake, sleep: sleep, clock: clock)
+        return instant < previous.countEnd ? previous.day : day
+    }
+
     /// True when an entry version of `deltas` was drunk on or after the hourly history's first
     /// day (`HourlyDrinking.firstKeptDay`, in `clock`'s zone): only such a write can change what
     /// the plan reads.
@@ -576,7 +587,9 @@ extension ReminderRepository where Self: SQLStore {
                 ReminderSQL.setOutcomeOnce, [.text(reminderID), .text(ReminderOutcome.snoozed.rawValue), .integer(now)])
             let suggested = reminder.suggestedMl ?? profile.cupSizesMl.first ?? 250
             let due = now + Int64(minutes) * 60_000
-            let day = ZoneClocks.shared.clock(profile.timezone).localDate(of: due)
+            let day = ReminderPlanner.reminderDay(
+                of: due, wakeTime: profile.wakeTime, sleepTime: profile.sleepTime,
+                clock: ZoneClocks.shared.clock(profile.timezone))
             try tx.enqueue(
                 ReminderSQL.upsertSnoozed,
                 [

@@ -68,6 +68,28 @@ extension ReminderStoreTests {
         XCTAssertNil(try snoozedFrom(), "water drunk today replaces the snoozed reminder with a planned one")
     }
 
+    /// A snooze past midnight inside a waking window that runs past it (awake until 01:00) stays
+    /// on the evening's reminder day: that day's total in the alert, that day's collapse id.
+    func testASnoozePastMidnightKeepsTheReminderDay() throws {
+        let store = try makeStore()
+        _ = try store.updateProfile(userID: uid, now: now) { p in
+            var p = p
+            p.timezone = "Europe/Istanbul"
+            p.sleepTime = "01:00"
+            return p
+        }
+        let clock = ZoneClocks.shared.clock("Europe/Istanbul")
+        let evening = clock.localDate(of: now)
+        let late = clock.instant(of: evening, at: try XCTUnwrap(ClockTime(hour: 23, minute: 45)))
+        let planned = try XCTUnwrap(try next(store))
+        let snoozed = try store.snoozeReminder(userID: uid, reminderID: planned.id, minutes: 30, now: late)
+        XCTAssertEqual(clock.localDate(of: snoozed.dueAt), evening.adding(days: 1), "due after midnight")
+        let day = try XCTUnwrap(db).read { c in
+            try c.queryOne("SELECT local_date FROM reminders WHERE id = ?1", [.text(snoozed.id)])?[0].text
+        }
+        XCTAssertEqual(day, evening.description)
+    }
+
     /// A reminder already due stays where it is when a later write would make it due now: the
     /// scheduler's next step sends it either way.
     func testAReminderAlreadyDueIsNotMovedToNow() throws {
