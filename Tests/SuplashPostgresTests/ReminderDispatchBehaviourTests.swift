@@ -440,6 +440,56 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
 
     /// Two store objects (two pools, as two instances) dispatching at once from many threads:
     /// every due reminder is sent exactly once, one alert each.
+    /// The claim skips what another instance holds instead of waiting for it: with Alice's due
+    /// reminder row locked by another transaction nothing is claimed; with her user row locked
+    /// the reminder is claimed but left pending (skipped). Either way nothing is sent, and once
+    /// the other transaction ends the reminder goes. (A claim that waited would not return while
+    /// the lock is held: after 10 s the test fails and lets it go.)
+    func testAClaimSkipsRowsAnotherInstanceHolds() throws {
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set")
+        }
+        let (store, _) = try helper.postgresStore()
+        let other = PostgresStore(database: try PostgresDatabase(url: try PostgresTestSupport.url(), poolSize: 2))
+        helper.cleanups.append { other.database.close() }
+        try aliceInBerlin(store)
+        // Bob's reminders off: Alice's is the only due row.
+        _ = try store.updateProfile(userID: helper.bob, now: helper.t0) { p in
+            var p = p
+            p.reminders.enabled = false
+            return p
+        }
+        let alice = helper.alice
+        let due = try XCTUnwrap(try store.reminderOverview(userID: alice, limit: 50).next).dueAt
+        let messages = try Self.messages()
+        let outcomes = Locked<[String]>([])
+        for (label, lock) in [
+            ("reminder row", "SELECT id FROM reminders WHERE user_id = ?1 AND state = 'pending' FOR UPDATE"),
+            ("user row", "SELECT id FROM users WHERE id = ?1 FOR UPDATE"),
+        ] {
+            try other.transaction { tx in
+                _ = try tx.query(SQLText(lock), [.text(alice)])
+                let report = Locked<ReminderDispatchReport?>(nil)
+                let done = DispatchSemaphore(value: 0)
+                Thread.detachNewThread {
+                    report.withLock { $0 = try? store.dispatchDueReminders(now: due, limit: 10, messages: messages) }
+                    done.signal()
+                }
+                guard done.wait(timeout: .now() + 10) == .success else {
+                    XCTFail("\(label): the claim waited for the lock")
+                    return
+                }
+                let r = report.current
+                outcomes.withLock { $0.append("\(label) held: claimed \(r?.claimed ?? -1) sent \(r?.sent ?? -1) skipped \(r?.skipped ?? -1)") }
+            }
+        }
+        let r = try store.dispatchDueReminders(now: due, limit: 10, messages: messages)
+        outcomes.withLock { $0.append("released: claimed \(r.claimed) sent \(r.sent)") }
+        XCTAssertEqual(
+            outcomes.current,
+            ["reminder row held: claimed 0 sent 0 skipped 0", "user row held: claimed 1 sent 0 skipped 1", "released: claimed 1 sent 1"])
+    }
+
     func testTwoInstancesNeverSendOneReminderTwice() throws {
         guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
             throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set")
