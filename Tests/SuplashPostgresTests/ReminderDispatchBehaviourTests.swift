@@ -440,18 +440,25 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
 
     /// Two store objects (two pools, as two instances) dispatching at once from many threads:
     /// every due reminder is sent exactly once, one alert each.
+    /// Two store objects on one PostgreSQL database (two pools, as two instances); skips the test
+    /// without PostgreSQL.
+    func twoInstances(poolSize: Int) throws -> (PostgresStore, PostgresStore) {
+        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
+            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set")
+        }
+        let (store, _) = try helper.postgresStore()
+        let other = PostgresStore(database: try PostgresDatabase(url: try PostgresTestSupport.url(), poolSize: poolSize))
+        helper.cleanups.append { other.database.close() }
+        return (store, other)
+    }
+
     /// The claim skips what another instance holds instead of waiting for it: with Alice's due
     /// reminder row locked by another transaction nothing is claimed; with her user row locked
     /// the reminder is claimed but left pending (skipped). Either way nothing is sent, and once
     /// the other transaction ends the reminder goes. (A claim that waited would not return while
     /// the lock is held: after 10 s the test fails and lets it go.)
     func testAClaimSkipsRowsAnotherInstanceHolds() throws {
-        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
-            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set")
-        }
-        let (store, _) = try helper.postgresStore()
-        let other = PostgresStore(database: try PostgresDatabase(url: try PostgresTestSupport.url(), poolSize: 2))
-        helper.cleanups.append { other.database.close() }
+        let (store, other) = try twoInstances(poolSize: 2)
         try aliceInBerlin(store)
         // Bob's reminders off: Alice's is the only due row.
         _ = try store.updateProfile(userID: helper.bob, now: helper.t0) { p in
@@ -491,12 +498,7 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
     }
 
     func testTwoInstancesNeverSendOneReminderTwice() throws {
-        guard ProcessInfo.processInfo.environment["SUPLASH_TEST_POSTGRES_URL"] != nil else {
-            throw XCTSkip("SUPLASH_TEST_POSTGRES_URL is not set")
-        }
-        let (store, _) = try helper.postgresStore()
-        let other = PostgresStore(database: try PostgresDatabase(url: try PostgresTestSupport.url(), poolSize: 4))
-        helper.cleanups.append { other.database.close() }
+        let (store, other) = try twoInstances(poolSize: 4)
         let t0 = helper.t0
         let messages = try Self.messages()
         for i in 0..<20 {
