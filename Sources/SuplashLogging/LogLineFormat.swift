@@ -20,7 +20,7 @@ enum LogLineFormat {
     /// The whole line at `time` (seconds and nanoseconds since the Unix epoch, UTC).
     static func line(_ level: LogLevel, _ event: StaticString, _ fields: [LogField], time: timespec) -> [UInt8] {
         // Written into scratch space of the worst case's size (on the stack), then copied into an
-        // array of its own length: an access line comes to about 250 bytes, which malloc serves
+        // array of its own length: an access line comes to about 200 bytes, which malloc serves
         // from its per-thread cache, where a worst-case array (over 1 KiB) took glibc's
         // large-request path on every line.
         let bound = bound(event, fields)
