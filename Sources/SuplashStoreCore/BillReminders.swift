@@ -21,6 +21,10 @@ public enum BillReminders {
         deleted: Bool, now: Int64
     ) throws {
         guard profile.reminders.enabled, profile.reminders.billReminders else { return }
+        // Paid or deleted: an alert for it still queued (APNs backing off) is taken back.
+        if deleted || bill.paidAt != nil {
+            try tx.enqueue(BillReminderSQL.dropQueuedAlert, [.text(userID), .text(DispatchSQL.billCollapseID(billID))])
+        }
         let rows = try tx.query(BillReminderSQL.ofBill, [.text(userID), .text(billID)])
         try save(tx, userID: userID, profile: profile, billID: billID, bill: bill, deleted: deleted, rows: rows, now: now)
     }
@@ -31,6 +35,7 @@ public enum BillReminders {
     public static func replanAll(_ tx: some StoreTransaction, userID: String, profile: UserProfile, now: Int64) throws {
         guard profile.reminders.enabled, profile.reminders.billReminders else {
             try tx.enqueue(BillReminderSQL.cancelAll, [.text(userID), .integer(now)])
+            try tx.enqueue(BillReminderSQL.dropQueuedAlerts, [.text(userID)])
             return
         }
         let rows = try tx.pipeline([
@@ -42,22 +47,36 @@ public enum BillReminders {
                 tx, userID: userID, profile: profile, billID: bill.id, bill: bill.content, deleted: false,
                 rows: rows[1].filter { $0[4].text == bill.id }, now: now)
         }
-        // Pending reminders of bills that are no longer unpaid and live.
+        // Pending reminders of bills that are no longer unpaid and live, and the alerts of such
+        // bills sent within an alert's lifetime (perhaps still queued).
         let live = Set(bills.map(\.id))
-        for row in rows[1] where row[1].text == "pending" && !live.contains(row[4].text ?? "") {
-            try tx.enqueue(ReminderSQL.cancel, [.text(row[0].text ?? ""), .integer(now)])
+        var dropped: Set<String> = []
+        for row in rows[1] where !live.contains(row[4].text ?? "") {
+            let billID = row[4].text ?? ""
+            if row[1].text == "pending" { try tx.enqueue(ReminderSQL.cancel, [row[0], .integer(now)]) }
+            if let sentAt = row[2].int64, sentAt > now - DispatchSQL.lifetimeMs, dropped.insert(billID).inserted {
+                try tx.enqueue(BillReminderSQL.dropQueuedAlert, [.text(userID), .text(DispatchSQL.billCollapseID(billID))])
+            }
         }
     }
 
-    /// The decision over the bill's reminder rows (`id, state, sent_at, due_at, subject_id`).
+    /// The decision over the bill's reminder rows (`BillReminderSQL.columns`). A pending row
+    /// under way (`BillReminderSchedule.isUnderWay`) stays for the scheduler, unless
+    /// `movingDue` (the scheduler found it too late to send).
     static func save(
         _ tx: some StoreTransaction, userID: String, profile: UserProfile, billID: String, bill: BillContent,
-        deleted: Bool, rows: [some SQLRowValues], now: Int64
+        deleted: Bool, rows: [some SQLRowValues], movingDue: Bool = false, now: Int64
     ) throws {
         let pending = rows.first { $0[1].text == "pending" }
+        let clock = ZoneClocks.shared.clock(profile.timezone)
+        if !movingDue, !deleted, bill.paidAt == nil, let pending, let day = pending[5].text.flatMap(LocalDate.init(parsing:)),
+            BillReminderSchedule.isUnderWay(day: day, bill: bill, settings: profile.reminders, clock: clock, now: now)
+        {
+            return
+        }
         let plan = BillReminderSchedule.next(
             billID: billID, bill: bill, deleted: deleted, settings: profile.reminders,
-            clock: ZoneClocks.shared.clock(profile.timezone), sentAt: rows.compactMap { $0[2].int64 }, now: now)
+            clock: clock, sentAt: rows.compactMap { $0[2].int64 }, now: now)
         switch (plan, pending) {
         case (nil, nil):
             return
@@ -79,7 +98,7 @@ public enum BillReminders {
 }
 
 enum BillReminderSQL {
-    static let columns = "id, state, sent_at, due_at, subject_id"
+    static let columns = "id, state, sent_at, due_at, subject_id, local_date"
     /// One bill's reminders (`reminders_subject`); ?1 user, ?2 bill id.
     static let ofBill = SQLText(
         "SELECT \(columns) FROM reminders WHERE user_id = ?1 AND subject_id = ?2 AND kind = 'bill'")
@@ -98,6 +117,15 @@ enum BillReminderSQL {
     /// ?1 id, ?2 due, ?3 local date, ?4 now.
     static let move = SQLText(
         "UPDATE reminders SET due_at = ?2, local_date = ?3, updated_at = ?4 WHERE id = ?1 AND state = 'pending'")
+    /// The user's queued bill alert with collapse id ?2 (`DispatchSQL.billCollapseID`); ?1 user.
+    static let dropQueuedAlert = SQLText(
+        "DELETE FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert' AND collapse_id = ?2 AND \(PushSQL.pending)")
+    /// Every queued bill alert of the user; ?1 user.
+    static let dropQueuedAlerts = SQLText(
+        """
+        DELETE FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert' AND collapse_id LIKE '\(DispatchSQL.billCollapsePrefix)%'
+            AND \(PushSQL.pending)
+        """)
     /// ?1 user, ?2 now.
     static let cancelAll = SQLText(
         "UPDATE reminders SET state = 'cancelled', updated_at = ?2 WHERE user_id = ?1 AND kind = 'bill' AND state = 'pending'")

@@ -94,6 +94,6 @@ enum CampaignSQL {
         UPDATE campaigns SET expanded_after = CASE WHEN ?2 = '' THEN expanded_after ELSE ?2 END, expanded = ?3
         WHERE id = ?1
         """)
-    /// The campaign's texts by language; ?1 id.
-    static let texts = SQLText("SELECT texts FROM campaigns WHERE id = ?1")
+    /// The campaign's texts by language, its segment and `sendAt`; ?1 id.
+    static let texts = SQLText("SELECT texts, segment, send_at FROM campaigns WHERE id = ?1")
 }

@@ -100,9 +100,22 @@ extension ReminderRepository where Self: SQLStore {
                         report.ignored += try tx.execute(DispatchSQL.markIgnored, [.text(user), .text(r.id), .integer(now)] + ignored)
                         replan = true
                     case .campaign:
-                        guard let text = rows[base + 3].first?[0].text, case .object(let members)? = try? JSONParser.parse(Array(text.utf8))
+                        guard let campaign = rows[base + 3].first, let text = campaign[0].text,
+                            case .object(let members)? = try? JSONParser.parse(Array(text.utf8))
                         else {
                             try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
+                            continue
+                        }
+                        // Too late for its segment (a morning greeting in the evening): cancelled,
+                        // the campaign's `failed` count.
+                        if let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime),
+                            !CampaignSchedule.maySendLate(
+                                segment: campaign[1].text.flatMap(CampaignSegment.init(rawValue:)) ?? .all,
+                                hasSendAt: campaign[2].text != nil, dueAt: r.dueAt, wake: wake, sleep: sleep,
+                                clock: ZoneClocks.shared.clock(profile.timezone), lifetimeMs: DispatchSQL.lifetimeMs, now: now)
+                        {
+                            try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
+                            report.expired += 1
                             continue
                         }
                         guard !alerted else {
@@ -119,6 +132,21 @@ extension ReminderRepository where Self: SQLStore {
                             profile.reminders.billReminders, let day = LocalDate(parsing: r.localDate)
                         else {
                             try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
+                            continue
+                        }
+                        // Too late for its day, or now quiet or past bedtime: the still pending row
+                        // moves to the bill's next reminder day (or is cancelled when none is left).
+                        let clock = ZoneClocks.shared.clock(profile.timezone)
+                        guard
+                            BillReminderSchedule.maySendLate(
+                                day: day, dueAt: r.dueAt, settings: profile.reminders, wake: ClockTime(parsing: profile.wakeTime),
+                                sleep: ClockTime(parsing: profile.sleepTime), clock: clock, lifetimeMs: DispatchSQL.lifetimeMs,
+                                now: now)
+                        else {
+                            try BillReminders.save(
+                                tx, userID: user, profile: profile, billID: bill.id, bill: bill.content, deleted: false,
+                                rows: try tx.query(BillReminderSQL.ofBill, [.text(user), .text(bill.id)]), movingDue: true, now: now)
+                            report.expired += 1
                             continue
                         }
                         guard !alerted else {
@@ -173,10 +201,13 @@ enum DispatchSQL {
     static func collapseID(_ r: StoredReminder) -> String {
         switch r.kind {
         case .hydration: "suplash-reminder-\(r.localDate)"
-        case .bill: "suplash-bill-\(r.subjectID ?? "")"
+        case .bill: billCollapseID(r.subjectID ?? "")
         case .campaign: "suplash-campaign-\(r.subjectID ?? "")"
         }
     }
+    /// The collapse id of a bill's alerts: `billCollapsePrefix` + the bill id.
+    static func billCollapseID(_ billID: String) -> String { billCollapsePrefix + billID }
+    static let billCollapsePrefix = "suplash-bill-"
     /// ?1 id, ?2 new due time.
     static let postpone = SQLText("UPDATE reminders SET due_at = ?2 WHERE id = ?1 AND state = 'pending'")
 

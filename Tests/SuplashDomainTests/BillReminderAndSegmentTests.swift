@@ -94,6 +94,53 @@ final class BillReminderAndSegmentTests: XCTestCase {
         XCTAssertEqual(try next(offsets: [], now: "2026-12-01T12:00:00+03:00")?.daysBeforeDue, 0)
     }
 
+    /// A late bill alert (every instance down at 10:00) still goes later that day, unless it is
+    /// quiet, past bedtime, or another day (its "due in 3 days" would be wrong).
+    func testALateBillAlertGoesTheSameDayOutsideQuietHoursAndBeforeBedtime() throws {
+        let ist = try zone("Europe/Istanbul")
+        let quiet = ReminderSettings(quietStart: clockTime("13:00"), quietEnd: clockTime("14:00"))
+        func may(_ now: String, settings: ReminderSettings = ReminderSettings(), sleep: String? = "23:00") -> Bool {
+            BillReminderSchedule.maySendLate(
+                day: day("2026-12-07"), dueAt: at("2026-12-07T10:00:00+03:00"), settings: settings,
+                wake: clockTime("07:00"), sleep: sleep.map { clockTime($0) }, clock: ist, lifetimeMs: 1_800_000,
+                now: at(now))
+        }
+        XCTAssertTrue(may("2026-12-07T10:30:00+03:00"))  // within the alert's lifetime
+        XCTAssertTrue(may("2026-12-07T16:00:00+03:00"))  // the same day, awake
+        XCTAssertTrue(may("2026-12-07T22:59:00+03:00"))
+        XCTAssertFalse(may("2026-12-07T23:00:00+03:00"))  // bedtime
+        XCTAssertTrue(may("2026-12-07T23:30:00+03:00", sleep: nil))  // no awake period known: only the day and quiet hours
+        XCTAssertFalse(may("2026-12-08T00:10:00+03:00", sleep: nil))  // another day
+        XCTAssertFalse(may("2026-12-07T13:30:00+03:00", settings: quiet))  // quiet
+        XCTAssertTrue(may("2026-12-07T14:00:00+03:00", settings: quiet))
+        XCTAssertTrue(may("2026-12-07T10:20:00+03:00", settings: quiet))
+        // Within the lifetime it goes whatever the hour: the schedule put it there.
+        XCTAssertTrue(
+            BillReminderSchedule.maySendLate(
+                day: day("2026-12-07"), dueAt: at("2026-12-07T23:50:00+03:00"), settings: ReminderSettings(),
+                wake: clockTime("07:00"), sleep: clockTime("23:00"), clock: ist, lifetimeMs: 1_800_000,
+                now: at("2026-12-08T00:15:00+03:00")))
+    }
+
+    /// A reminder whose day's send instant has come stays for the scheduler (due, waiting behind
+    /// another alert, or late), while that day is still a reminder day of the bill.
+    func testAReminderUnderWayIsLeftToTheScheduler() throws {
+        let ist = try zone("Europe/Istanbul")
+        func underWay(_ d: String, now: String, bill b: BillContent? = nil, settings: ReminderSettings = ReminderSettings()) -> Bool {
+            BillReminderSchedule.isUnderWay(day: day(d), bill: b ?? bill, settings: settings, clock: ist, now: at(now))
+        }
+        XCTAssertFalse(underWay("2026-12-07", now: "2026-12-07T09:59:00+03:00"))
+        XCTAssertTrue(underWay("2026-12-07", now: "2026-12-07T10:00:00+03:00"))
+        XCTAssertTrue(underWay("2026-12-07", now: "2026-12-08T03:00:00+03:00"))  // late: the scheduler decides
+        XCTAssertTrue(underWay("2026-12-10", now: "2026-12-10T10:05:00+03:00"))  // the due day
+        XCTAssertFalse(underWay("2026-12-08", now: "2026-12-08T12:00:00+03:00"))  // not a reminder day
+        var moved = bill
+        moved.dueDate = day("2026-12-20")
+        XCTAssertFalse(underWay("2026-12-07", now: "2026-12-07T10:05:00+03:00", bill: moved))  // no longer one
+        let quiet = ReminderSettings(quietStart: clockTime("08:00"), quietEnd: clockTime("11:30"))
+        XCTAssertFalse(underWay("2026-12-07", now: "2026-12-07T10:05:00+03:00", settings: quiet))  // its time is 11:30 now
+    }
+
     // MARK: Campaign segments
 
     func testSegmentsOfAnOrdinaryDay() throws {
@@ -163,6 +210,34 @@ final class BillReminderAndSegmentTests: XCTestCase {
                 clock: try zone("America/New_York"), now: at("2026-03-01T00:00:00Z")),
             at("2026-03-08T07:00:00Z"))
         XCTAssertTrue(CampaignSchedule.reaches(ReminderSettings()))
+    }
+
+    /// A late campaign alert goes while its segment (with `sendAt`, the awake period) is under
+    /// way; a morning greeting is not sent in the evening, nor anything at night.
+    func testALateCampaignAlertGoesOnlyWithinItsSegment() throws {
+        let ist = try zone("Europe/Istanbul")
+        func may(_ segment: CampaignSegment, hasSendAt: Bool = false, due: String, now: String, wake: String = "07:00", sleep: String = "23:00")
+            -> Bool
+        {
+            CampaignSchedule.maySendLate(
+                segment: segment, hasSendAt: hasSendAt, dueAt: at(due), wake: clockTime(wake), sleep: clockTime(sleep),
+                clock: ist, lifetimeMs: 1_800_000, now: at(now))
+        }
+        XCTAssertTrue(may(.morning, due: "2026-06-01T07:00:00+03:00", now: "2026-06-01T10:59:00+03:00"))
+        XCTAssertFalse(may(.morning, due: "2026-06-01T07:00:00+03:00", now: "2026-06-01T11:00:00+03:00"))
+        XCTAssertFalse(may(.morning, due: "2026-06-01T07:00:00+03:00", now: "2026-06-02T08:00:00+03:00"))  // the next morning
+        // Started late in the segment: the lifetime still holds past its end.
+        XCTAssertTrue(may(.morning, due: "2026-06-01T10:50:00+03:00", now: "2026-06-01T11:15:00+03:00"))
+        // With `sendAt`: the awake period it fell due in.
+        XCTAssertTrue(may(.morning, hasSendAt: true, due: "2026-06-01T09:00:00+03:00", now: "2026-06-01T22:00:00+03:00"))
+        XCTAssertFalse(may(.morning, hasSendAt: true, due: "2026-06-01T09:00:00+03:00", now: "2026-06-01T23:30:00+03:00"))
+        // A `sendAt` at night, outside any awake period: only its lifetime.
+        XCTAssertFalse(may(.all, hasSendAt: true, due: "2026-06-01T03:00:00+03:00", now: "2026-06-01T08:00:00+03:00"))
+        // A night-shift user's evening (02:00–06:00 the next calendar day) belongs to the day before.
+        XCTAssertTrue(
+            may(.evening, due: "2026-06-02T02:00:00+03:00", now: "2026-06-02T05:30:00+03:00", wake: "18:00", sleep: "06:00"))
+        XCTAssertFalse(
+            may(.evening, due: "2026-06-02T02:00:00+03:00", now: "2026-06-02T06:30:00+03:00", wake: "18:00", sleep: "06:00"))
         XCTAssertFalse(CampaignSchedule.reaches(ReminderSettings(enabled: false, billReminders: true)))
     }
 }

@@ -15,7 +15,7 @@ import XCTest
 /// marked ignored.
 final class ReminderDispatchBehaviourTests: XCTestCase {
     typealias Store = AccountAndEntryStore & ReminderRepository & DeviceRepository & PushOutboxRepository & BillRepository
-        & CampaignRepository
+        & CampaignRepository & SyncRepository
 
     let helper = StoreFixtures()
 
@@ -244,6 +244,178 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
 
     func testSwitchingRemindersOffTakesBackTheQueuedAlert() throws {
         try onBothEngines(switchedOffScenario, ["sent 1, queued alerts 1", "switched off: queued alerts 0"])
+    }
+
+    /// Alerts found late (every instance down): a bill's first reminder found four hours late
+    /// goes that afternoon; its next one, found at 23:30 (past bedtime), moves to the due day
+    /// unsent; a campaign found after its morning is cancelled (its `failed` count); one found an
+    /// hour late inside its morning goes.
+    func lateScenario(_ store: Store) throws -> [String] {
+        let (alice, t0) = (helper.alice, helper.t0)
+        let messages = try Self.messages()
+        try aliceInBerlin(store)
+        let clock = ZoneClocks.shared.clock("Europe/Berlin")
+        let today = clock.localDate(of: t0)
+        func at(_ days: Int, _ hour: Int, _ minute: Int = 0) throws -> Int64 {
+            clock.instant(of: today.adding(days: days), at: try XCTUnwrap(ClockTime(hour: hour, minute: minute)))
+        }
+        var transcript: [String] = []
+        func reminders(_ kind: ReminderKind) throws -> String {
+            try store.reminderOverview(userID: alice, limit: 50).recent.filter { $0.kind == kind }.map { r in
+                let m = clock.wallMinuteOfDay(at: r.dueAt)
+                return "\(clock.localDate(of: r.dueAt)) \(String(format: "%02d:%02d", m / 60, m % 60)) \(r.outcome.rawValue)"
+            }.description
+        }
+        func step(_ label: String, at t: Int64) throws {
+            _ = try store.dispatchDueReminders(now: t, limit: 10, messages: messages)
+            var line = "\(label):"
+            for p in try store.claimDuePushes(now: t + 1, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000)
+            where p.pushType == .alert {
+                let payload = try JSONParser.parse(Array(p.payload.utf8))
+                if payload["kind"]?.stringValue != "hydration" {
+                    line += " | \(payload["kind"]?.stringValue ?? "-") \"\(payload["aps"]?["alert"]?["body"]?.stringValue ?? "")\""
+                }
+                try store.recordPushSent(id: p.id, payload: p.payload, now: t + 2)
+            }
+            transcript.append(line)
+            transcript.append("  bills \(try reminders(.bill)) campaigns \(try reminders(.campaign))")
+        }
+        let content = BillContent(
+            provider: "ISKI", subscriberNo: "1", period: today.yearMonth, consumptionMilliM3: 12_000, amountMinor: 45_050,
+            dueDate: today.adding(days: 4))
+        _ = try store.createBill(userID: alice, id: "0193e000-0000-4000-8000-0000000000b1", content: content, deviceID: nil, now: t0)
+        let first = "0193e000-0000-4000-8000-0000000000c1"
+        try store.createCampaign(
+            id: first, campaign: NewCampaign(segment: .morning, texts: ["en": "Good morning"], sendAt: nil), now: t0)
+        _ = try store.expandCampaigns(now: t0, limit: 10)
+        transcript.append("created: bills \(try reminders(.bill)) campaigns \(try reminders(.campaign))")
+        try step("three days before, 14:00", at: try at(1, 14))
+        try step("one day before, 23:30", at: try at(3, 23, 30))
+        let second = "0193e000-0000-4000-8000-0000000000c2"
+        try store.createCampaign(
+            id: second, campaign: NewCampaign(segment: .morning, texts: ["en": "Stay cool"], sendAt: nil), now: try at(4, 8))
+        _ = try store.expandCampaigns(now: try at(4, 8), limit: 10)
+        try step("due day, 09:00", at: try at(4, 9))
+        try step("due day, 10:00", at: try at(4, 10) + 1000)
+        for id in [first, second] {
+            let f = try XCTUnwrap(try store.campaignFigures(id: id))
+            transcript.append("campaign \(id.suffix(2)): queued \(f.queued) sent \(f.sent) failed \(f.failed)")
+        }
+        return transcript
+    }
+
+    func testLateBillAndCampaignAlertsGoOnlyWhileTheyStillFit() throws {
+        try onBothEngines(
+            lateScenario,
+            [
+                // The bill is due in four days; the campaign was created after Alice's morning (16:13).
+                "created: bills [\"2026-09-22 10:00 pending\"] campaigns [\"2026-09-22 07:00 pending\"]",
+                // Found at 14:00: the bill's reminder still goes that day ("3 days" is still true);
+                // the morning campaign is cancelled.
+                "three days before, 14:00: | bill \"Your ISKI bill (TRY\u{00A0}450.50) is due in 3 days.\"",
+                "  bills [\"2026-09-24 10:00 pending\", \"2026-09-22 10:00 pending\"] campaigns [\"2026-09-22 07:00 cancelled\"]",
+                // Found at 23:30, past her 23:00 bedtime: not sent; it moves to the due day.
+                "one day before, 23:30:",
+                "  bills [\"2026-09-25 10:00 pending\", \"2026-09-22 10:00 pending\"] campaigns [\"2026-09-22 07:00 cancelled\"]",
+                // Created at 08:00, during her morning (due at once), found at 09:00: still the morning.
+                "due day, 09:00: | campaign \"Stay cool\"",
+                "  bills [\"2026-09-25 10:00 pending\", \"2026-09-22 10:00 pending\"] campaigns [\"2026-09-25 08:00 pending\", \"2026-09-22 07:00 cancelled\"]",
+                "due day, 10:00: | bill \"Your ISKI bill (TRY\u{00A0}450.50) is due today.\"",
+                "  bills [\"2026-09-25 10:00 pending\", \"2026-09-22 10:00 pending\"] campaigns [\"2026-09-25 08:00 pending\", \"2026-09-22 07:00 cancelled\"]",
+                // Bob (Istanbul) is reached too: his first found after his morning as well, his second in it.
+                "campaign c1: queued 0 sent 0 failed 2",
+                "campaign c2: queued 0 sent 2 failed 0",
+            ])
+    }
+
+    /// A bill alert still queued (APNs backing off, the sender paused) is taken back when the bill
+    /// is paid — through REST or a sync push — or bill reminders are switched off; the day's
+    /// hydration alert stays.
+    func queuedBillAlertScenario(_ store: Store) throws -> [String] {
+        let (alice, t0) = (helper.alice, helper.t0)
+        let messages = try Self.messages()
+        try aliceInBerlin(store)
+        let clock = ZoneClocks.shared.clock("Europe/Berlin")
+        let today = clock.localDate(of: t0)
+        let ten = clock.instant(of: today.adding(days: 1), at: try XCTUnwrap(ClockTime(hour: 10, minute: 0)))
+        let ids = (1...3).map { "0193e000-0000-4000-8000-0000000000b\($0)" }
+        func content(_ n: Int) -> BillContent {
+            BillContent(
+                provider: ["ISKI", "ASKI", "IZSU"][n], subscriberNo: "1", period: today.yearMonth, consumptionMilliM3: 12_000,
+                amountMinor: 45_050, dueDate: today.adding(days: 4))
+        }
+        for n in 0..<3 { _ = try store.createBill(userID: alice, id: ids[n], content: content(n), deviceID: nil, now: t0) }
+        func queued() throws -> String {
+            let rows = try XCTUnwrap(store as? any SQLStore).reading { c in
+                try c.query(
+                    SQLText(
+                        """
+                        SELECT collapse_id FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert'
+                            AND delivered_at IS NULL AND failed_at IS NULL ORDER BY collapse_id
+                        """),
+                    [.text(alice)])
+            }
+            return rows.map { ($0[0].text ?? "-").replacingOccurrences(of: "0193e000-0000-4000-8000-0000000000", with: "…") }
+                .description
+        }
+        func settings(bills: Bool, at t: Int64) throws {
+            _ = try store.updateProfile(userID: alice, now: t) { p in
+                var p = p
+                p.reminders.billReminders = bills
+                return p
+            }
+        }
+        var transcript: [String] = []
+        _ = try store.dispatchDueReminders(now: ten + 1000, limit: 10, messages: messages)
+        transcript.append("10:00 queued \(try queued())")
+        _ = try store.updateBill(userID: alice, id: ids[0], deviceID: nil, now: ten + 2000, precondition: { _ in true }) { c in
+            var c = c
+            c.paidAt = ten + 2000
+            return c
+        }
+        transcript.append("paid through REST: queued \(try queued())")
+        _ = try store.dispatchDueReminders(now: ten + 301_000, limit: 10, messages: messages)
+        transcript.append("10:05 queued \(try queued())")
+        var paid = content(1)
+        paid.paidAt = ten + 302_000
+        let pushed = try store.applyMutations(
+            userID: alice, deviceID: Self.phone, now: ten + 302_000,
+            mutations: [SyncMutation(collection: "bills", id: ids[1], write: .upsertBill(paid), clientUpdatedAt: ten + 302_000)],
+            profilePatch: { _, p in p })
+        guard case .applied = pushed.outcomes.first else {
+            XCTFail("\(pushed.outcomes)")
+            return transcript
+        }
+        transcript.append("paid through a sync push: queued \(try queued())")
+        _ = try store.dispatchDueReminders(now: ten + 601_000, limit: 10, messages: messages)
+        transcript.append("10:10 queued \(try queued())")
+        try settings(bills: false, at: ten + 602_000)
+        transcript.append("bill reminders off: queued \(try queued())")
+        _ = try store.dispatchDueReminders(now: ten + 901_000, limit: 10, messages: messages)
+        transcript.append("10:15 queued \(try queued())")
+        try settings(bills: true, at: ten + 902_000)
+        try settings(bills: false, at: ten + 903_000)
+        transcript.append("bill reminders on and off again: queued \(try queued())")
+        return transcript
+    }
+
+    func testAQueuedBillAlertIsTakenBackWhenPaidOrSwitchedOff() throws {
+        try onBothEngines(
+            queuedBillAlertScenario,
+            [
+                // Three bills' reminders due at 10:00: one alert now, the others five minutes apart.
+                "10:00 queued [\"suplash-bill-…b1\"]",
+                "paid through REST: queued []",
+                "10:05 queued [\"suplash-bill-…b2\"]",
+                "paid through a sync push: queued []",
+                // The sync push recomputed every unpaid bill: the third's reminder, waiting behind
+                // the second, stayed (it used to move to the next reminder day, two days later).
+                "10:10 queued [\"suplash-bill-…b3\"]",
+                "bill reminders off: queued []",
+                "10:15 queued [\"suplash-reminder-2026-09-22\"]",
+                // Switching bill reminders leaves the day's hydration alert queued.
+                "bill reminders on and off again: queued [\"suplash-reminder-2026-09-22\"]",
+            ])
     }
 
     /// A campaign reaches its users in batches (those with reminders on), each at the start of

@@ -19,8 +19,10 @@ public final class ReminderCounters: @unchecked Sendable {
         case opened
         /// A sent reminder found ignored when the next one was sent.
         case ignored
-        /// A hydration reminder cancelled unsent: due longer ago than an alert lives (the
-        /// scheduler did not run for over 30 minutes).
+        /// A reminder not sent because the scheduler reached it over 30 minutes late (an
+        /// alert's lifetime) and it no longer fits: every hydration reminder, a bill's outside
+        /// its day or in quiet hours, a campaign's after its segment (docs/reminders.md, "Late
+        /// alerts").
         case expired
     }
 

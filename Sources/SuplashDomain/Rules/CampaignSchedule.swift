@@ -59,6 +59,24 @@ public enum CampaignSchedule {
         return max(self.segment(segment, day: today.adding(days: 2), wake: wake, sleep: sleep, clock: clock).lowerBound, now)
     }
 
+    /// Whether a campaign alert that fell due at `dueAt` may still be sent at `now`
+    /// (docs/reminders.md, "Late alerts"): within `lifetimeMs` (ms) of its due time, or while
+    /// the segment it fell due in is still under way (with `sendAt`, the awake period it fell
+    /// due in). Otherwise — a morning greeting in the evening, anything at night — the
+    /// scheduler cancels it (the campaign's `failed` count).
+    public static func maySendLate(
+        segment: CampaignSegment, hasSendAt: Bool, dueAt: Int64, wake: ClockTime, sleep: ClockTime,
+        clock: ZoneClock, lifetimeMs: Int64, now: Int64
+    ) -> Bool {
+        if now - dueAt <= lifetimeMs { return true }
+        let day = clock.localDate(of: dueAt)
+        for offset in [-1, 0] {
+            let r = self.segment(hasSendAt ? .all : segment, day: day.adding(days: offset), wake: wake, sleep: sleep, clock: clock)
+            if r.contains(dueAt) { return now < r.upperBound }
+        }
+        return false
+    }
+
     /// The wall date and minute written in an RFC 3339 timestamp, its offset ignored
     /// (`2026-12-02T09:00:00+03:00` → 2026-12-02, 09:00); nil when `text` is not RFC 3339.
     public static func wallTime(ofRFC3339 text: String) -> (date: LocalDate, time: ClockTime)? {
