@@ -42,9 +42,8 @@ enum LogLineFormat {
             for field in fields {
                 w.ascii(",\"")
                 switch field {
-                case .count(let key, _): w.raw(key)
                 case .component: w.ascii("component")
-                case .number(let key, _), .identifier(let key, _), .code(let key, _): w.ascii(key)
+                case .count(let key, _), .number(let key, _), .identifier(let key, _), .code(let key, _): w.ascii(key)
                 case .requestID: w.ascii("requestId")
                 case .method: w.ascii("method")
                 case .route: w.ascii("route")
@@ -81,8 +80,7 @@ enum LogLineFormat {
         for field in fields {
             bound += 8
             switch field {
-            case .count(let key, _): bound += key.utf8.count + 24
-            case .number(let key, _): bound += byteCount(key) + 24
+            case .count(let key, _), .number(let key, _): bound += byteCount(key) + 24
             case .identifier(let key, let s), .code(let key, let s): bound += byteCount(key) + 2 + 6 * s.utf8.count
             case .component(let s): bound += 9 + 2 + 6 * byteCount(s)
             case .requestID(let s), .route(let s), .errorType(let s): bound += 10 + 2 + 6 * s.utf8.count
@@ -140,14 +138,9 @@ struct LineWriter {
         if text.hasPointerRepresentation {
             bytes(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
         } else {
-            raw(text.description)
+            var scalar = text.description
+            scalar.withUTF8 { bytes($0) }
         }
-    }
-
-    /// A string written as is (count keys, which were never escaped).
-    mutating func raw(_ s: String) {
-        var s = s
-        s.withUTF8 { bytes($0) }
     }
 
     /// A JSON string: `"` and `\` escaped, control characters as `\u00xx` (lower-case hex),

@@ -34,8 +34,8 @@ public enum LogField: Sendable {
     case durationMs(Double)
     /// The Swift type name of an error (`String(reflecting: type(of: error))`), never its description.
     case errorType(String)
-    /// A count (connections, jobs in a commit, migrations applied…).
-    case count(String, Int)
+    /// A count (connections, jobs in a commit, migrations applied…) under a static key.
+    case count(StaticString, Int)
     /// A static, code-defined label (`"listener"`, `"writer"`); `StaticString` so it cannot be user text.
     case component(StaticString)
     /// A numeric value under a static key (e.g. port, errno).
@@ -55,9 +55,8 @@ public enum LogField: Sendable {
         case .status: "status"
         case .durationMs: "durationMs"
         case .errorType: "errorType"
-        case .count(let k, _): k
         case .component: "component"
-        case .number(let k, _): k.description
+        case .count(let k, _), .number(let k, _): k.description
         case .identifier(let k, _), .code(let k, _): k.description
         }
     }
