@@ -137,7 +137,7 @@ public final class LogWriter: Sendable {
     public func append(_ line: [UInt8], level: LogLevel) {
         if stopped.load(ordering: .acquiring) {
             // After shutdown there is no logging thread: write here (exit paths only).
-            drainState.withLock { _ in LogWriter.withoutSIGPIPE { line.withUnsafeBytes { sink.write($0) } } }
+            drainState.withLock { _ in line.withUnsafeBytes { sink.write($0) } }
             return
         }
         let buffer = currentBuffer()
@@ -155,12 +155,12 @@ public final class LogWriter: Sendable {
         if !pending.exchange(true, ordering: .sequentiallyConsistent) { wake.signal() }
         // `shutdown()` may have taken its last look at the buffers between the check above and
         // the append: then nobody else will write this line.
-        if stopped.load(ordering: .sequentiallyConsistent) { drain(final: true, onLogThread: false) }
+        if stopped.load(ordering: .sequentiallyConsistent) { drain(final: true) }
     }
 
     /// Blocks until every line appended before this call is written to the sink.
     public func flush() {
-        drain(final: false, onLogThread: false)
+        drain(final: false)
     }
 
     /// Flushes, writes a last `log_lines_dropped` warning if drops went unreported, and stops
@@ -169,42 +169,18 @@ public final class LogWriter: Sendable {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wake.signal()
         exited.wait()
-        drain(final: true, onLogThread: false)
+        drain(final: true)
         stopped.store(true, ordering: .sequentiallyConsistent)
         // A line appended between the last drain and `stopped` is still in a buffer; one appended
         // after this drain looked is drained by its appender, which then sees `stopped`.
-        drain(final: true, onLogThread: false)
-    }
-
-    /// Runs `body` (a write to the sink on a thread other than the logging thread, which blocks
-    /// every signal) with SIGPIPE blocked on the calling thread, and takes back a SIGPIPE the
-    /// body raised: a command's last flush to a standard error nobody reads any more then gets
-    /// `EPIPE` (given up quietly) instead of ending the process with status 141. A SIGPIPE that
-    /// was already pending is left as it was.
-    static func withoutSIGPIPE<T>(_ body: () -> T) -> T {
-        var pipeOnly = sigset_t()
-        sigemptyset(&pipeOnly)
-        sigaddset(&pipeOnly, SIGPIPE)
-        var previous = sigset_t()
-        pthread_sigmask(SIG_BLOCK, &pipeOnly, &previous)
-        var before = sigset_t()
-        sigpending(&before)
-        let result = body()
-        var after = sigset_t()
-        sigpending(&after)
-        if sigismember(&before, SIGPIPE) == 0, sigismember(&after, SIGPIPE) == 1 {
-            var immediately = timespec(tv_sec: 0, tv_nsec: 0)
-            while sigtimedwait(&pipeOnly, nil, &immediately) < 0 && errno == EINTR {}
-        }
-        pthread_sigmask(SIG_SETMASK, &previous, nil)
-        return result
+        drain(final: true)
     }
 
     private func run() {
         while !stopping.load(ordering: .acquiring) {
             _ = wake.wait(timeout: .now() + .seconds(1))
             pending.store(false, ordering: .sequentiallyConsistent)
-            if drain(final: false, onLogThread: true) {
+            if drain(final: false) {
                 // Under load, let lines gather for a moment: fewer wake-ups for the threads that
                 // log and more lines per write (a buffer holds ~300 access lines, this is ~1 ms).
                 usleep(LogWriter.batchPauseMicroseconds)
@@ -218,10 +194,8 @@ public final class LogWriter: Sendable {
 
     /// Takes every buffer's bytes, adds a drop warning when one is due, and writes the batch.
     /// - Returns: true when something was written.
-    /// - Parameter onLogThread: false on any other thread (`flush`, `shutdown`, a late
-    ///   appender): the write then runs `withoutSIGPIPE`.
     @discardableResult
-    private func drain(final: Bool, onLogThread: Bool) -> Bool {
+    private func drain(final: Bool) -> Bool {
         drainState.withLock { state -> Bool in
             let all = buffers.withLock { $0 }
             var retired: [ObjectIdentifier] = []
@@ -248,11 +222,7 @@ public final class LogWriter: Sendable {
                 }
             }
             guard !state.output.isEmpty else { return false }
-            if onLogThread {
-                state.output.withUnsafeBytes { sink.write($0) }
-            } else {
-                LogWriter.withoutSIGPIPE { state.output.withUnsafeBytes { sink.write($0) } }
-            }
+            state.output.withUnsafeBytes { sink.write($0) }
             state.output.removeAll(keepingCapacity: state.output.capacity <= 1 << 20)
             return true
         }

@@ -14,15 +14,21 @@ public enum BillReminders {
     /// `reminders_subject`), one queued write.
     /// - Parameters:
     ///   - bill: the bill's content as the write leaves it; `deleted` for a tombstone.
+    ///   - previous: its content before a revision (nil for a create, a delete, a send).
     ///   - now: ms since the epoch.
     /// - Throws: the engine's error.
     public static func billChanged(
         _ tx: some StoreTransaction, userID: String, profile: UserProfile, billID: String, bill: BillContent,
-        deleted: Bool, now: Int64
+        previous: BillContent? = nil, deleted: Bool, now: Int64
     ) throws {
         guard profile.reminders.enabled, profile.reminders.billReminders else { return }
-        // Paid or deleted: an alert for it still queued (APNs backing off) is taken back.
-        if deleted || bill.paidAt != nil {
+        // Paid, deleted, or its alert's text changed (provider, amount, currency, due date): an
+        // alert for it still queued (APNs backing off) is taken back.
+        let textChanged = previous.map {
+            $0.provider != bill.provider || $0.amountMinor != bill.amountMinor || $0.currency != bill.currency
+                || $0.dueDate != bill.dueDate
+        }
+        if deleted || bill.paidAt != nil || textChanged == true {
             try tx.enqueue(BillReminderSQL.dropQueuedAlert, [.text(userID), .text(DispatchSQL.billCollapseID(billID))])
         }
         let rows = try tx.query(BillReminderSQL.ofBill, [.text(userID), .text(billID)])
@@ -61,22 +67,27 @@ public enum BillReminders {
     }
 
     /// The decision over the bill's reminder rows (`BillReminderSQL.columns`). A pending row
-    /// under way (`BillReminderSchedule.isUnderWay`) stays for the scheduler, unless
-    /// `movingDue` (the scheduler found it too late to send).
+    /// under way keeps its day (`BillReminderSchedule.underWayInstant`), unless `movingDue`
+    /// (the scheduler found no slot left on its day).
     static func save(
         _ tx: some StoreTransaction, userID: String, profile: UserProfile, billID: String, bill: BillContent,
         deleted: Bool, rows: [some SQLRowValues], movingDue: Bool = false, now: Int64
     ) throws {
         let pending = rows.first { $0[1].text == "pending" }
-        let clock = ZoneClocks.shared.clock(profile.timezone)
-        if !movingDue, !deleted, bill.paidAt == nil, let pending, let day = pending[5].text.flatMap(LocalDate.init(parsing:)),
-            BillReminderSchedule.isUnderWay(day: day, bill: bill, settings: profile.reminders, clock: clock, now: now)
+        let hours = BillAlertHours(profile: profile)
+        if !movingDue, !deleted, bill.paidAt == nil, let pending, let stored = pending[3].int64,
+            let day = pending[5].text.flatMap(LocalDate.init(parsing:)),
+            let keep = BillReminderSchedule.underWayInstant(
+                day: day, storedDueAt: stored, bill: bill, hours: hours, waitMs: DispatchSQL.collisionDelayMs, now: now)
         {
+            if keep != stored {
+                try tx.enqueue(BillReminderSQL.move, [pending[0], .integer(keep), .text(day.description), .integer(now)])
+            }
             return
         }
         let plan = BillReminderSchedule.next(
             billID: billID, bill: bill, deleted: deleted, settings: profile.reminders,
-            clock: clock, sentAt: rows.compactMap { $0[2].int64 }, now: now)
+            clock: hours.clock, sentAt: rows.compactMap { $0[2].int64 }, now: now)
         switch (plan, pending) {
         case (nil, nil):
             return
@@ -129,4 +140,13 @@ enum BillReminderSQL {
     /// ?1 user, ?2 now.
     static let cancelAll = SQLText(
         "UPDATE reminders SET state = 'cancelled', updated_at = ?2 WHERE user_id = ?1 AND kind = 'bill' AND state = 'pending'")
+}
+
+extension BillAlertHours {
+    /// The hours of `profile`'s user: reminder settings, awake period, zone.
+    init(profile: UserProfile) {
+        self.init(
+            settings: profile.reminders, wake: ClockTime(parsing: profile.wakeTime), sleep: ClockTime(parsing: profile.sleepTime),
+            clock: ZoneClocks.shared.clock(profile.timezone))
+    }
 }

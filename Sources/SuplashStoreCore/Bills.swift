@@ -51,7 +51,8 @@ extension BillRepository where Self: SQLStore {
                 StoreRows.billValues(content) + [
                     .integer(now), .integer(next.version), .integer(stamp.at), .text(stamp.device), .text(userID), .text(id),
                 ])
-            try BillReminders.billChanged(tx, userID: userID, profile: profile, billID: id, bill: content, deleted: false, now: now)
+            try BillReminders.billChanged(
+                tx, userID: userID, profile: profile, billID: id, bill: content, previous: current.content, deleted: false, now: now)
             return next
         }
     }

@@ -52,6 +52,10 @@ extension ReminderRepository where Self: SQLStore {
                     continue
                 }
                 let targets = DispatchSQL.targets(rows[3 * u + 1])
+                var queued: [String: String] = [:]
+                for row in rows[3 * u + 1] {
+                    if let device = row[0].text, let collapseID = row[2].text { queued[device] = collapseID }
+                }
                 let lastIntake = rows[3 * u + 2].first?[0].int64
                 var replan = false
                 var sentBills: [Bill] = []
@@ -84,7 +88,7 @@ extension ReminderRepository where Self: SQLStore {
                             replan = true
                             continue
                         }
-                        guard !alerted else {
+                        guard !alerted, !DispatchSQL.wouldReplaceQueuedAlert(r, targets: targets, queued: queued) else {
                             try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
                             continue
                         }
@@ -118,7 +122,7 @@ extension ReminderRepository where Self: SQLStore {
                             report.expired += 1
                             continue
                         }
-                        guard !alerted else {
+                        guard !alerted, !DispatchSQL.wouldReplaceQueuedAlert(r, targets: targets, queued: queued) else {
                             try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
                             continue
                         }
@@ -134,22 +138,25 @@ extension ReminderRepository where Self: SQLStore {
                             try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
                             continue
                         }
-                        // Too late for its day, or now quiet or past bedtime: the still pending row
-                        // moves to the bill's next reminder day (or is cancelled when none is left).
-                        let clock = ZoneClocks.shared.clock(profile.timezone)
-                        guard
-                            BillReminderSchedule.maySendLate(
-                                day: day, dueAt: r.dueAt, settings: profile.reminders, wake: ClockTime(parsing: profile.wakeTime),
-                                sleep: ClockTime(parsing: profile.sleepTime), clock: clock, lifetimeMs: DispatchSQL.lifetimeMs,
-                                now: now)
-                        else {
-                            try BillReminders.save(
-                                tx, userID: user, profile: profile, billID: bill.id, bill: bill.content, deleted: false,
-                                rows: try tx.query(BillReminderSQL.ofBill, [.text(user), .text(bill.id)]), movingDue: true, now: now)
-                            report.expired += 1
+                        // Found late: it goes now while its day has a slot left (outside quiet
+                        // hours, awake), else at the day's next slot; with none left the still
+                        // pending row moves to the bill's next reminder day, or is cancelled.
+                        let hours = BillAlertHours(profile: profile)
+                        let sendAt = BillReminderSchedule.lateSendInstant(
+                            day: day, dueAt: r.dueAt, hours: hours, lifetimeMs: DispatchSQL.lifetimeMs, now: now)
+                        guard sendAt == now else {
+                            if let sendAt {
+                                try tx.enqueue(BillReminderSQL.move, [.text(r.id), .integer(sendAt), .text(r.localDate), .integer(now)])
+                            } else {
+                                try BillReminders.save(
+                                    tx, userID: user, profile: profile, billID: bill.id, bill: bill.content, deleted: false,
+                                    rows: try tx.query(BillReminderSQL.ofBill, [.text(user), .text(bill.id)]), movingDue: true,
+                                    now: now)
+                                report.expired += 1
+                            }
                             continue
                         }
-                        guard !alerted else {
+                        guard !alerted, !DispatchSQL.wouldReplaceQueuedAlert(r, targets: targets, queued: queued) else {
                             try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
                             continue
                         }
@@ -202,12 +209,13 @@ enum DispatchSQL {
         switch r.kind {
         case .hydration: "suplash-reminder-\(r.localDate)"
         case .bill: billCollapseID(r.subjectID ?? "")
-        case .campaign: "suplash-campaign-\(r.subjectID ?? "")"
+        case .campaign: campaignCollapsePrefix + (r.subjectID ?? "")
         }
     }
     /// The collapse id of a bill's alerts: `billCollapsePrefix` + the bill id.
     static func billCollapseID(_ billID: String) -> String { billCollapsePrefix + billID }
     static let billCollapsePrefix = "suplash-bill-"
+    static let campaignCollapsePrefix = "suplash-campaign-"
     /// ?1 id, ?2 new due time.
     static let postpone = SQLText("UPDATE reminders SET due_at = ?2 WHERE id = ?1 AND state = 'pending'")
 
@@ -223,12 +231,29 @@ enum DispatchSQL {
     static let lockUser = SQLText { d in
         "SELECT \(StoreRows.userColumns) FROM users WHERE id = ?1 \(d == .postgres ? "FOR NO KEY UPDATE SKIP LOCKED" : "")"
     }
-    /// The user's devices holding an alert token, with their platform.
+    /// The user's devices holding an alert token, with their platform and the collapse id of
+    /// the alert still queued for them (`PushSQL.pending`; at most one, `push_outbox_pending`),
+    /// or NULL.
     static let alertTargets = SQLText(
         """
-        SELECT t.device_id, d.platform FROM device_tokens t JOIN devices d ON d.user_id = t.user_id AND d.id = t.device_id
+        SELECT t.device_id, d.platform, o.collapse_id
+        FROM device_tokens t JOIN devices d ON d.user_id = t.user_id AND d.id = t.device_id
+        LEFT JOIN push_outbox o ON o.user_id = t.user_id AND o.device_id = t.device_id AND o.push_type = 'alert'
+            AND o.delivered_at IS NULL AND o.failed_at IS NULL
         WHERE t.user_id = ?1 AND t.push_type = 'alert' ORDER BY t.device_id
         """)
+
+    /// Whether sending `r` now would overwrite a queued bill or campaign alert of another
+    /// subject on one of `targets` (the device's one pending alert is replaced: a bill alert
+    /// held back by APNs would be lost, its reminder already `sent`). `queued`: device id →
+    /// collapse id, from `alertTargets`.
+    static func wouldReplaceQueuedAlert(_ r: StoredReminder, targets: [String], queued: [String: String]) -> Bool {
+        let own = collapseID(r)
+        return targets.contains { device in
+            guard let other = queued[device], other != own else { return false }
+            return other.hasPrefix(billCollapsePrefix) || other.hasPrefix(campaignCollapsePrefix)
+        }
+    }
     static let dayTotal = SQLText("SELECT total_ml FROM daily_totals WHERE user_id = ?1 AND local_date = ?2")
     static let dayContext = SQLText("SELECT max_temperature_c, active_minutes FROM days WHERE user_id = ?1 AND local_date = ?2")
     /// A live unpaid bill (`StoreRows.billColumns`).

@@ -231,13 +231,12 @@ enum ServeCommand {
         options: StartupOptions = StartupOptions()
     ) throws -> Int32 {
         // Signals are taken synchronously by this thread (sigwait), so block them before any
-        // other thread starts; writes to closed sockets must not kill the process.
+        // other thread starts. (SIGPIPE is ignored by `main`.)
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
-        signal(SIGPIPE, SIG_IGN)
 
         // Argon2id allocates its memory (12 MiB by default) per hash with malloc. glibc raises its mmap threshold
         // after the first such block is freed, so later blocks would come from (and stay in)

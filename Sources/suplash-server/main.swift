@@ -9,6 +9,10 @@ import SuplashStorage
 
 /// `suplash-server` — the Suplash Sync server and its operations CLI.
 func main() -> Int32 {
+    // A write to a closed pipe or socket gets EPIPE instead of ending the process: a client that
+    // went away (the server), or standard output or error nobody reads any more (`migrate 2>&1 |
+    // head -1` once `head` has exited: the command still did its work and exits 0, not 141).
+    signal(SIGPIPE, SIG_IGN)
     let parsed: ParsedCommandLine
     do {
         parsed = try ParsedCommandLine(Array(CommandLine.arguments.dropFirst()))

@@ -291,4 +291,28 @@ final class StartupChecksTests: XCTestCase {
         guard status == 0 else { throw XCTSkip("sqlite3 is not installed") }
         assertRefused(try serve(dir), code: 65, mentions: [database, "holds no Suplash data", "restore"])
     }
+
+    /// A CLI command whose standard output and error nobody reads any more (`migrate 2>&1 |
+    /// head -1` once `head` has exited) still does its work and exits 0: it used to end with
+    /// SIGPIPE (status 141) at its last write. Started through `env --default-signal=PIPE`, so
+    /// an ignored SIGPIPE inherited from the test runner cannot hide the failure.
+    func testACommandWritingToClosedPipesDoesItsWorkAndExitsZero() throws {
+        let dir = NSTemporaryDirectory() + "suplash-pipe-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["--default-signal=PIPE", TestServer.executable, "migrate", "--data-dir", dir]
+        p.currentDirectoryURL = URL(fileURLWithPath: TestServer.packageRoot)
+        let out = Pipe()
+        let err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try out.fileHandleForReading.close()
+        try err.fileHandleForReading.close()
+        try p.run()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationReason, .exit, "ended by signal \(p.terminationStatus)")
+        XCTAssertEqual(p.terminationStatus, 0)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dir + "/suplash.sqlite"), "the migration ran")
+    }
 }

@@ -94,51 +94,77 @@ final class BillReminderAndSegmentTests: XCTestCase {
         XCTAssertEqual(try next(offsets: [], now: "2026-12-01T12:00:00+03:00")?.daysBeforeDue, 0)
     }
 
-    /// A late bill alert (every instance down at 10:00) still goes later that day, unless it is
-    /// quiet, past bedtime, or another day (its "due in 3 days" would be wrong).
-    func testALateBillAlertGoesTheSameDayOutsideQuietHoursAndBeforeBedtime() throws {
-        let ist = try zone("Europe/Istanbul")
-        let quiet = ReminderSettings(quietStart: clockTime("13:00"), quietEnd: clockTime("14:00"))
-        func may(_ now: String, settings: ReminderSettings = ReminderSettings(), sleep: String? = "23:00") -> Bool {
-            BillReminderSchedule.maySendLate(
-                day: day("2026-12-07"), dueAt: at("2026-12-07T10:00:00+03:00"), settings: settings,
-                wake: clockTime("07:00"), sleep: sleep.map { clockTime($0) }, clock: ist, lifetimeMs: 1_800_000,
-                now: at(now))
-        }
-        XCTAssertTrue(may("2026-12-07T10:30:00+03:00"))  // within the alert's lifetime
-        XCTAssertTrue(may("2026-12-07T16:00:00+03:00"))  // the same day, awake
-        XCTAssertTrue(may("2026-12-07T22:59:00+03:00"))
-        XCTAssertFalse(may("2026-12-07T23:00:00+03:00"))  // bedtime
-        XCTAssertTrue(may("2026-12-07T23:30:00+03:00", sleep: nil))  // no awake period known: only the day and quiet hours
-        XCTAssertFalse(may("2026-12-08T00:10:00+03:00", sleep: nil))  // another day
-        XCTAssertFalse(may("2026-12-07T13:30:00+03:00", settings: quiet))  // quiet
-        XCTAssertTrue(may("2026-12-07T14:00:00+03:00", settings: quiet))
-        XCTAssertTrue(may("2026-12-07T10:20:00+03:00", settings: quiet))
-        // Within the lifetime it goes whatever the hour: the schedule put it there.
-        XCTAssertTrue(
-            BillReminderSchedule.maySendLate(
-                day: day("2026-12-07"), dueAt: at("2026-12-07T23:50:00+03:00"), settings: ReminderSettings(),
-                wake: clockTime("07:00"), sleep: clockTime("23:00"), clock: ist, lifetimeMs: 1_800_000,
-                now: at("2026-12-08T00:15:00+03:00")))
+    private func hours(
+        quiet: (String, String)? = nil, wake: String? = "07:00", sleep: String? = "23:00", zoneID: String = "Europe/Istanbul"
+    ) throws -> BillAlertHours {
+        BillAlertHours(
+            settings: ReminderSettings(quietStart: quiet.map { clockTime($0.0) }, quietEnd: quiet.map { clockTime($0.1) }),
+            wake: wake.map { clockTime($0) }, sleep: sleep.map { clockTime($0) }, clock: try zone(zoneID))
     }
 
-    /// A reminder whose day's send instant has come stays for the scheduler (due, waiting behind
-    /// another alert, or late), while that day is still a reminder day of the bill.
-    func testAReminderUnderWayIsLeftToTheScheduler() throws {
-        let ist = try zone("Europe/Istanbul")
-        func underWay(_ d: String, now: String, bill b: BillContent? = nil, settings: ReminderSettings = ReminderSettings()) -> Bool {
-            BillReminderSchedule.isUnderWay(day: day(d), bill: b ?? bill, settings: settings, clock: ist, now: at(now))
+    /// A bill alert found late (every instance down at 10:00) goes at the first slot left on its
+    /// day — outside quiet hours, while the user is awake — so "due in 3 days" stays true and
+    /// nobody is woken; with none left, nil (the next reminder day).
+    func testALateBillAlertGoesAtTheFirstSlotLeftOnItsDay() throws {
+        func late(_ now: String, _ h: BillAlertHours, due: String = "2026-12-07T10:00:00+03:00") -> Int64? {
+            BillReminderSchedule.lateSendInstant(day: day("2026-12-07"), dueAt: at(due), hours: h, lifetimeMs: 1_800_000, now: at(now))
         }
-        XCTAssertFalse(underWay("2026-12-07", now: "2026-12-07T09:59:00+03:00"))
-        XCTAssertTrue(underWay("2026-12-07", now: "2026-12-07T10:00:00+03:00"))
-        XCTAssertTrue(underWay("2026-12-07", now: "2026-12-08T03:00:00+03:00"))  // late: the scheduler decides
-        XCTAssertTrue(underWay("2026-12-10", now: "2026-12-10T10:05:00+03:00"))  // the due day
-        XCTAssertFalse(underWay("2026-12-08", now: "2026-12-08T12:00:00+03:00"))  // not a reminder day
+        let plain = try hours()
+        XCTAssertEqual(late("2026-12-07T10:30:00+03:00", plain), at("2026-12-07T10:30:00+03:00"))  // within the lifetime
+        XCTAssertEqual(late("2026-12-07T16:00:00+03:00", plain), at("2026-12-07T16:00:00+03:00"))  // the same day, awake
+        XCTAssertEqual(late("2026-12-07T22:59:00+03:00", plain), at("2026-12-07T22:59:00+03:00"))
+        XCTAssertNil(late("2026-12-07T23:00:00+03:00", plain))  // bedtime: no slot left that day
+        XCTAssertNil(late("2026-12-08T08:00:00+03:00", plain))  // another day
+        // Quiet 12:00–14:00 and found at 12:30: at 14:00 the same day (not lost to the next day).
+        let lunch = try hours(quiet: ("12:00", "14:00"))
+        XCTAssertEqual(late("2026-12-07T12:30:00+03:00", lunch), at("2026-12-07T14:00:00+03:00"))
+        let evening = try hours(quiet: ("22:00", "07:00"))
+        XCTAssertEqual(late("2026-12-07T21:00:00+03:00", evening), at("2026-12-07T21:00:00+03:00"))
+        XCTAssertNil(late("2026-12-07T22:30:00+03:00", evening))
+        // Awake 20:00–08:00: found at 14:00 while asleep, at 20:00 that day; at 05:00 still awake
+        // from the evening before.
+        let nightShift = try hours(wake: "20:00", sleep: "08:00")
+        XCTAssertEqual(late("2026-12-07T14:00:00+03:00", nightShift), at("2026-12-07T20:00:00+03:00"))
+        XCTAssertEqual(late("2026-12-07T05:00:00+03:00", nightShift, due: "2026-12-07T04:00:00+03:00"), at("2026-12-07T05:00:00+03:00"))
+        // Without an awake period only the day and the quiet hours count.
+        XCTAssertEqual(late("2026-12-07T23:30:00+03:00", try hours(wake: nil)), at("2026-12-07T23:30:00+03:00"))
+        // Within the lifetime it goes whatever the hour: the schedule put it there.
+        XCTAssertEqual(
+            late("2026-12-08T00:15:00+03:00", plain, due: "2026-12-07T23:50:00+03:00"), at("2026-12-08T00:15:00+03:00"))
+    }
+
+    /// A write that recomputes the bill's plan leaves a reminder whose day's time has come on its
+    /// day: due (or waiting behind another alert, or late) it stays as stored; stored later (the
+    /// zone or the quiet hours changed) it moves to the day's first slot left.
+    func testAReminderUnderWayKeepsItsDay() throws {
+        func underWay(
+            stored: String, now: String, bill b: BillContent? = nil, _ h: BillAlertHours? = nil, d: String = "2026-12-07"
+        ) throws -> Int64? {
+            BillReminderSchedule.underWayInstant(
+                day: day(d), storedDueAt: at(stored), bill: b ?? bill, hours: try h ?? hours(), waitMs: 300_000, now: at(now))
+        }
+        let ten = "2026-12-07T10:00:00+03:00"
+        XCTAssertNil(try underWay(stored: ten, now: "2026-12-07T09:59:00+03:00"))  // not yet: `next` plans it
+        XCTAssertEqual(try underWay(stored: ten, now: "2026-12-07T10:00:30+03:00"), at(ten))
+        XCTAssertEqual(
+            try underWay(stored: "2026-12-07T10:10:00+03:00", now: "2026-12-07T10:06:00+03:00"), at("2026-12-07T10:10:00+03:00"))  // waiting
+        XCTAssertEqual(try underWay(stored: ten, now: "2026-12-08T09:00:00+03:00"), at(ten))  // late: the scheduler decides
+        XCTAssertNil(try underWay(stored: "2026-12-08T10:00:00+03:00", now: "2026-12-08T12:00:00+03:00", d: "2026-12-08"))  // not a reminder day
         var moved = bill
         moved.dueDate = day("2026-12-20")
-        XCTAssertFalse(underWay("2026-12-07", now: "2026-12-07T10:05:00+03:00", bill: moved))  // no longer one
-        let quiet = ReminderSettings(quietStart: clockTime("08:00"), quietEnd: clockTime("11:30"))
-        XCTAssertFalse(underWay("2026-12-07", now: "2026-12-07T10:05:00+03:00", settings: quiet))  // its time is 11:30 now
+        XCTAssertNil(try underWay(stored: ten, now: "2026-12-07T10:05:00+03:00", bill: moved))  // no longer one
+        // Stored at 18:00 (another zone's 10:00), its day's 10:00 passed here: at once, not at 18:00.
+        XCTAssertEqual(
+            try underWay(stored: "2026-12-07T18:00:00+03:00", now: "2026-12-07T12:00:00+03:00"), at("2026-12-07T12:00:00+03:00"))
+        // Quiet hours changed to 10:45–13:00 while it was stored at 11:00: at once before them, at
+        // their end inside them.
+        let quiet = try hours(quiet: ("10:45", "13:00"))
+        XCTAssertEqual(
+            try underWay(stored: "2026-12-07T11:00:00+03:00", now: "2026-12-07T10:30:00+03:00", quiet), at("2026-12-07T10:30:00+03:00"))
+        XCTAssertEqual(
+            try underWay(stored: "2026-12-07T11:00:00+03:00", now: "2026-12-07T10:50:00+03:00", quiet), at("2026-12-07T13:00:00+03:00"))
+        // Stored later, and no slot left on its day: nil (`next` plans the next reminder day).
+        XCTAssertNil(try underWay(stored: "2026-12-08T02:00:00+03:00", now: "2026-12-07T23:30:00+03:00"))
     }
 
     // MARK: Campaign segments

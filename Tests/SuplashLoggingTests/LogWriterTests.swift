@@ -47,29 +47,6 @@ final class LogWriterTests: XCTestCase {
         XCTAssertTrue(received == batch)
     }
 
-    /// A command's last flush to a standard error nobody reads any more (`suplash-server config
-    /// 2>&1 | head -1` once `head` has exited) gets `EPIPE`, not a SIGPIPE that ends the process
-    /// with status 141: with SIGPIPE's default action restored, this test process would die.
-    func testAFlushToAClosedPipeDoesNotEndTheProcess() throws {
-        var ends: [Int32] = [0, 0]
-        XCTAssertEqual(pipe(&ends), 0)
-        close(ends[0])
-        defer { close(ends[1]) }
-        let previous = signal(SIGPIPE, SIG_DFL)
-        defer { signal(SIGPIPE, previous) }
-        let writer = LogWriter(sink: FileDescriptorLogSink(descriptor: ends[1]))
-        let logger = Logger(minimumLevel: .debug, writer: writer)
-        logger.warning("before_flush")
-        writer.flush()
-        logger.warning("at_shutdown")
-        writer.shutdown()
-        logger.error("after_shutdown")
-        // Nothing left pending either: unblocking SIGPIPE later cannot end the process.
-        var pending = sigset_t()
-        sigpending(&pending)
-        XCTAssertEqual(sigismember(&pending, SIGPIPE), 0)
-    }
-
     func testCallersReturnWhileTheSinkIsBlockedAndLinesBeyondCapacityAreCounted() {
         let line = Array(#"{"ts":"2026-11-29T08:15:00.000Z","level":"info","event":"request","status":200}"#.utf8) + [0x0A]
         let (writer, sink, _) = blockedWriter(capacity: line.count * 10)

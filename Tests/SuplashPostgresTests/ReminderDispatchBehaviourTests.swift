@@ -418,6 +418,130 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
             ])
     }
 
+    /// A bill alert held in the outbox (APNs backing off) is not overwritten by a later step's
+    /// alert of another subject: the device's one pending alert would be replaced and the bill's
+    /// reminder, already `sent`, never delivered. The hydration alert waits instead. A revision
+    /// that changes the alert's text (the amount) takes the held alert back; one that does not
+    /// (the consumption) leaves it.
+    func heldBillAlertScenario(_ store: Store) throws -> [String] {
+        let (alice, t0) = (helper.alice, helper.t0)
+        let messages = try Self.messages()
+        try aliceInBerlin(store)
+        let clock = ZoneClocks.shared.clock("Europe/Berlin")
+        let today = clock.localDate(of: t0)
+        func ten(_ days: Int) throws -> Int64 {
+            clock.instant(of: today.adding(days: days), at: try XCTUnwrap(ClockTime(hour: 10, minute: 0)))
+        }
+        let id = "0193e000-0000-4000-8000-0000000000b1"
+        let content = BillContent(
+            provider: "ISKI", subscriberNo: "1", period: today.yearMonth, consumptionMilliM3: 12_000, amountMinor: 45_050,
+            dueDate: today.adding(days: 4))
+        _ = try store.createBill(userID: alice, id: id, content: content, deviceID: nil, now: t0)
+        var transcript: [String] = []
+        func queued() throws -> String {
+            let rows = try XCTUnwrap(store as? any SQLStore).reading { c in
+                try c.query(
+                    SQLText(
+                        """
+                        SELECT collapse_id FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert'
+                            AND delivered_at IS NULL AND failed_at IS NULL ORDER BY collapse_id
+                        """),
+                    [.text(alice)])
+            }
+            return rows.map { ($0[0].text ?? "-").replacingOccurrences(of: "0193e000-0000-4000-8000-0000000000", with: "…") }
+                .description
+        }
+        func step(_ label: String, at t: Int64) throws {
+            let r = try store.dispatchDueReminders(now: t, limit: 10, messages: messages)
+            transcript.append("\(label): sent \(r.sent), queued \(try queued())")
+        }
+        func revise(_ label: String, at t: Int64, _ change: @escaping @Sendable (inout BillContent) -> Void) throws {
+            _ = try store.updateBill(userID: alice, id: id, deviceID: nil, now: t, precondition: { _ in true }) { c in
+                var c = c
+                change(&c)
+                return c
+            }
+            transcript.append("\(label): queued \(try queued())")
+        }
+        try step("10:00", at: try ten(1) + 1000)
+        try step("10:05", at: try ten(1) + 301_000)
+        try step("10:10", at: try ten(1) + 601_000)
+        for p in try store.claimDuePushes(now: try ten(1) + 602_000, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000) {
+            try store.recordPushSent(id: p.id, payload: p.payload, now: try ten(1) + 603_000)
+        }
+        try step("delivered, 10:15", at: try ten(1) + 901_000)
+        try step("one day before, 10:00", at: try ten(3) + 1000)
+        try revise("consumption corrected", at: try ten(3) + 2000) { $0.consumptionMilliM3 = 12_500 }
+        try revise("amount corrected", at: try ten(3) + 3000) { $0.amountMinor = 46_000 }
+        return transcript
+    }
+
+    func testAHeldBillAlertIsNeitherOverwrittenNorLeftStale() throws {
+        try onBothEngines(
+            heldBillAlertScenario,
+            [
+                "10:00: sent 1, queued [\"suplash-bill-…b1\"]",
+                // Still queued: the hydration reminder (planned from 10:00, its first having
+                // expired) waits instead of replacing it (it used to: sent 1, the bill's alert gone).
+                "10:05: sent 0, queued [\"suplash-bill-…b1\"]",
+                "10:10: sent 0, queued [\"suplash-bill-…b1\"]",
+                "delivered, 10:15: sent 1, queued [\"suplash-reminder-2026-09-22\"]",
+                "one day before, 10:00: sent 1, queued [\"suplash-bill-…b1\"]",
+                "consumption corrected: queued [\"suplash-bill-…b1\"]",
+                "amount corrected: queued []",
+            ])
+    }
+
+    /// A bill reminder found late inside daytime quiet hours moves to their end the same day
+    /// (not to the next reminder day) and goes then, still "due in 3 days".
+    func lateInQuietHoursScenario(_ store: Store) throws -> [String] {
+        let (alice, t0) = (helper.alice, helper.t0)
+        let messages = try Self.messages()
+        try aliceInBerlin(store)
+        _ = try store.updateProfile(userID: alice, now: t0) { p in
+            var p = p
+            p.reminders.quietStart = ClockTime(hour: 12, minute: 0)
+            p.reminders.quietEnd = ClockTime(hour: 14, minute: 0)
+            return p
+        }
+        let clock = ZoneClocks.shared.clock("Europe/Berlin")
+        let today = clock.localDate(of: t0)
+        func at(_ hour: Int, _ minute: Int) throws -> Int64 {
+            clock.instant(of: today.adding(days: 1), at: try XCTUnwrap(ClockTime(hour: hour, minute: minute)))
+        }
+        let content = BillContent(
+            provider: "ISKI", subscriberNo: "1", period: today.yearMonth, consumptionMilliM3: 12_000, amountMinor: 45_050,
+            dueDate: today.adding(days: 4))
+        _ = try store.createBill(userID: alice, id: "0193e000-0000-4000-8000-0000000000b1", content: content, deviceID: nil, now: t0)
+        var transcript: [String] = []
+        for (label, t) in [("12:30", try at(12, 30)), ("14:00", try at(14, 0) + 1000)] {
+            _ = try store.dispatchDueReminders(now: t, limit: 10, messages: messages)
+            var line = "\(label):"
+            for p in try store.claimDuePushes(now: t + 1, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000)
+            where p.pushType == .alert {
+                let payload = try JSONParser.parse(Array(p.payload.utf8))
+                line += " | \(payload["kind"]?.stringValue ?? "-") \"\(payload["aps"]?["alert"]?["body"]?.stringValue ?? "")\""
+                try store.recordPushSent(id: p.id, payload: p.payload, now: t + 2)
+            }
+            let bills = try store.reminderOverview(userID: alice, limit: 50).recent.filter { $0.kind == .bill }.map { r in
+                let m = clock.wallMinuteOfDay(at: r.dueAt)
+                return "\(clock.localDate(of: r.dueAt)) \(String(format: "%02d:%02d", m / 60, m % 60))"
+            }
+            transcript.append(line + " bills \(bills)")
+        }
+        return transcript
+    }
+
+    func testABillReminderFoundLateInQuietHoursGoesAtTheirEnd() throws {
+        try onBothEngines(
+            lateInQuietHoursScenario,
+            [
+                // Due at 10:00, found at 12:30 inside the quiet hours: moved to 14:00 the same day.
+                "12:30: bills [\"2026-09-22 14:00\"]",
+                "14:00: | bill \"Your ISKI bill (TRY\u{00A0}450.50) is due in 3 days.\" bills [\"2026-09-24 10:00\", \"2026-09-22 14:00\"]",
+            ])
+    }
+
     /// A campaign reaches its users in batches (those with reminders on), each at the start of
     /// the segment in their own zone, as one alert with the campaign's text.
     func campaignScenario(_ store: Store) throws -> [String] {

@@ -20,8 +20,8 @@ public final class ReminderCounters: @unchecked Sendable {
         /// A sent reminder found ignored when the next one was sent.
         case ignored
         /// A reminder not sent because the scheduler reached it over 30 minutes late (an
-        /// alert's lifetime) and it no longer fits: every hydration reminder, a bill's outside
-        /// its day or in quiet hours, a campaign's after its segment (docs/reminders.md, "Late
+        /// alert's lifetime) and it no longer fits: every hydration reminder, a bill's with no
+        /// waking, non-quiet hour left on its day, a campaign's after its segment (docs/reminders.md, "Late
         /// alerts").
         case expired
     }

@@ -70,8 +70,8 @@ public struct ReminderDispatchReport: Sendable, Equatable {
     public var skipped = 0
     /// Reminders not sent because they were due longer ago than an alert lives (30 minutes:
     /// every instance was down, or the scheduler off) and no longer fit: hydration ones always
-    /// (cancelled), bills' outside their day, quiet hours or bedtime (moved to the next reminder
-    /// day), campaigns' after their segment (cancelled). docs/reminders.md, "Late alerts".
+    /// (cancelled), bills' with no waking, non-quiet hour left on their day (moved to the next
+    /// reminder day), campaigns' after their segment (cancelled). docs/reminders.md, "Late alerts".
     public var expired = 0
 
     /// All zero.

@@ -63,35 +63,98 @@ public enum BillReminderSchedule {
         return clock.localDate(of: at) == day ? at : nil
     }
 
-    /// Whether a pending reminder for local day `day` is under way at `now`: `day` is still one
-    /// of `bill`'s reminder days (`dueDate − offset` for a positive offset in `offsetsDays`, or
-    /// `dueDate`) and its send instant has come. Such a reminder — in the scheduler's next step,
-    /// waiting behind another alert, or late — is left to the scheduler (which sends it, or moves
-    /// it on when too late, `maySendLate`) instead of being moved to the next day by a write of
-    /// the bill or the settings, which `next` (only instants at or after `now`) would do.
-    public static func isUnderWay(
-        day: LocalDate, bill: BillContent, settings: ReminderSettings, clock: ZoneClock,
-        offsetsDays: [Int] = defaultOffsetsDays, now: Int64
-    ) -> Bool {
+    /// Whether `day` is one of `bill`'s reminder days: `dueDate − offset` for a positive offset
+    /// in `offsetsDays`, or `dueDate` itself.
+    public static func isReminderDay(_ day: LocalDate, of bill: BillContent, offsetsDays: [Int] = defaultOffsetsDays) -> Bool {
         let offset = bill.dueDate.dayNumber - day.dayNumber
-        guard offset == 0 || (offset > 0 && offsetsDays.contains(offset)) else { return false }
-        return sendInstant(on: day, settings: settings, clock: clock).map { $0 <= now } ?? false
+        return offset == 0 || (offset > 0 && offsetsDays.contains(offset))
     }
 
-    /// Whether a bill reminder that fell due at `dueAt` for local day `day` may still be sent
-    /// at `now` (docs/reminders.md, "Late alerts"): within `lifetimeMs` (ms) of its due time,
-    /// or later on that same local day while `now` is outside the quiet hours and before the
-    /// user's sleep time of that day's awake period (`WakingWindow`; skipped when `wake` or
-    /// `sleep` is nil). Otherwise its text ("due in 3 days") would be wrong or it would come
-    /// at night: the scheduler moves it to the bill's next reminder day instead.
-    public static func maySendLate(
-        day: LocalDate, dueAt: Int64, settings: ReminderSettings, wake: ClockTime?, sleep: ClockTime?,
-        clock: ZoneClock, lifetimeMs: Int64, now: Int64
-    ) -> Bool {
-        if now - dueAt <= lifetimeMs { return true }
-        guard clock.localDate(of: now) == day else { return false }
-        if let quiet = settings.quietHours, quiet.contains(minuteOfDay: clock.wallMinuteOfDay(at: now)) { return false }
-        guard let wake, let sleep else { return true }
-        return now < WakingWindow(day: day, wake: wake, sleep: sleep, clock: clock).sleepAt
+    /// The instant (ms) a pending reminder for local day `day`, stored at `storedDueAt`, keeps
+    /// when a write of the bill or the settings recomputes it; nil when it is not under way
+    /// and `next` plans it. Under way means `day` is still a reminder day and its send instant
+    /// under the current settings has come — `next` (only instants from `now` on) would skip
+    /// the day. Then:
+    /// - due within `waitMs` (in the scheduler's next step, waiting behind another alert, or
+    ///   late: the scheduler decides, `lateSendInstant`): `storedDueAt`, unchanged;
+    /// - stored later (the zone or the quiet hours changed): the first slot left on `day`
+    ///   (`BillAlertHours.firstSlot`), or nil when none is.
+    public static func underWayInstant(
+        day: LocalDate, storedDueAt: Int64, bill: BillContent, hours: BillAlertHours, waitMs: Int64,
+        offsetsDays: [Int] = defaultOffsetsDays, now: Int64
+    ) -> Int64? {
+        guard isReminderDay(day, of: bill, offsetsDays: offsetsDays),
+            let own = sendInstant(on: day, settings: hours.settings, clock: hours.clock), own <= now
+        else { return nil }
+        if storedDueAt <= now + waitMs { return storedDueAt }
+        return hours.firstSlot(on: day, notBefore: now)
+    }
+
+    /// When a bill reminder for local day `day` that fell due at `dueAt` goes, found by the
+    /// scheduler at `now` (docs/reminders.md, "Late alerts"): `now` within `lifetimeMs` (ms) of
+    /// its due time; later, the first slot left on `day` (`BillAlertHours.firstSlot`: `now`
+    /// itself when it is one), so "due in 3 days" stays true and nobody is woken; nil when no
+    /// slot is left that day (the scheduler then plans the bill's next reminder day with `next`).
+    public static func lateSendInstant(
+        day: LocalDate, dueAt: Int64, hours: BillAlertHours, lifetimeMs: Int64, now: Int64
+    ) -> Int64? {
+        if now - dueAt <= lifetimeMs { return now }
+        return hours.firstSlot(on: day, notBefore: now)
+    }
+}
+
+/// When a bill alert may reach one user outside its planned instant: outside their quiet
+/// hours and while they are awake (`wakeTime` … `sleepTime`, `WakingWindow`), in their zone.
+public struct BillAlertHours: Sendable {
+    /// Quiet hours come from here.
+    public var settings: ReminderSettings
+    /// The awake period; when either is nil only the quiet hours count.
+    public var wake: ClockTime?
+    /// See `wake`.
+    public var sleep: ClockTime?
+    /// The user's zone.
+    public var clock: ZoneClock
+
+    /// The hours of a user with `settings`, awake `wake` … `sleep`, in `clock`'s zone.
+    public init(settings: ReminderSettings, wake: ClockTime?, sleep: ClockTime?, clock: ZoneClock) {
+        self.settings = settings
+        self.wake = wake
+        self.sleep = sleep
+        self.clock = clock
+    }
+
+    /// The first instant (ms) at or after `notBefore` on local day `day` that is outside the
+    /// quiet hours and inside an awake period (one that started the day before counts); nil
+    /// when none is left on `day`.
+    public func firstSlot(on day: LocalDate, notBefore: Int64) -> Int64? {
+        var t = notBefore
+        // Each step moves to the end of a quiet period or to a wake time: a handful at most.
+        for _ in 0..<8 {
+            guard clock.localDate(of: t) == day else { return nil }
+            if let quiet = settings.quietHours, quiet.contains(minuteOfDay: clock.wallMinuteOfDay(at: t)) {
+                t = quiet.firstAllowedInstant(atOrAfter: t, clock: clock)
+                continue
+            }
+            if let wake, let sleep, let nextWake = nextWake(atOrAfter: t, wake: wake, sleep: sleep) {
+                guard nextWake != t else { return t }
+                t = nextWake
+                continue
+            }
+            return t
+        }
+        return nil
+    }
+
+    /// `t` when the user is awake then, else the next wake instant after it (nil: none within
+    /// two days, an empty awake period).
+    private func nextWake(atOrAfter t: Int64, wake: ClockTime, sleep: ClockTime) -> Int64? {
+        let today = clock.localDate(of: t)
+        var next: Int64?
+        for offset in -1...1 {
+            let w = WakingWindow(day: today.adding(days: offset), wake: wake, sleep: sleep, clock: clock)
+            if w.wakeAt <= t && t < w.sleepAt { return t }
+            if w.wakeAt > t && w.sleepAt > w.wakeAt { next = min(next ?? w.wakeAt, w.wakeAt) }
+        }
+        return next
     }
 }
