@@ -22,16 +22,31 @@ public enum BillReminders {
         previous: BillContent? = nil, deleted: Bool, now: Int64
     ) throws {
         guard profile.reminders.enabled, profile.reminders.billReminders else { return }
-        // Paid, deleted, or its alert's text changed (provider, amount, currency, due date): an
-        // alert for it still queued (APNs backing off) is taken back.
-        let textChanged = previous.map {
-            $0.provider != bill.provider || $0.amountMinor != bill.amountMinor || $0.currency != bill.currency
-                || $0.dueDate != bill.dueDate
-        }
-        if deleted || bill.paidAt != nil || textChanged == true {
-            try tx.enqueue(BillReminderSQL.dropQueuedAlert, [.text(userID), .text(DispatchSQL.billCollapseID(billID))])
+        let collapseID = DispatchSQL.billCollapseID(billID)
+        // Paid or deleted: an alert for it still queued (APNs backing off) is taken back.
+        if deleted || bill.paidAt != nil {
+            try tx.enqueue(BillReminderSQL.dropQueuedAlert, [.text(userID), .text(collapseID)])
         }
         let rows = try tx.query(BillReminderSQL.ofBill, [.text(userID), .text(billID)])
+        // Its alert's text changed (provider, amount, currency, due date) while the alert is still
+        // queued: taken back, and its reminder sent again with the new text when its day is still
+        // a reminder day (the row back to pending, due now; the next day's row cancelled, planned
+        // again after the send). Otherwise that day's alert would be lost, its reminder `sent`.
+        if !deleted, bill.paidAt == nil, let previous,
+            previous.provider != bill.provider || previous.amountMinor != bill.amountMinor
+                || previous.currency != bill.currency || previous.dueDate != bill.dueDate,
+            !(try tx.query(BillReminderSQL.takeBackQueuedAlert, [.text(userID), .text(collapseID)]).isEmpty)
+        {
+            let sent = rows.filter { $0[1].text == "sent" && ($0[2].int64 ?? 0) > now - DispatchSQL.lifetimeMs }
+                .max { ($0[2].int64 ?? 0) < ($1[2].int64 ?? 0) }
+            if let sent, let day = sent[5].text.flatMap(LocalDate.init(parsing:)),
+                BillReminderSchedule.isReminderDay(day, of: bill)
+            {
+                try tx.enqueue(BillReminderSQL.sendAgain, [sent[0], .integer(now)])
+                for row in rows where row[1].text == "pending" { try tx.enqueue(ReminderSQL.cancel, [row[0], .integer(now)]) }
+                return
+            }
+        }
         try save(tx, userID: userID, profile: profile, billID: billID, bill: bill, deleted: deleted, rows: rows, now: now)
     }
 
@@ -86,8 +101,7 @@ public enum BillReminders {
             return
         }
         let plan = BillReminderSchedule.next(
-            billID: billID, bill: bill, deleted: deleted, settings: profile.reminders,
-            clock: hours.clock, sentAt: rows.compactMap { $0[2].int64 }, now: now)
+            billID: billID, bill: bill, deleted: deleted, hours: hours, sentAt: rows.compactMap { $0[2].int64 }, now: now)
         switch (plan, pending) {
         case (nil, nil):
             return
@@ -131,6 +145,16 @@ enum BillReminderSQL {
     /// The user's queued bill alert with collapse id ?2 (`DispatchSQL.billCollapseID`); ?1 user.
     static let dropQueuedAlert = SQLText(
         "DELETE FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert' AND collapse_id = ?2 AND \(PushSQL.pending)")
+    /// `dropQueuedAlert`, answering a row per alert taken back; ?1 user, ?2 collapse id.
+    static let takeBackQueuedAlert = SQLText(
+        """
+        DELETE FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert' AND collapse_id = ?2 AND \(PushSQL.pending)
+        RETURNING id
+        """)
+    /// A sent bill reminder whose queued alert was taken back, pending again and due now; ?1 id,
+    /// ?2 now.
+    static let sendAgain = SQLText(
+        "UPDATE reminders SET state = 'pending', sent_at = NULL, due_at = ?2, updated_at = ?2 WHERE id = ?1 AND state = 'sent'")
     /// Every queued bill alert of the user; ?1 user.
     static let dropQueuedAlerts = SQLText(
         """

@@ -24,7 +24,7 @@ extension ReminderRepository where Self: SQLStore {
             var reads: [SQLStatement] = []
             for user in users {
                 reads.append(SQLStatement(DispatchSQL.lockUser, [.text(user)]))
-                reads.append(SQLStatement(DispatchSQL.alertTargets, [.text(user)]))
+                reads.append(SQLStatement(DispatchSQL.alertTargets, [.text(user), .integer(now)]))
                 reads.append(SQLStatement(ReminderSQL.lastIntakeWrite, [.text(user), .integer(now - 3 * 86_400_000)]))
             }
             for c in claimed {
@@ -138,12 +138,12 @@ extension ReminderRepository where Self: SQLStore {
                             try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
                             continue
                         }
-                        // Found late: it goes now while its day has a slot left (outside quiet
-                        // hours, awake), else at the day's next slot; with none left the still
-                        // pending row moves to the bill's next reminder day, or is cancelled.
+                        // Only on its day, outside quiet hours, while the user is awake: found
+                        // late, or after waiting behind another alert, it goes at the day's next
+                        // slot; with none left the still pending row moves to the bill's next
+                        // reminder day, or is cancelled.
                         let hours = BillAlertHours(profile: profile)
-                        let sendAt = BillReminderSchedule.lateSendInstant(
-                            day: day, dueAt: r.dueAt, hours: hours, lifetimeMs: DispatchSQL.lifetimeMs, now: now)
+                        let sendAt = BillReminderSchedule.dispatchInstant(day: day, hours: hours, now: now)
                         guard sendAt == now else {
                             if let sendAt {
                                 try tx.enqueue(BillReminderSQL.move, [.text(r.id), .integer(sendAt), .text(r.localDate), .integer(now)])
@@ -232,14 +232,15 @@ enum DispatchSQL {
         "SELECT \(StoreRows.userColumns) FROM users WHERE id = ?1 \(d == .postgres ? "FOR NO KEY UPDATE SKIP LOCKED" : "")"
     }
     /// The user's devices holding an alert token, with their platform and the collapse id of
-    /// the alert still queued for them (`PushSQL.pending`; at most one, `push_outbox_pending`),
-    /// or NULL.
+    /// the alert still queued for them and not expired (`PushSQL.pending`; at most one,
+    /// `push_outbox_pending`), or NULL; ?1 user, ?2 now. An expired one is never sent (the sender
+    /// drops it when it claims it) and must not hold later alerts back.
     static let alertTargets = SQLText(
         """
         SELECT t.device_id, d.platform, o.collapse_id
         FROM device_tokens t JOIN devices d ON d.user_id = t.user_id AND d.id = t.device_id
         LEFT JOIN push_outbox o ON o.user_id = t.user_id AND o.device_id = t.device_id AND o.push_type = 'alert'
-            AND o.delivered_at IS NULL AND o.failed_at IS NULL
+            AND o.delivered_at IS NULL AND o.failed_at IS NULL AND o.expires_at > ?2
         WHERE t.user_id = ?1 AND t.push_type = 'alert' ORDER BY t.device_id
         """)
 

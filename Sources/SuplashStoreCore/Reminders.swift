@@ -137,16 +137,19 @@ public enum ReminderPlanner {
 
     /// Recomputes after a profile write when anything the schedule reads changed (reminder
     /// settings, wake / sleep times, zone, cups, the goal's inputs), and the bills' reminders
-    /// when the settings or the zone changed; turning reminders off cancels every pending
+    /// when the settings, the zone or the wake / sleep times changed; turning reminders off cancels every pending
     /// reminder of the user (bills' included).
     /// - Throws: the engine's error.
     public static func profileChanged(
         _ tx: some StoreTransaction, previous: UserProfile, current: UserProfile, now: Int64
     ) throws {
         guard previous.reminders.enabled || current.reminders.enabled else { return }
-        let bills = previous.reminders != current.reminders || previous.timezone != current.timezone
+        // Bill reminders are sent only while the user is awake (`BillAlertHours`).
+        let bills =
+            previous.reminders != current.reminders || previous.timezone != current.timezone
+            || previous.wakeTime != current.wakeTime || previous.sleepTime != current.sleepTime
         let same =
-            !bills && previous.wakeTime == current.wakeTime && previous.sleepTime == current.sleepTime
+            !bills
             && previous.cupSizesMl == current.cupSizesMl
             && HydrationRules.baseGoalMl(previous) == HydrationRules.baseGoalMl(current)
         guard !same else { return }

@@ -38,13 +38,13 @@ enum MigrateDataCommand {
             if applied > 0 { print("PostgreSQL: applied \(applied) migration(s)") }
             report = try SQLiteToPostgresCopy.run(sqlitePath: sqlitePath, target: target, force: force)
         } catch let failure as SQLiteToPostgresCopy.Failure {
-            FileHandle.standardError.write(Data("suplash-server: migrate-data refused: \(failure.description)\n".utf8))
+            StandardStreams.error("suplash-server: migrate-data refused: \(failure.description)\n")
             return 1
         } catch let error as PostgresError {
-            FileHandle.standardError.write(Data("suplash-server: migrate-data failed on PostgreSQL: \(error.description)\n".utf8))
+            StandardStreams.error("suplash-server: migrate-data failed on PostgreSQL: \(error.description)\n")
             return 1
         } catch let error as StorageError {
-            FileHandle.standardError.write(Data("suplash-server: migrate-data failed reading SQLite: \(error.kind)\n".utf8))
+            StandardStreams.error("suplash-server: migrate-data failed reading SQLite: \(error.kind)\n")
             return 1
         }
         print(render(report))
@@ -53,7 +53,7 @@ enum MigrateDataCommand {
             print("verified: every table's row count and highest change position match")
             return 0
         }
-        FileHandle.standardError.write(Data("suplash-server: migrate-data: verification FAILED (see the table)\n".utf8))
+        StandardStreams.error("suplash-server: migrate-data: verification FAILED (see the table)\n")
         return 1
     }
 

@@ -356,7 +356,7 @@ enum ServeCommand {
                 application.routes.map {
                     .object([("method", .string($0.method)), ("template", .string($0.template))])
                 })
-            FileHandle.standardOutput.write(Data(table.serialized() + [0x0A]))
+            StandardStreams.output(bytes: table.serialized() + [0x0A])
             application.shutdown()
             backend.close()
             return 0
@@ -418,7 +418,7 @@ enum ServeCommand {
         let port = try server.start()
         let shown = http.host.contains(":") ? "[\(http.host)]" : http.host
         // The readiness line is the one thing on stdout; logs go to stderr.
-        FileHandle.standardOutput.write(Data("listening on http://\(shown):\(port)\n".utf8))
+        StandardStreams.output("listening on http://\(shown):\(port)\n")
 
         var received: Int32 = 0
         sigwait(&signals, &received)

@@ -17,7 +17,7 @@ func main() -> Int32 {
     do {
         parsed = try ParsedCommandLine(Array(CommandLine.arguments.dropFirst()))
     } catch {
-        FileHandle.standardError.write(Data("suplash-server: \(error)\n\n\(ParsedCommandLine.usage)\n".utf8))
+        StandardStreams.error("suplash-server: \(error)\n\n\(ParsedCommandLine.usage)\n")
         return 64
     }
     if ["help", "--help", "-h"].contains(parsed.command) {
@@ -48,7 +48,7 @@ func main() -> Int32 {
             print(try Settings.markdownTable(), terminator: "")
             return 0
         } catch {
-            FileHandle.standardError.write(Data("suplash-server: \(error)\n".utf8))
+            StandardStreams.error("suplash-server: \(error)\n")
             return 1
         }
     }
@@ -102,14 +102,14 @@ func main() -> Int32 {
         case "admin-key":
             return try AdminKeyCommand.run(parsed, settings: settings, logger: logger)
         default:
-            FileHandle.standardError.write(Data("suplash-server: unknown command\n\n\(ParsedCommandLine.usage)\n".utf8))
+            StandardStreams.error("suplash-server: unknown command\n\n\(ParsedCommandLine.usage)\n")
             return 64
         }
     } catch {
         // The log lines before the failure come first on standard error.
         logWriter.flush()
         let (text, code) = CLIError.describe(error, database: databasePath)
-        FileHandle.standardError.write(Data("suplash-server: \(text)\n".utf8))
+        StandardStreams.error("suplash-server: \(text)\n")
         return code
     }
 }

@@ -292,16 +292,13 @@ final class StartupChecksTests: XCTestCase {
         assertRefused(try serve(dir), code: 65, mentions: [database, "holds no Suplash data", "restore"])
     }
 
-    /// A CLI command whose standard output and error nobody reads any more (`migrate 2>&1 |
-    /// head -1` once `head` has exited) still does its work and exits 0: it used to end with
-    /// SIGPIPE (status 141) at its last write. Started through `env --default-signal=PIPE`, so
-    /// an ignored SIGPIPE inherited from the test runner cannot hide the failure.
-    func testACommandWritingToClosedPipesDoesItsWorkAndExitsZero() throws {
-        let dir = NSTemporaryDirectory() + "suplash-pipe-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+    /// Runs `suplash-server arguments` with standard output and error pipes nobody reads (their
+    /// read ends closed), through `env --default-signal=PIPE` so that an ignored SIGPIPE inherited
+    /// from the test runner cannot hide a failure. Returns how it ended.
+    func runWithClosedPipes(_ arguments: [String]) throws -> (Process.TerminationReason, Int32) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["--default-signal=PIPE", TestServer.executable, "migrate", "--data-dir", dir]
+        p.arguments = ["--default-signal=PIPE", TestServer.executable] + arguments
         p.currentDirectoryURL = URL(fileURLWithPath: TestServer.packageRoot)
         let out = Pipe()
         let err = Pipe()
@@ -311,8 +308,22 @@ final class StartupChecksTests: XCTestCase {
         try err.fileHandleForReading.close()
         try p.run()
         p.waitUntilExit()
-        XCTAssertEqual(p.terminationReason, .exit, "ended by signal \(p.terminationStatus)")
-        XCTAssertEqual(p.terminationStatus, 0)
+        return (p.terminationReason, p.terminationStatus)
+    }
+
+    /// A CLI command whose standard output and error nobody reads any more (`migrate 2>&1 |
+    /// head -1` once `head` has exited) still does its work and exits 0: it used to end with
+    /// SIGPIPE (status 141) at its last write. A failing command still exits with its own status
+    /// (64 for a usage error), not a trap on the write's `EPIPE`.
+    func testACommandWritingToClosedPipesDoesItsWorkAndExitsWithItsStatus() throws {
+        let dir = NSTemporaryDirectory() + "suplash-pipe-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let migrated = try runWithClosedPipes(["migrate", "--data-dir", dir])
+        XCTAssertEqual(migrated.0, .exit, "ended by signal \(migrated.1)")
+        XCTAssertEqual(migrated.1, 0)
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir + "/suplash.sqlite"), "the migration ran")
+        let unknown = try runWithClosedPipes(["no-such-command", "--data-dir", dir])
+        XCTAssertEqual(unknown.0, .exit, "ended by signal \(unknown.1)")
+        XCTAssertEqual(unknown.1, 64)
     }
 }

@@ -13,8 +13,9 @@ final class BillReminderAndSegmentTests: XCTestCase {
         zoneID: String = "Europe/Istanbul"
     ) throws -> PlannedBillReminder? {
         BillReminderSchedule.next(
-            billID: "b1", bill: content ?? bill, deleted: deleted, settings: settings,
-            clock: try zone(zoneID), sentAt: sent.map { at($0) }, offsetsDays: offsets, now: at(now))
+            billID: "b1", bill: content ?? bill, deleted: deleted,
+            hours: BillAlertHours(settings: settings, wake: nil, sleep: nil, clock: try zone(zoneID)), sentAt: sent.map { at($0) },
+            offsetsDays: offsets, now: at(now))
     }
 
     // MARK: Bill reminders
@@ -102,35 +103,47 @@ final class BillReminderAndSegmentTests: XCTestCase {
             wake: wake.map { clockTime($0) }, sleep: sleep.map { clockTime($0) }, clock: try zone(zoneID))
     }
 
-    /// A bill alert found late (every instance down at 10:00) goes at the first slot left on its
-    /// day — outside quiet hours, while the user is awake — so "due in 3 days" stays true and
-    /// nobody is woken; with none left, nil (the next reminder day).
-    func testALateBillAlertGoesAtTheFirstSlotLeftOnItsDay() throws {
-        func late(_ now: String, _ h: BillAlertHours, due: String = "2026-12-07T10:00:00+03:00") -> Int64? {
-            BillReminderSchedule.lateSendInstant(day: day("2026-12-07"), dueAt: at(due), hours: h, lifetimeMs: 1_800_000, now: at(now))
+    /// The scheduler sends a due bill alert only on its day, outside quiet hours, while the user
+    /// is awake: found late (every instance down at 10:00) or after waiting behind another alert,
+    /// it goes at the first slot left on its day — so "due in 3 days" stays true and nobody is
+    /// woken; with none left, nil (the next reminder day).
+    func testABillAlertGoesOnlyAtASlotOnItsDay() throws {
+        func send(_ now: String, _ h: BillAlertHours) -> Int64? {
+            BillReminderSchedule.dispatchInstant(day: day("2026-12-07"), hours: h, now: at(now))
         }
         let plain = try hours()
-        XCTAssertEqual(late("2026-12-07T10:30:00+03:00", plain), at("2026-12-07T10:30:00+03:00"))  // within the lifetime
-        XCTAssertEqual(late("2026-12-07T16:00:00+03:00", plain), at("2026-12-07T16:00:00+03:00"))  // the same day, awake
-        XCTAssertEqual(late("2026-12-07T22:59:00+03:00", plain), at("2026-12-07T22:59:00+03:00"))
-        XCTAssertNil(late("2026-12-07T23:00:00+03:00", plain))  // bedtime: no slot left that day
-        XCTAssertNil(late("2026-12-08T08:00:00+03:00", plain))  // another day
+        XCTAssertEqual(send("2026-12-07T10:00:01+03:00", plain), at("2026-12-07T10:00:01+03:00"))
+        XCTAssertEqual(send("2026-12-07T16:00:00+03:00", plain), at("2026-12-07T16:00:00+03:00"))  // late, the same day, awake
+        XCTAssertEqual(send("2026-12-07T22:59:00+03:00", plain), at("2026-12-07T22:59:00+03:00"))
+        XCTAssertNil(send("2026-12-07T23:00:00+03:00", plain))  // bedtime: no slot left that day
+        XCTAssertNil(send("2026-12-08T00:15:00+03:00", plain))  // another day: "due in 3 days" would be wrong
         // Quiet 12:00–14:00 and found at 12:30: at 14:00 the same day (not lost to the next day).
         let lunch = try hours(quiet: ("12:00", "14:00"))
-        XCTAssertEqual(late("2026-12-07T12:30:00+03:00", lunch), at("2026-12-07T14:00:00+03:00"))
+        XCTAssertEqual(send("2026-12-07T12:30:00+03:00", lunch), at("2026-12-07T14:00:00+03:00"))
         let evening = try hours(quiet: ("22:00", "07:00"))
-        XCTAssertEqual(late("2026-12-07T21:00:00+03:00", evening), at("2026-12-07T21:00:00+03:00"))
-        XCTAssertNil(late("2026-12-07T22:30:00+03:00", evening))
-        // Awake 20:00–08:00: found at 14:00 while asleep, at 20:00 that day; at 05:00 still awake
-        // from the evening before.
+        XCTAssertEqual(send("2026-12-07T21:00:00+03:00", evening), at("2026-12-07T21:00:00+03:00"))
+        XCTAssertNil(send("2026-12-07T22:30:00+03:00", evening))
+        // Awake 20:00–08:00: at 14:00, asleep, at 20:00 that day; at 05:00 still awake from the
+        // evening before.
         let nightShift = try hours(wake: "20:00", sleep: "08:00")
-        XCTAssertEqual(late("2026-12-07T14:00:00+03:00", nightShift), at("2026-12-07T20:00:00+03:00"))
-        XCTAssertEqual(late("2026-12-07T05:00:00+03:00", nightShift, due: "2026-12-07T04:00:00+03:00"), at("2026-12-07T05:00:00+03:00"))
+        XCTAssertEqual(send("2026-12-07T14:00:00+03:00", nightShift), at("2026-12-07T20:00:00+03:00"))
+        XCTAssertEqual(send("2026-12-07T05:00:00+03:00", nightShift), at("2026-12-07T05:00:00+03:00"))
         // Without an awake period only the day and the quiet hours count.
-        XCTAssertEqual(late("2026-12-07T23:30:00+03:00", try hours(wake: nil)), at("2026-12-07T23:30:00+03:00"))
-        // Within the lifetime it goes whatever the hour: the schedule put it there.
-        XCTAssertEqual(
-            late("2026-12-08T00:15:00+03:00", plain, due: "2026-12-07T23:50:00+03:00"), at("2026-12-08T00:15:00+03:00"))
+        XCTAssertEqual(send("2026-12-07T23:30:00+03:00", try hours(wake: nil)), at("2026-12-07T23:30:00+03:00"))
+        // Quiet from 09:00 to 23:55 and asleep from 23:00: nothing left after 09:00.
+        XCTAssertNil(send("2026-12-07T09:30:00+03:00", try hours(quiet: ("09:00", "23:55"))))
+    }
+
+    /// The planned instant is a slot too: a night-shift user's reminder is at 20:00, not at 10:00
+    /// while asleep; a user asleep all of the day's remaining waking-free hours gets none that day.
+    func testThePlannedInstantIsTheFirstSlotFromTenOClock() throws {
+        func planned(_ h: BillAlertHours) -> Int64? {
+            BillReminderSchedule.next(billID: "b1", bill: bill, deleted: false, hours: h, sentAt: [], now: at("2026-12-01T12:00:00+03:00"))?
+                .dueAt
+        }
+        XCTAssertEqual(planned(try hours()), at("2026-12-07T10:00:00+03:00"))
+        XCTAssertEqual(planned(try hours(wake: "20:00", sleep: "08:00")), at("2026-12-07T20:00:00+03:00"))
+        XCTAssertEqual(planned(try hours(wake: "11:15", sleep: "23:00")), at("2026-12-07T11:15:00+03:00"))
     }
 
     /// A write that recomputes the bill's plan leaves a reminder whose day's time has come on its

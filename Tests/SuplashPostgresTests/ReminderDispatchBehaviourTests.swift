@@ -466,13 +466,21 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
         try step("10:00", at: try ten(1) + 1000)
         try step("10:05", at: try ten(1) + 301_000)
         try step("10:10", at: try ten(1) + 601_000)
-        for p in try store.claimDuePushes(now: try ten(1) + 602_000, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000) {
-            try store.recordPushSent(id: p.id, payload: p.payload, now: try ten(1) + 603_000)
+        try step("10:35, the bill's alert expired unsent", at: try ten(1) + 2_101_000)
+        for p in try store.claimDuePushes(now: try ten(1) + 2_102_000, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000) {
+            try store.recordPushSent(id: p.id, payload: p.payload, now: try ten(1) + 2_103_000)
         }
-        try step("delivered, 10:15", at: try ten(1) + 901_000)
         try step("one day before, 10:00", at: try ten(3) + 1000)
         try revise("consumption corrected", at: try ten(3) + 2000) { $0.consumptionMilliM3 = 12_500 }
         try revise("amount corrected", at: try ten(3) + 3000) { $0.amountMinor = 46_000 }
+        try step("the next step", at: try ten(3) + 4000)
+        for p in try store.claimDuePushes(now: try ten(3) + 5000, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000) {
+            let payload = try JSONParser.parse(Array(p.payload.utf8))
+            transcript.append("  \(payload["kind"]?.stringValue ?? "-") \"\(payload["aps"]?["alert"]?["body"]?.stringValue ?? "")\"")
+        }
+        let bills = try store.reminderOverview(userID: alice, limit: 50).recent.filter { $0.kind == .bill }
+        transcript.append(
+            "bill reminders \(bills.map { "\(clock.localDate(of: $0.dueAt)) \($0.outcome.rawValue)\($0.sentAt == nil ? "" : "+sent")" }.sorted())")
         return transcript
     }
 
@@ -485,10 +493,17 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
                 // expired) waits instead of replacing it (it used to: sent 1, the bill's alert gone).
                 "10:05: sent 0, queued [\"suplash-bill-…b1\"]",
                 "10:10: sent 0, queued [\"suplash-bill-…b1\"]",
-                "delivered, 10:15: sent 1, queued [\"suplash-reminder-2026-09-22\"]",
+                // An expired alert is never sent: it no longer holds the hydration alert back.
+                "10:35, the bill's alert expired unsent: sent 1, queued [\"suplash-reminder-2026-09-22\"]",
                 "one day before, 10:00: sent 1, queued [\"suplash-bill-…b1\"]",
                 "consumption corrected: queued [\"suplash-bill-…b1\"]",
+                // Taken back, and the day's reminder sent again with the new amount.
                 "amount corrected: queued []",
+                "the next step: sent 1, queued [\"suplash-bill-…b1\"]",
+                "  bill \"Your ISKI bill (TRY\u{00A0}460.00) is due tomorrow.\"",
+                // The due day's row, cancelled when the day before's went back to pending, planned
+                // again after its send.
+                "bill reminders [\"2026-09-22 pending+sent\", \"2026-09-24 pending+sent\", \"2026-09-25 cancelled\", \"2026-09-25 pending\"]",
             ])
     }
 
@@ -530,6 +545,62 @@ final class ReminderDispatchBehaviourTests: XCTestCase {
             transcript.append(line + " bills \(bills)")
         }
         return transcript
+    }
+
+    /// A bill reminder waiting behind another alert into quiet hours (10:03–14:00) is not sent
+    /// inside them: it moves to their end, the same day.
+    func postponedIntoQuietHoursScenario(_ store: Store) throws -> [String] {
+        let (alice, t0) = (helper.alice, helper.t0)
+        let messages = try Self.messages()
+        try aliceInBerlin(store)
+        _ = try store.updateProfile(userID: alice, now: t0) { p in
+            var p = p
+            p.reminders.quietStart = ClockTime(hour: 10, minute: 3)
+            p.reminders.quietEnd = ClockTime(hour: 14, minute: 0)
+            return p
+        }
+        let clock = ZoneClocks.shared.clock("Europe/Berlin")
+        let today = clock.localDate(of: t0)
+        func at(_ hour: Int, _ minute: Int) throws -> Int64 {
+            clock.instant(of: today.adding(days: 1), at: try XCTUnwrap(ClockTime(hour: hour, minute: minute)))
+        }
+        for (n, provider) in ["ISKI", "ASKI"].enumerated() {
+            let content = BillContent(
+                provider: provider, subscriberNo: "1", period: today.yearMonth, consumptionMilliM3: 12_000,
+                amountMinor: 45_050 + Int64(n), dueDate: today.adding(days: 4))
+            _ = try store.createBill(userID: alice, id: "0193e000-0000-4000-8000-0000000000b\(n + 1)", content: content, deviceID: nil, now: t0)
+        }
+        var transcript: [String] = []
+        for (label, t) in [("10:00", try at(10, 0) + 1000), ("10:05", try at(10, 5) + 1000), ("14:00", try at(14, 0) + 1000)] {
+            _ = try store.dispatchDueReminders(now: t, limit: 10, messages: messages)
+            var line = "\(label):"
+            for p in try store.claimDuePushes(now: t + 1, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000)
+            where p.pushType == .alert {
+                let payload = try JSONParser.parse(Array(p.payload.utf8))
+                if payload["kind"]?.stringValue == "bill" { line += " | \"\(payload["aps"]?["alert"]?["body"]?.stringValue ?? "")\"" }
+                try store.recordPushSent(id: p.id, payload: p.payload, now: t + 2)
+            }
+            let pending = try store.reminderOverview(userID: alice, limit: 50).recent
+                .filter { $0.kind == .bill && $0.sentAt == nil && $0.outcome == .pending }
+                .map { r in
+                    let m = clock.wallMinuteOfDay(at: r.dueAt)
+                    return "\(clock.localDate(of: r.dueAt)) \(String(format: "%02d:%02d", m / 60, m % 60))"
+                }
+            transcript.append(line + " pending bill reminders \(pending.sorted())")
+        }
+        return transcript
+    }
+
+    func testABillReminderWaitingIntoQuietHoursGoesAtTheirEnd() throws {
+        try onBothEngines(
+            postponedIntoQuietHoursScenario,
+            [
+                "10:00: | \"Your ISKI bill (TRY\u{00A0}450.50) is due in 3 days.\" pending bill reminders [\"2026-09-22 10:05\", \"2026-09-24 10:00\"]",
+                // The second bill's, waiting behind the first, falls into the quiet hours: moved
+                // to their end (it used to go at 10:05, inside them).
+                "10:05: pending bill reminders [\"2026-09-22 14:00\", \"2026-09-24 10:00\"]",
+                "14:00: | \"Your ASKI bill (TRY\u{00A0}450.51) is due in 3 days.\" pending bill reminders [\"2026-09-24 10:00\", \"2026-09-24 10:00\"]",
+            ])
     }
 
     func testABillReminderFoundLateInQuietHoursGoesAtTheirEnd() throws {

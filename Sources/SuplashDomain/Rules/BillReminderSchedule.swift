@@ -24,7 +24,7 @@ public struct PlannedBillReminder: Sendable, Equatable {
 public enum BillReminderSchedule {
     /// Days before `dueDate` with a reminder (the due day itself always has one).
     public static let defaultOffsetsDays = [3, 1]
-    /// Local send time, moved to the end of quiet hours when it falls in them.
+    /// Local send time, moved to the next slot (`BillAlertHours.firstSlot`) when quiet or asleep.
     public static let sendTime = ClockTime(validMinuteOfDay: 600)
 
     /// The next reminder for one bill, or nil: none when reminders or bill reminders are off,
@@ -32,35 +32,33 @@ public enum BillReminderSchedule {
     ///
     /// Candidate days are `dueDate − offset` for each offset in `offsetsDays` (positive ones;
     /// duplicates ignored) and `dueDate`. A day's reminder is at `sendTime` local, or at the
-    /// end of the quiet period containing it; it is dropped when that end falls on a later
-    /// local day, when its instant is before `now`, or when a reminder for this bill was
-    /// already sent on that local day (at most one per bill per day).
+    /// first slot after it when that is quiet or the user is asleep (`sendInstant`); it is
+    /// dropped when no slot is left that day, when its instant is before `now`, or when a
+    /// reminder for this bill was already sent on that local day (at most one per bill per day).
     ///
     /// - Parameters:
     ///   - sentAt: when earlier reminders for this bill were sent (ms), any order.
     public static func next(
-        billID: String, bill: BillContent, deleted: Bool, settings: ReminderSettings,
-        clock: ZoneClock, sentAt: [Int64], offsetsDays: [Int] = defaultOffsetsDays,
-        now: Int64
+        billID: String, bill: BillContent, deleted: Bool, hours: BillAlertHours, sentAt: [Int64],
+        offsetsDays: [Int] = defaultOffsetsDays, now: Int64
     ) -> PlannedBillReminder? {
-        guard settings.enabled, settings.billReminders, !deleted, bill.paidAt == nil else { return nil }
-        let sentDays = Set(sentAt.map { clock.localDate(of: $0) })
+        guard hours.settings.enabled, hours.settings.billReminders, !deleted, bill.paidAt == nil else { return nil }
+        let sentDays = Set(sentAt.map { hours.clock.localDate(of: $0) })
         let offsets = Set(offsetsDays.filter { $0 > 0 }).union([0]).sorted(by: >)
         for offset in offsets {
             let day = bill.dueDate.adding(days: -offset)
             guard !sentDays.contains(day) else { continue }
-            guard let at = sendInstant(on: day, settings: settings, clock: clock), at >= now else { continue }
+            guard let at = sendInstant(on: day, hours: hours), at >= now else { continue }
             return PlannedBillReminder(billID: billID, dueAt: at, localDate: day, daysBeforeDue: offset)
         }
         return nil
     }
 
-    /// A reminder day's send instant (ms): `sendTime` local on `day`, or the end of the quiet
-    /// period containing it; nil when that end falls on a later local day.
-    public static func sendInstant(on day: LocalDate, settings: ReminderSettings, clock: ZoneClock) -> Int64? {
-        var at = clock.instant(of: day, at: sendTime)
-        if let quiet = settings.quietHours { at = quiet.firstAllowedInstant(atOrAfter: at, clock: clock) }
-        return clock.localDate(of: at) == day ? at : nil
+    /// A reminder day's send instant (ms): the first slot on `day` from `sendTime` local on
+    /// (`BillAlertHours.firstSlot`: outside the quiet hours, while the user is awake); nil when
+    /// none is left that day.
+    public static func sendInstant(on day: LocalDate, hours: BillAlertHours) -> Int64? {
+        hours.firstSlot(on: day, notBefore: hours.clock.instant(of: day, at: sendTime))
     }
 
     /// Whether `day` is one of `bill`'s reminder days: `dueDate − offset` for a positive offset
@@ -76,7 +74,7 @@ public enum BillReminderSchedule {
     /// under the current settings has come — `next` (only instants from `now` on) would skip
     /// the day. Then:
     /// - due within `waitMs` (in the scheduler's next step, waiting behind another alert, or
-    ///   late: the scheduler decides, `lateSendInstant`): `storedDueAt`, unchanged;
+    ///   late: the scheduler decides, `dispatchInstant`): `storedDueAt`, unchanged;
     /// - stored later (the zone or the quiet hours changed): the first slot left on `day`
     ///   (`BillAlertHours.firstSlot`), or nil when none is.
     public static func underWayInstant(
@@ -84,22 +82,20 @@ public enum BillReminderSchedule {
         offsetsDays: [Int] = defaultOffsetsDays, now: Int64
     ) -> Int64? {
         guard isReminderDay(day, of: bill, offsetsDays: offsetsDays),
-            let own = sendInstant(on: day, settings: hours.settings, clock: hours.clock), own <= now
+            let own = sendInstant(on: day, hours: hours), own <= now
         else { return nil }
         if storedDueAt <= now + waitMs { return storedDueAt }
         return hours.firstSlot(on: day, notBefore: now)
     }
 
-    /// When a bill reminder for local day `day` that fell due at `dueAt` goes, found by the
-    /// scheduler at `now` (docs/reminders.md, "Late alerts"): `now` within `lifetimeMs` (ms) of
-    /// its due time; later, the first slot left on `day` (`BillAlertHours.firstSlot`: `now`
-    /// itself when it is one), so "due in 3 days" stays true and nobody is woken; nil when no
-    /// slot is left that day (the scheduler then plans the bill's next reminder day with `next`).
-    public static func lateSendInstant(
-        day: LocalDate, dueAt: Int64, hours: BillAlertHours, lifetimeMs: Int64, now: Int64
-    ) -> Int64? {
-        if now - dueAt <= lifetimeMs { return now }
-        return hours.firstSlot(on: day, notBefore: now)
+    /// When the scheduler, reaching a due bill reminder for local day `day` at `now`, sends it
+    /// (docs/reminders.md, "Late alerts"): `now` when it is a slot on `day`
+    /// (`BillAlertHours.firstSlot`), else the day's next slot — a reminder found late, or
+    /// waiting behind another alert into quiet hours or sleep; nil when no slot is left that day
+    /// (then `next` plans the bill's next reminder day). So "due in 3 days" is only ever sent on
+    /// its day, and never while the user sleeps or asked for quiet.
+    public static func dispatchInstant(day: LocalDate, hours: BillAlertHours, now: Int64) -> Int64? {
+        hours.firstSlot(on: day, notBefore: now)
     }
 }
 
