@@ -5,7 +5,7 @@ import SuplashStoreRows
 /// Bill-due reminders (docs/reminders.md, "Bill reminders"): each unpaid bill has at most one
 /// pending `bill` row in `reminders` (`subject_id` = the bill id), recomputed by
 /// `BillReminderSchedule.next` inside every write of the bill (REST create / revise / delete,
-/// sync pushes), when the profile's reminder settings or zone change, and after the scheduler
+/// sync pushes), when the profile's reminder settings, zone, wake or sleep time change, and after the scheduler
 /// sent the bill's previous one. The caller holds the user's lock. With reminders or bill
 /// reminders off nothing is read (turning them off cancels the pending rows,
 /// `ReminderPlanner.profileChanged`).
@@ -29,9 +29,11 @@ public enum BillReminders {
         }
         let rows = try tx.query(BillReminderSQL.ofBill, [.text(userID), .text(billID)])
         // Its alert's text changed (provider, amount, currency, due date) while the alert is still
-        // queued: taken back, and its reminder sent again with the new text when its day is still
-        // a reminder day (the row back to pending, due now; the next day's row cancelled, planned
-        // again after the send). Otherwise that day's alert would be lost, its reminder `sent`.
+        // queued and not yet handed to the sender: taken back, and its reminder sent again with
+        // the new text when its day is still a reminder day with a slot left (the row back to
+        // pending, due now; the next day's row cancelled, planned again after the send).
+        // Otherwise that day's alert would be lost, its reminder `sent`. One being sent is left
+        // to go (taking it back could not stop it: two alerts).
         if !deleted, bill.paidAt == nil, let previous,
             previous.provider != bill.provider || previous.amountMinor != bill.amountMinor
                 || previous.currency != bill.currency || previous.dueDate != bill.dueDate,
@@ -40,7 +42,8 @@ public enum BillReminders {
             let sent = rows.filter { $0[1].text == "sent" && ($0[2].int64 ?? 0) > now - DispatchSQL.lifetimeMs }
                 .max { ($0[2].int64 ?? 0) < ($1[2].int64 ?? 0) }
             if let sent, let day = sent[5].text.flatMap(LocalDate.init(parsing:)),
-                BillReminderSchedule.isReminderDay(day, of: bill)
+                BillReminderSchedule.isReminderDay(day, of: bill),
+                BillReminderSchedule.dispatchInstant(day: day, hours: BillAlertHours(profile: profile), now: now) != nil
             {
                 try tx.enqueue(BillReminderSQL.sendAgain, [sent[0], .integer(now)])
                 for row in rows where row[1].text == "pending" { try tx.enqueue(ReminderSQL.cancel, [row[0], .integer(now)]) }
@@ -145,10 +148,12 @@ enum BillReminderSQL {
     /// The user's queued bill alert with collapse id ?2 (`DispatchSQL.billCollapseID`); ?1 user.
     static let dropQueuedAlert = SQLText(
         "DELETE FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert' AND collapse_id = ?2 AND \(PushSQL.pending)")
-    /// `dropQueuedAlert`, answering a row per alert taken back; ?1 user, ?2 collapse id.
+    /// `dropQueuedAlert` for alerts the sender has not claimed (`state = 'pending'`, not
+    /// `sending`), answering a row per alert taken back; ?1 user, ?2 collapse id.
     static let takeBackQueuedAlert = SQLText(
         """
         DELETE FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert' AND collapse_id = ?2 AND \(PushSQL.pending)
+            AND state = 'pending'
         RETURNING id
         """)
     /// A sent bill reminder whose queued alert was taken back, pending again and due now; ?1 id,

@@ -617,6 +617,15 @@ extension ReminderRepository where Self: SQLStore {
             if reminder.state == "pending", reminder.kind == .hydration, profile.reminders.enabled {
                 try ReminderPlanner.replan(tx, userID: userID, profile: profile, intakeWrittenAt: nil, now: now)
             }
+            // A bill's pending row answered (an alert of it already delivered to another device
+            // while it waits to be sent again, docs/reminders.md "Bill reminders (built)"): the
+            // bill's next reminder is planned, or it would have none until its next write.
+            if reminder.state == "pending", reminder.kind == .bill,
+                let bill = try tx.queryOne(DispatchSQL.bill, [.text(userID), .text(reminder.subjectID ?? "")]).map({ StoreRows.bill($0) })
+            {
+                try BillReminders.billChanged(
+                    tx, userID: userID, profile: profile, billID: bill.id, bill: bill.content, deleted: false, now: now)
+            }
         }
     }
 

@@ -135,7 +135,7 @@ final class BillReminderAndSegmentTests: XCTestCase {
     }
 
     /// The planned instant is a slot too: a night-shift user's reminder is at 20:00, not at 10:00
-    /// while asleep; a user asleep all of the day's remaining waking-free hours gets none that day.
+    /// while asleep; a late riser's at their wake time.
     func testThePlannedInstantIsTheFirstSlotFromTenOClock() throws {
         func planned(_ h: BillAlertHours) -> Int64? {
             BillReminderSchedule.next(billID: "b1", bill: bill, deleted: false, hours: h, sentAt: [], now: at("2026-12-01T12:00:00+03:00"))?

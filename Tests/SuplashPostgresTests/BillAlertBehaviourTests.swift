@@ -421,4 +421,44 @@ extension ReminderDispatchBehaviourTests {
                 "bill reminders [\"2026-09-22 10:00 pending+sent\", \"2026-09-24 10:00 pending+sent\", \"2026-09-25 10:00 cancelled\", \"2026-09-25 10:00 pending\"]",
             ])
     }
+
+    /// A revision while the alert is already with the sender leaves it to go (taking it back
+    /// could not stop it: two alerts); a reminder waiting to be sent again that the user answers
+    /// from an older copy of its alert still leaves the bill its next reminder.
+    func revisionWhileSendingScenario(_ store: Store) throws -> [String] {
+        try aliceInBerlin(store)
+        let id = try createBills(store, [billContent()])[0]
+        let ten = try berlin(1, 10)
+        _ = try step(store, at: ten + 1000)
+        let claimed = try store.claimDuePushes(now: ten + 2000, limit: 50, leaseMs: 60_000, backgroundWindowMs: 300_000)
+        var transcript = ["with the sender: \(claimed.compactMap(\.collapseID).map { $0.replacingOccurrences(of: id, with: "…b1") })"]
+        try reviseBill(store, id, at: ten + 3000) { $0.amountMinor = 46_000 }
+        transcript.append("amount corrected: queued \(try queuedAlerts(store)) bills \(try reminders(store, .bill))")
+        for p in claimed { try store.recordPushSent(id: p.id, payload: p.payload, now: ten + 4000) }
+        // The next reminder day: queued, then revised before it is claimed, then answered from the
+        // first copy that reached another device.
+        let dayBefore = try berlin(3, 10)
+        _ = try step(store, at: dayBefore + 1000)
+        try reviseBill(store, id, at: dayBefore + 2000) { $0.amountMinor = 47_000 }
+        transcript.append("revised again: queued \(try queuedAlerts(store)) bills \(try reminders(store, .bill))")
+        let waiting = try XCTUnwrap(
+            try store.reminderOverview(userID: helper.alice, limit: 50).recent.first { $0.kind == .bill && $0.outcome == .pending })
+        try store.recordReminderOutcome(userID: helper.alice, reminderID: waiting.id, outcome: .opened, now: dayBefore + 3000)
+        transcript.append("opened: bills \(try reminders(store, .bill, sorted: true))")
+        return transcript
+    }
+
+    func testARevisionLeavesAnAlertBeingSentAndAnAnsweredResendKeepsTheBillPlanned() throws {
+        try onBothEngines(
+            revisionWhileSendingScenario,
+            [
+                "with the sender: [\"suplash-bill-…b1\"]",
+                // Left as it is: still with the sender, the reminder still sent (not sent again).
+                "amount corrected: queued [\"suplash-bill-…b1\"] bills [\"2026-09-24 10:00 pending\", \"2026-09-22 10:00 pending+sent\"]",
+                // Still queued: taken back, the day before's reminder pending again, the due day's cancelled.
+                "revised again: queued [] bills [\"2026-09-25 10:00 cancelled\", \"2026-09-24 10:00 pending\", \"2026-09-22 10:00 pending+sent\"]",
+                // Opened from a copy that reached another device: ended, and the due day planned again.
+                "opened: bills [\"2026-09-22 10:00 pending+sent\", \"2026-09-24 10:00 opened+sent\", \"2026-09-25 10:00 cancelled\", \"2026-09-25 10:00 pending\"]",
+            ])
+    }
 }
