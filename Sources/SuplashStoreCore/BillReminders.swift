@@ -28,35 +28,55 @@ public enum BillReminders {
             try tx.enqueue(BillReminderSQL.dropQueuedAlert, [.text(userID), .text(collapseID)])
         }
         let rows = try tx.query(BillReminderSQL.ofBill, [.text(userID), .text(billID)])
-        // Its alert's text changed (provider, amount, currency, due date) while the alert is still
-        // queued and not yet handed to the sender: taken back, and its reminder sent again with
-        // the new text when its day is still a reminder day with a slot left (the row back to
-        // pending, due now; the next day's row cancelled, planned again after the send).
-        // Otherwise that day's alert would be lost, its reminder `sent`. One being sent is left
-        // to go (taking it back could not stop it: two alerts).
-        if !deleted, bill.paidAt == nil, let previous,
-            previous.provider != bill.provider || previous.amountMinor != bill.amountMinor
-                || previous.currency != bill.currency || previous.dueDate != bill.dueDate,
-            !(try tx.query(BillReminderSQL.takeBackQueuedAlert, [.text(userID), .text(collapseID)]).isEmpty)
+        if !deleted, let previous,
+            try resendWithNewText(tx, userID: userID, profile: profile, billID: billID, bill: bill, previous: previous, rows: rows, now: now)
         {
-            let sent = rows.filter { $0[1].text == "sent" && ($0[2].int64 ?? 0) > now - DispatchSQL.lifetimeMs }
-                .max { ($0[2].int64 ?? 0) < ($1[2].int64 ?? 0) }
-            if let sent, let day = sent[5].text.flatMap(LocalDate.init(parsing:)),
-                BillReminderSchedule.isReminderDay(day, of: bill),
-                BillReminderSchedule.dispatchInstant(day: day, hours: BillAlertHours(profile: profile), now: now) != nil
-            {
-                try tx.enqueue(BillReminderSQL.sendAgain, [sent[0], .integer(now)])
-                for row in rows where row[1].text == "pending" { try tx.enqueue(ReminderSQL.cancel, [row[0], .integer(now)]) }
-                return
-            }
+            return
         }
         try save(tx, userID: userID, profile: profile, billID: billID, bill: bill, deleted: deleted, rows: rows, now: now)
+    }
+
+    /// Whether a revision changes what the bill's alert says: provider, amount, currency, due date.
+    static func alertTextChanged(_ previous: BillContent, _ bill: BillContent) -> Bool {
+        previous.provider != bill.provider || previous.amountMinor != bill.amountMinor || previous.currency != bill.currency
+            || previous.dueDate != bill.dueDate
+    }
+
+    /// A revision of an unpaid bill whose alert's text changed while the alert is still queued
+    /// and not yet handed to the sender: the alert is taken back, and its reminder sent again
+    /// with the new text when its day is still a reminder day with a slot left (the row back to
+    /// pending, due now; the bill's other pending row cancelled, planned again after the send).
+    /// Otherwise that day's alert would be lost, its reminder `sent`. One being sent is left to
+    /// go (taking it back could not stop it: two alerts).
+    /// - Parameter rows: the bill's reminder rows (`BillReminderSQL.columns`).
+    /// - Returns: true when the reminder goes again (the plan is then left as it is).
+    /// - Throws: the engine's error.
+    static func resendWithNewText(
+        _ tx: some StoreTransaction, userID: String, profile: UserProfile, billID: String, bill: BillContent,
+        previous: BillContent, rows: [some SQLRowValues], now: Int64
+    ) throws -> Bool {
+        guard bill.paidAt == nil, alertTextChanged(previous, bill),
+            !(try tx.query(BillReminderSQL.takeBackQueuedAlert, [.text(userID), .text(DispatchSQL.billCollapseID(billID))]).isEmpty)
+        else { return false }
+        let sent = rows.filter { $0[1].text == "sent" && ($0[2].int64 ?? 0) > now - DispatchSQL.lifetimeMs }
+            .max { ($0[2].int64 ?? 0) < ($1[2].int64 ?? 0) }
+        guard let sent, let day = sent[5].text.flatMap(LocalDate.init(parsing:)),
+            BillReminderSchedule.isReminderDay(day, of: bill),
+            BillReminderSchedule.dispatchInstant(day: day, hours: BillAlertHours(profile: profile), now: now) != nil
+        else { return false }
+        try tx.enqueue(BillReminderSQL.sendAgain, [sent[0], .integer(now)])
+        for row in rows where row[1].text == "pending" { try tx.enqueue(ReminderSQL.cancel, [row[0], .integer(now)]) }
+        return true
     }
 
     /// Recomputes every unpaid live bill's next reminder (a profile or sync write changed the
     /// settings, the zone or bills): reads the bills and their reminders in one round trip.
     /// - Throws: the engine's error.
-    public static func replanAll(_ tx: some StoreTransaction, userID: String, profile: UserProfile, now: Int64) throws {
+    /// - Parameter revised: the bills a sync push revised, with their content before it (a
+    ///   queued alert whose text changed is sent again, `resendWithNewText`).
+    public static func replanAll(
+        _ tx: some StoreTransaction, userID: String, profile: UserProfile, revised: [String: BillContent] = [:], now: Int64
+    ) throws {
         guard profile.reminders.enabled, profile.reminders.billReminders else {
             try tx.enqueue(BillReminderSQL.cancelAll, [.text(userID), .integer(now)])
             try tx.enqueue(BillReminderSQL.dropQueuedAlerts, [.text(userID)])
@@ -67,9 +87,15 @@ public enum BillReminders {
         ])
         let bills = rows[0].map { StoreRows.bill($0) }
         for bill in bills {
-            try save(
-                tx, userID: userID, profile: profile, billID: bill.id, bill: bill.content, deleted: false,
-                rows: rows[1].filter { $0[4].text == bill.id }, now: now)
+            let mine = rows[1].filter { $0[4].text == bill.id }
+            if let previous = revised[bill.id],
+                try resendWithNewText(
+                    tx, userID: userID, profile: profile, billID: bill.id, bill: bill.content, previous: previous, rows: mine,
+                    now: now)
+            {
+                continue
+            }
+            try save(tx, userID: userID, profile: profile, billID: bill.id, bill: bill.content, deleted: false, rows: mine, now: now)
         }
         // Pending reminders of bills that are no longer unpaid and live, and the alerts of such
         // bills sent within an alert's lifetime (perhaps still queued).

@@ -163,7 +163,8 @@ public enum ReminderPlanner {
 
     /// Recomputes once after a sync push that applied entry, day, profile or bill mutations
     /// (their bookkeeping ran with `planReminders: false`): reads the profile as the push left it
-    /// (one statement); the bills' reminders when bills or the profile were written. With
+    /// (one statement); the bills' reminders when bills or the profile were written
+    /// (`revisedBills`: the bills the push revised, with their content before it). With
     /// reminders off, a profile write cancels every pending reminder. `entryDeltas` (every entry
     /// version the push made appear or disappear) decide as for a REST write: entries all drunk
     /// before the hourly history do not recompute (`reachesPlan`), and only new entries drunk
@@ -171,7 +172,7 @@ public enum ReminderPlanner {
     /// - Throws: the engine's error.
     public static func pushed(
         _ tx: some StoreTransaction, userID: String, entryDeltas: [EntryDelta], daysWritten: Bool, profileWritten: Bool,
-        billsWritten: Bool, now: Int64
+        billsWritten: Bool, revisedBills: [String: BillContent] = [:], now: Int64
     ) throws {
         guard let profile = try tx.queryOne(BookkeepingSQL.profile, [.text(userID)]).map({ StoreRows.user($0).profile })
         else { return }
@@ -186,7 +187,9 @@ public enum ReminderPlanner {
             let intake = window.map { intakeWritten(entryDeltas, window: $0) } ?? false
             try replan(tx, userID: userID, profile: profile, intakeWrittenAt: intake ? now : nil, now: now, window: window)
         }
-        if billsWritten || profileWritten { try BillReminders.replanAll(tx, userID: userID, profile: profile, now: now) }
+        if billsWritten || profileWritten {
+            try BillReminders.replanAll(tx, userID: userID, profile: profile, revised: revisedBills, now: now)
+        }
     }
 
     /// What a writer that knows the user's zone, wake and sleep times before taking the user's

@@ -41,7 +41,8 @@ extension SyncRepository where Self: SQLStore {
             if !changed.isDisjoint(with: ["water_entries", "profile", "days", "bills"]) {
                 try ReminderPlanner.pushed(
                     tx, userID: userID, entryDeltas: push.entryDeltas.all, daysWritten: changed.contains("days"),
-                    profileWritten: changed.contains("profile"), billsWritten: changed.contains("bills"), now: now)
+                    profileWritten: changed.contains("profile"), billsWritten: changed.contains("bills"),
+                    revisedBills: push.billRevisions.previous, now: now)
             }
             return (outcomes, try tx.queryOne(SyncFeedSQL.head, [])?[0].int64 ?? 0)
         }
@@ -62,6 +63,11 @@ private final class EntryDeltaLog {
     var all: [EntryDelta] = []
 }
 
+/// The bills a push revised, with their content before it (the first one seen per bill).
+private final class BillRevisionLog {
+    var previous: [String: BillContent] = [:]
+}
+
 private struct SyncPushContext {
     let userID: String
     let deviceID: String
@@ -69,6 +75,9 @@ private struct SyncPushContext {
     /// Every entry version the push's mutations made appear or disappear (for the one recompute
     /// of the next reminder after them, `ReminderPlanner.pushed`).
     let entryDeltas = EntryDeltaLog()
+    /// Live bills the push revised, for a queued alert whose text changed
+    /// (`BillReminders.resendWithNewText`).
+    let billRevisions = BillRevisionLog()
 
     func stamp(_ m: SyncMutation) -> WriteStamp { WriteStamp(at: m.clientUpdatedAt, device: deviceID) }
 
@@ -172,6 +181,9 @@ private struct SyncPushContext {
             position = try storedPosition(tx, SyncPushSQL.billPosition, m.id)
         case .upsert(let bill):
             let content = bill.content
+            if let stored, !stored.deleted, billRevisions.previous[m.id] == nil {
+                billRevisions.previous[m.id] = stored.document.content
+            }
             let holder: [SQLValue] = [
                 .text(userID), .text(content.provider), .text(content.subscriberNo), .text(content.period.description),
                 .text(m.id),

@@ -461,4 +461,39 @@ extension ReminderDispatchBehaviourTests {
                 "opened: bills [\"2026-09-22 10:00 pending+sent\", \"2026-09-24 10:00 opened+sent\", \"2026-09-25 10:00 cancelled\", \"2026-09-25 10:00 pending\"]",
             ])
     }
+
+    /// A sync push that revises a queued alert's text (the amount) sends the day's reminder again
+    /// with the new text, as a REST revision does.
+    func revisedThroughSyncScenario(_ store: Store) throws -> [String] {
+        try aliceInBerlin(store)
+        let id = try createBills(store, [billContent(dueInDays: 2)])[0]
+        let ten = try berlin(1, 10)
+        var transcript = ["\(try step(store, at: ten + 1000).sent) sent, queued \(try queuedAlerts(store))"]
+        let revised = billContent(amountMinor: 39_900, dueInDays: 2)
+        let pushed = try store.applyMutations(
+            userID: helper.alice, deviceID: Self.phone, now: ten + 2000,
+            mutations: [SyncMutation(collection: "bills", id: id, write: .upsertBill(revised), clientUpdatedAt: ten + 2000)],
+            profilePatch: { _, p in p })
+        guard case .applied = pushed.outcomes.first else {
+            XCTFail("\(pushed.outcomes)")
+            return transcript
+        }
+        transcript.append("amount corrected through a sync push: queued \(try queuedAlerts(store))")
+        _ = try step(store, at: ten + 3000)
+        transcript.append("the next step:\(try deliverAlerts(store, at: ten + 4000, hydration: false))")
+        transcript.append("bills \(try reminders(store, .bill, sorted: true))")
+        return transcript
+    }
+
+    func testASyncPushRevisingAQueuedAlertsTextSendsItAgain() throws {
+        try onBothEngines(
+            revisedThroughSyncScenario,
+            [
+                "1 sent, queued [\"suplash-bill-…b1\"]",
+                // Taken back (it used to stay queued with 450.50), and sent again with the new amount.
+                "amount corrected through a sync push: queued []",
+                "the next step: | bill \"Your ISKI bill (TRY\u{00A0}399.00) is due tomorrow.\"",
+                "bills [\"2026-09-22 10:00 pending+sent\", \"2026-09-23 10:00 cancelled\", \"2026-09-23 10:00 pending\"]",
+            ])
+    }
 }
