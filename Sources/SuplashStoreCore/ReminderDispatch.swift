@@ -110,17 +110,23 @@ extension ReminderRepository where Self: SQLStore {
                             try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
                             continue
                         }
-                        // Too late for its segment (a morning greeting in the evening): cancelled,
-                        // the campaign's `failed` count.
-                        if let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime),
-                            !CampaignSchedule.maySendLate(
+                        // Only inside its segment and outside quiet hours: a later instant there
+                        // moves it; none left cancels it (the campaign's `failed` count).
+                        if let wake = ClockTime(parsing: profile.wakeTime), let sleep = ClockTime(parsing: profile.sleepTime) {
+                            let sendAt = CampaignSchedule.dispatchInstant(
                                 segment: campaign[1].text.flatMap(CampaignSegment.init(rawValue:)) ?? .all,
                                 hasSendAt: campaign[2].text != nil, dueAt: r.dueAt, wake: wake, sleep: sleep,
-                                clock: ZoneClocks.shared.clock(profile.timezone), lifetimeMs: DispatchSQL.lifetimeMs, now: now)
-                        {
-                            try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
-                            report.expired += 1
-                            continue
+                                quiet: profile.reminders.quietHours, clock: ZoneClocks.shared.clock(profile.timezone),
+                                lifetimeMs: DispatchSQL.lifetimeMs, now: now)
+                            guard sendAt == now else {
+                                if let sendAt {
+                                    try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(sendAt)])
+                                } else {
+                                    try tx.enqueue(ReminderSQL.cancel, [.text(r.id), .integer(now)])
+                                    report.expired += 1
+                                }
+                                continue
+                            }
                         }
                         guard !alerted, !DispatchSQL.wouldReplaceQueuedAlert(r, targets: targets, queued: queued) else {
                             try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])

@@ -253,14 +253,21 @@ final class BillReminderAndSegmentTests: XCTestCase {
 
     /// A late campaign alert goes while its segment (with `sendAt`, the awake period) is under
     /// way; a morning greeting is not sent in the evening, nor anything at night.
-    func testALateCampaignAlertGoesOnlyWithinItsSegment() throws {
+    func testALateCampaignAlertGoesOnlyWithinItsSegmentAndOutsideQuietHours() throws {
         let ist = try zone("Europe/Istanbul")
+        func send(
+            _ segment: CampaignSegment, hasSendAt: Bool = false, due: String, now: String, wake: String = "07:00",
+            sleep: String = "23:00", quiet: (String, String)? = nil
+        ) -> Int64? {
+            CampaignSchedule.dispatchInstant(
+                segment: segment, hasSendAt: hasSendAt, dueAt: at(due), wake: clockTime(wake), sleep: clockTime(sleep),
+                quiet: quiet.flatMap { QuietHours(start: clockTime($0.0), end: clockTime($0.1)) }, clock: ist,
+                lifetimeMs: 1_800_000, now: at(now))
+        }
         func may(_ segment: CampaignSegment, hasSendAt: Bool = false, due: String, now: String, wake: String = "07:00", sleep: String = "23:00")
             -> Bool
         {
-            CampaignSchedule.maySendLate(
-                segment: segment, hasSendAt: hasSendAt, dueAt: at(due), wake: clockTime(wake), sleep: clockTime(sleep),
-                clock: ist, lifetimeMs: 1_800_000, now: at(now))
+            send(segment, hasSendAt: hasSendAt, due: due, now: now, wake: wake, sleep: sleep) == at(now)
         }
         XCTAssertTrue(may(.morning, due: "2026-06-01T07:00:00+03:00", now: "2026-06-01T10:59:00+03:00"))
         XCTAssertFalse(may(.morning, due: "2026-06-01T07:00:00+03:00", now: "2026-06-01T11:00:00+03:00"))
@@ -271,12 +278,21 @@ final class BillReminderAndSegmentTests: XCTestCase {
         XCTAssertTrue(may(.morning, hasSendAt: true, due: "2026-06-01T09:00:00+03:00", now: "2026-06-01T22:00:00+03:00"))
         XCTAssertFalse(may(.morning, hasSendAt: true, due: "2026-06-01T09:00:00+03:00", now: "2026-06-01T23:30:00+03:00"))
         // A `sendAt` at night, outside any awake period: only its lifetime.
+        XCTAssertTrue(may(.all, hasSendAt: true, due: "2026-06-01T03:00:00+03:00", now: "2026-06-01T03:10:00+03:00"))
         XCTAssertFalse(may(.all, hasSendAt: true, due: "2026-06-01T03:00:00+03:00", now: "2026-06-01T08:00:00+03:00"))
         // A night-shift user's evening (02:00–06:00 the next calendar day) belongs to the day before.
         XCTAssertTrue(
             may(.evening, due: "2026-06-02T02:00:00+03:00", now: "2026-06-02T05:30:00+03:00", wake: "18:00", sleep: "06:00"))
         XCTAssertFalse(
             may(.evening, due: "2026-06-02T02:00:00+03:00", now: "2026-06-02T06:30:00+03:00", wake: "18:00", sleep: "06:00"))
+        // Quiet until 08:30: the morning greeting waits for their end; quiet all morning: none.
+        XCTAssertEqual(
+            send(.morning, due: "2026-06-01T07:00:00+03:00", now: "2026-06-01T07:00:01+03:00", quiet: ("22:00", "08:30")),
+            at("2026-06-01T08:30:00+03:00"))
+        XCTAssertNil(send(.morning, due: "2026-06-01T07:00:00+03:00", now: "2026-06-01T07:00:01+03:00", quiet: ("22:00", "11:30")))
+        XCTAssertEqual(
+            send(.noon, due: "2026-06-01T13:00:00+03:00", now: "2026-06-01T13:00:01+03:00", quiet: ("22:00", "08:30")),
+            at("2026-06-01T13:00:01+03:00"))
         XCTAssertFalse(CampaignSchedule.reaches(ReminderSettings(enabled: false, billReminders: true)))
     }
 }

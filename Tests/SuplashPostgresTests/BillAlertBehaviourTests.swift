@@ -496,4 +496,38 @@ extension ReminderDispatchBehaviourTests {
                 "bills [\"2026-09-22 10:00 pending+sent\", \"2026-09-23 10:00 cancelled\", \"2026-09-23 10:00 pending\"]",
             ])
     }
+
+    // MARK: Campaigns
+
+    /// A morning campaign due while the user's quiet hours (22:00–08:30) still run waits for
+    /// their end, inside the morning.
+    func campaignInQuietHoursScenario(_ store: Store) throws -> [String] {
+        try aliceInBerlin(store)
+        try changeAlice(store, at: helper.t0) {
+            $0.reminders.quietStart = ClockTime(hour: 22, minute: 0)
+            $0.reminders.quietEnd = ClockTime(hour: 8, minute: 30)
+        }
+        try store.createCampaign(
+            id: "0193e000-0000-4000-8000-0000000000c1",
+            campaign: NewCampaign(segment: .morning, texts: ["en": "Good morning"], sendAt: nil), now: helper.t0)
+        _ = try store.expandCampaigns(now: helper.t0, limit: 10)
+        var transcript = ["created: campaigns \(try reminders(store, .campaign))"]
+        for t in [try berlin(1, 7) + 1000, try berlin(1, 8, 30) + 1000] {
+            _ = try step(store, at: t)
+            transcript.append("\(berlinMinute(t)):\(try deliverAlerts(store, at: t, hydration: false)) campaigns \(try reminders(store, .campaign))")
+        }
+        return transcript
+    }
+
+    func testACampaignWaitsForTheEndOfQuietHours() throws {
+        try onBothEngines(
+            campaignInQuietHoursScenario,
+            [
+                "created: campaigns [\"2026-09-22 07:00 pending\"]",
+                // Due at the morning's start, inside the quiet hours: moved to their end (it used
+                // to go at 07:00).
+                "2026-09-22 07:00: campaigns [\"2026-09-22 08:30 pending\"]",
+                "2026-09-22 08:30: | campaign \"Good morning\" campaigns [\"2026-09-22 08:30 pending+sent\"]",
+            ])
+    }
 }

@@ -59,22 +59,26 @@ public enum CampaignSchedule {
         return max(self.segment(segment, day: today.adding(days: 2), wake: wake, sleep: sleep, clock: clock).lowerBound, now)
     }
 
-    /// Whether a campaign alert that fell due at `dueAt` may still be sent at `now`
-    /// (docs/reminders.md, "Late alerts"): within `lifetimeMs` (ms) of its due time, or while
-    /// the segment it fell due in is still under way (with `sendAt`, the awake period it fell
-    /// due in). Otherwise — a morning greeting in the evening, anything at night — the
-    /// scheduler cancels it (the campaign's `failed` count).
-    public static func maySendLate(
-        segment: CampaignSegment, hasSendAt: Bool, dueAt: Int64, wake: ClockTime, sleep: ClockTime,
+    /// When the scheduler, reaching a due campaign alert at `now`, sends it (docs/reminders.md,
+    /// "Late alerts"): the first instant from `now` on that is outside the user's `quiet` hours
+    /// and inside the alert's window — the segment it fell due in (with `sendAt`, the awake
+    /// period it fell due in), and in any case `lifetimeMs` (ms) from its due time. `now` sends
+    /// it at once; a later instant moves it (quiet hours at the segment's start: their end); nil
+    /// cancels it (the campaign's `failed` count) — a morning greeting is not sent in the
+    /// evening, nor anything in the user's quiet hours.
+    public static func dispatchInstant(
+        segment: CampaignSegment, hasSendAt: Bool, dueAt: Int64, wake: ClockTime, sleep: ClockTime, quiet: QuietHours?,
         clock: ZoneClock, lifetimeMs: Int64, now: Int64
-    ) -> Bool {
-        if now - dueAt <= lifetimeMs { return true }
+    ) -> Int64? {
+        var end = dueAt + lifetimeMs
         let day = clock.localDate(of: dueAt)
         for offset in [-1, 0] {
             let r = self.segment(hasSendAt ? .all : segment, day: day.adding(days: offset), wake: wake, sleep: sleep, clock: clock)
-            if r.contains(dueAt) { return now < r.upperBound }
+            if r.contains(dueAt) { end = max(end, r.upperBound) }
         }
-        return false
+        var t = now
+        if let quiet, quiet.contains(minuteOfDay: clock.wallMinuteOfDay(at: t)) { t = quiet.firstAllowedInstant(atOrAfter: t, clock: clock) }
+        return t < end ? t : nil
     }
 
     /// The wall date and minute written in an RFC 3339 timestamp, its offset ignored
