@@ -55,13 +55,16 @@ public enum BillReminders {
         _ tx: some StoreTransaction, userID: String, profile: UserProfile, billID: String, bill: BillContent,
         previous: BillContent, rows: [some SQLRowValues], now: Int64
     ) throws -> Bool {
-        guard bill.paidAt == nil, alertTextChanged(previous, bill),
-            !(try tx.query(BillReminderSQL.takeBackQueuedAlert, [.text(userID), .text(DispatchSQL.billCollapseID(billID))]).isEmpty)
-        else { return false }
+        let collapseID = DispatchSQL.billCollapseID(billID)
         let sent = rows.filter { $0[1].text == "sent" && ($0[2].int64 ?? 0) > now - DispatchSQL.lifetimeMs }
             .max { ($0[2].int64 ?? 0) < ($1[2].int64 ?? 0) }
-        guard let sent, let day = sent[5].text.flatMap(LocalDate.init(parsing:)),
-            BillReminderSchedule.isReminderDay(day, of: bill),
+        guard bill.paidAt == nil, alertTextChanged(previous, bill), let sent, let sentAt = sent[2].int64,
+            // A copy of it already with the sender or delivered (another device): sent again, it
+            // would arrive twice there. Left as it is.
+            try tx.queryOne(BillReminderSQL.copyOnItsWay, [.text(userID), .text(collapseID), .integer(sentAt)]) == nil,
+            !(try tx.query(BillReminderSQL.takeBackQueuedAlert, [.text(userID), .text(collapseID)]).isEmpty)
+        else { return false }
+        guard let day = sent[5].text.flatMap(LocalDate.init(parsing:)), BillReminderSchedule.isReminderDay(day, of: bill),
             BillReminderSchedule.dispatchInstant(day: day, hours: BillAlertHours(profile: profile), now: now) != nil
         else { return false }
         try tx.enqueue(BillReminderSQL.sendAgain, [sent[0], .integer(now)])
@@ -181,6 +184,14 @@ enum BillReminderSQL {
         DELETE FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert' AND collapse_id = ?2 AND \(PushSQL.pending)
             AND state = 'pending'
         RETURNING id
+        """)
+    /// A copy of the alert with collapse id ?2 claimed by the sender, or delivered since ?3 (the
+    /// reminder's `sent_at`); ?1 user.
+    static let copyOnItsWay = SQLText(
+        """
+        SELECT 1 FROM push_outbox WHERE user_id = ?1 AND push_type = 'alert' AND collapse_id = ?2
+            AND (state = 'sending' OR delivered_at >= ?3)
+        LIMIT 1
         """)
     /// A sent bill reminder whose queued alert was taken back, pending again and due now; ?1 id,
     /// ?2 now.

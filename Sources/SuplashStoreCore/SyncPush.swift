@@ -63,9 +63,10 @@ private final class EntryDeltaLog {
     var all: [EntryDelta] = []
 }
 
-/// The bills a push revised, with their content before it (the first one seen per bill).
+/// The live bills a push wrote, with their content before its first mutation of each.
 private final class BillRevisionLog {
     var previous: [String: BillContent] = [:]
+    var seen: Set<String> = []
 }
 
 private struct SyncPushContext {
@@ -172,6 +173,10 @@ private struct SyncPushContext {
         let stored = try tx.queryOne(SyncPushSQL.bill, [.text(userID), .text(m.id)]).map { row in
             Stamped(StoreRows.bill(row), deleted: StoreRows.billDeleted(row), stamp: StoreRows.stamp(row))
         }
+        // What a queued alert of the bill says: its content before the push's first mutation of it.
+        if billRevisions.seen.insert(m.id).inserted, let stored, !stored.deleted {
+            billRevisions.previous[m.id] = stored.document.content
+        }
         let step = SyncPush.bill(m, stored: stored, userID: userID, stamp: stamp(m), now: now)
         let position: Int64
         switch step {
@@ -181,9 +186,6 @@ private struct SyncPushContext {
             position = try storedPosition(tx, SyncPushSQL.billPosition, m.id)
         case .upsert(let bill):
             let content = bill.content
-            if let stored, !stored.deleted, billRevisions.previous[m.id] == nil {
-                billRevisions.previous[m.id] = stored.document.content
-            }
             let holder: [SQLValue] = [
                 .text(userID), .text(content.provider), .text(content.subscriberNo), .text(content.period.description),
                 .text(m.id),

@@ -272,8 +272,13 @@ final class BillReminderAndSegmentTests: XCTestCase {
         XCTAssertTrue(may(.morning, due: "2026-06-01T07:00:00+03:00", now: "2026-06-01T10:59:00+03:00"))
         XCTAssertFalse(may(.morning, due: "2026-06-01T07:00:00+03:00", now: "2026-06-01T11:00:00+03:00"))
         XCTAssertFalse(may(.morning, due: "2026-06-01T07:00:00+03:00", now: "2026-06-02T08:00:00+03:00"))  // the next morning
-        // Started late in the segment: the lifetime still holds past its end.
-        XCTAssertTrue(may(.morning, due: "2026-06-01T10:50:00+03:00", now: "2026-06-01T11:15:00+03:00"))
+        // Due late in the segment and found after its end: not sent (the segment is the limit).
+        XCTAssertFalse(may(.morning, due: "2026-06-01T10:50:00+03:00", now: "2026-06-01T11:15:00+03:00"))
+        // Moved past the segment's end by a wait behind another alert (due 11:03): its lifetime.
+        XCTAssertTrue(may(.morning, due: "2026-06-01T11:03:00+03:00", now: "2026-06-01T11:03:01+03:00"))
+        // Quiet hours never move it past its segment (nor the user's bedtime at its end).
+        XCTAssertNil(
+            send(.evening, due: "2026-06-01T22:50:00+03:00", now: "2026-06-01T22:56:00+03:00", quiet: ("22:55", "23:15")))
         // With `sendAt`: the awake period it fell due in.
         XCTAssertTrue(may(.morning, hasSendAt: true, due: "2026-06-01T09:00:00+03:00", now: "2026-06-01T22:00:00+03:00"))
         XCTAssertFalse(may(.morning, hasSendAt: true, due: "2026-06-01T09:00:00+03:00", now: "2026-06-01T23:30:00+03:00"))

@@ -497,6 +497,66 @@ extension ReminderDispatchBehaviourTests {
             ])
     }
 
+    /// Alice has two phones: the sender has already claimed one copy of the bill's alert when a
+    /// revision changes its text. Sent again, the alert would reach that phone twice, so both
+    /// copies are left as they are.
+    func twoPhonesScenario(_ store: Store) throws -> [String] {
+        try aliceInBerlin(store)
+        try register(store, helper.alice, "0193e000-0000-4000-8000-000000000004", .ios, 0xA4)
+        let id = try createBills(store, [billContent()])[0]
+        let ten = try berlin(1, 10)
+        _ = try step(store, at: ten + 1000)
+        let claimed = try store.claimDuePushes(now: ten + 2000, limit: 1, leaseMs: 60_000, backgroundWindowMs: 300_000)
+        var transcript = ["claimed \(claimed.count), queued \(try queuedAlerts(store))"]
+        try reviseBill(store, id, at: ten + 3000) { $0.amountMinor = 46_000 }
+        transcript.append("amount corrected: queued \(try queuedAlerts(store)) bills \(try reminders(store, .bill))")
+        return transcript
+    }
+
+    func testARevisionLeavesTheAlertWhenAnotherDevicesCopyIsOnItsWay() throws {
+        try onBothEngines(
+            twoPhonesScenario,
+            [
+                "claimed 1, queued [\"suplash-bill-…b1\", \"suplash-bill-…b1\"]",
+                // Both copies stay, the reminder stays sent (it used to go back to pending: the
+                // claimed phone got it twice).
+                "amount corrected: queued [\"suplash-bill-…b1\", \"suplash-bill-…b1\"] bills [\"2026-09-24 10:00 pending\", \"2026-09-22 10:00 pending+sent\"]",
+            ])
+    }
+
+    /// A sync push that deletes a bill and writes it again with another amount still sends its
+    /// queued alert again with the new text: what the alert says is the content before the push.
+    func deletedAndWrittenAgainScenario(_ store: Store) throws -> [String] {
+        try aliceInBerlin(store)
+        let id = try createBills(store, [billContent()])[0]
+        let ten = try berlin(1, 10)
+        _ = try step(store, at: ten + 1000)
+        let pushed = try store.applyMutations(
+            userID: helper.alice, deviceID: Self.phone, now: ten + 2000,
+            mutations: [
+                SyncMutation(collection: "bills", id: id, write: .delete, clientUpdatedAt: ten + 2000),
+                SyncMutation(
+                    collection: "bills", id: id, write: .upsertBill(billContent(amountMinor: 39_900)), clientUpdatedAt: ten + 2001),
+            ],
+            profilePatch: { _, p in p })
+        var transcript = ["pushed \(pushed.outcomes.map { if case .applied = $0 { "applied" } else { "\($0)" } })"]
+        transcript.append("queued \(try queuedAlerts(store))")
+        _ = try step(store, at: ten + 3000)
+        transcript.append("the next step:\(try deliverAlerts(store, at: ten + 4000, hydration: false))")
+        return transcript
+    }
+
+    func testADeleteAndRewriteInOnePushSendsTheAlertAgain() throws {
+        try onBothEngines(
+            deletedAndWrittenAgainScenario,
+            [
+                "pushed [\"applied\", \"applied\"]",
+                // Taken back (it used to stay queued with 450.50) and sent again with 399.00.
+                "queued []",
+                "the next step: | bill \"Your ISKI bill (TRY\u{00A0}399.00) is due in 3 days.\"",
+            ])
+    }
+
     // MARK: Campaigns
 
     /// A morning campaign due while the user's quiet hours (22:00–08:30) still run waits for

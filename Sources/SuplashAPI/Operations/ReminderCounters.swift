@@ -19,10 +19,10 @@ public final class ReminderCounters: @unchecked Sendable {
         case opened
         /// A sent reminder found ignored when the next one was sent.
         case ignored
-        /// A reminder not sent because the scheduler reached it over 30 minutes late (an
-        /// alert's lifetime) and it no longer fits: every hydration reminder, a bill's with no
-        /// waking, non-quiet hour left on its day, a campaign's after its segment (docs/reminders.md, "Late
-        /// alerts").
+        /// A reminder the scheduler gave up on unsent: a hydration one over 30 minutes late (an
+        /// alert's lifetime), a bill's with no waking, non-quiet hour left on its day, a
+        /// campaign's with no instant outside quiet hours left in its segment (docs/reminders.md,
+        /// "Late alerts").
         case expired
     }
 

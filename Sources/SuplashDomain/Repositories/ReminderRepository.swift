@@ -68,10 +68,11 @@ public struct ReminderDispatchReport: Sendable, Equatable {
     public var scheduled = 0
     /// Claimed rows left pending because another transaction held their user.
     public var skipped = 0
-    /// Reminders not sent because they were due longer ago than an alert lives (30 minutes:
-    /// every instance was down, or the scheduler off) and no longer fit: hydration ones always
-    /// (cancelled), bills' with no waking, non-quiet hour left on their day (moved to the next
-    /// reminder day), campaigns' after their segment (cancelled). docs/reminders.md, "Late alerts".
+    /// Reminders given up on unsent: hydration ones due longer ago than an alert lives (30
+    /// minutes: every instance was down, or the scheduler off; cancelled), bills' with no waking,
+    /// non-quiet hour left on their day (moved to the next reminder day), campaigns' with no
+    /// instant outside quiet hours left in their segment (cancelled). docs/reminders.md, "Late
+    /// alerts".
     public var expired = 0
 
     /// All zero.

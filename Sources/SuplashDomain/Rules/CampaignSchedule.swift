@@ -61,11 +61,12 @@ public enum CampaignSchedule {
 
     /// When the scheduler, reaching a due campaign alert at `now`, sends it (docs/reminders.md,
     /// "Late alerts"): the first instant from `now` on that is outside the user's `quiet` hours
-    /// and inside the alert's window — the segment it fell due in (with `sendAt`, the awake
-    /// period it fell due in), and in any case `lifetimeMs` (ms) from its due time. `now` sends
-    /// it at once; a later instant moves it (quiet hours at the segment's start: their end); nil
-    /// cancels it (the campaign's `failed` count) — a morning greeting is not sent in the
-    /// evening, nor anything in the user's quiet hours.
+    /// and inside the alert's window — until the end of the segment it fell due in (with
+    /// `sendAt`, the awake period it fell due in), or, due outside any (a `sendAt` at night, or
+    /// moved past the segment's end by a wait behind another alert), until `lifetimeMs` (ms)
+    /// after its due time. `now` sends it at once; a later instant moves it (quiet hours at the
+    /// segment's start: their end); nil cancels it (the campaign's `failed` count) — a morning
+    /// greeting is not sent in the evening, nor anything in the user's quiet hours.
     public static func dispatchInstant(
         segment: CampaignSegment, hasSendAt: Bool, dueAt: Int64, wake: ClockTime, sleep: ClockTime, quiet: QuietHours?,
         clock: ZoneClock, lifetimeMs: Int64, now: Int64
@@ -74,7 +75,7 @@ public enum CampaignSchedule {
         let day = clock.localDate(of: dueAt)
         for offset in [-1, 0] {
             let r = self.segment(hasSendAt ? .all : segment, day: day.adding(days: offset), wake: wake, sleep: sleep, clock: clock)
-            if r.contains(dueAt) { end = max(end, r.upperBound) }
+            if r.contains(dueAt) { end = r.upperBound }
         }
         var t = now
         if let quiet, quiet.contains(minuteOfDay: clock.wallMinuteOfDay(at: t)) { t = quiet.firstAllowedInstant(atOrAfter: t, clock: clock) }
