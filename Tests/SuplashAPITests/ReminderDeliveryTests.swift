@@ -68,15 +68,24 @@ final class ReminderDeliveryTests: XCTestCase {
         }
     }
 
-    /// `HH:MM` in UTC, `minutes` from now.
+    /// The hours east of UTC of a zone whose local time now is between 12:00 and 13:00, and its
+    /// `Etc/GMT±N` id (no daylight saving time): the test's waking day then never crosses
+    /// midnight, whatever hour it runs at (in UTC, a run at 23:00 put a glass "an hour before the
+    /// window opens" on the day before the reminder's).
+    static let midday: (hours: Int, zone: String) = {
+        let hours = 12 - Int(Date().timeIntervalSince1970) / 3600 % 24
+        return (hours, hours == 0 ? "Etc/GMT" : hours > 0 ? "Etc/GMT-\(hours)" : "Etc/GMT+\(-hours)")
+    }()
+
+    /// `HH:MM` in `midday.zone`, `minutes` from now.
     func wall(_ minutes: Int) -> String {
-        let t = Int(Date().timeIntervalSince1970 / 60) + minutes
+        let t = Int(Date().timeIntervalSince1970 / 60) + Self.midday.hours * 60 + minutes
         let m = ((t % 1440) + 1440) % 1440
         return String(format: "%02d:%02d", m / 60, m % 60)
     }
 
-    /// A user with a phone and a watch (each with an alert token) whose waking day in UTC
-    /// started `awakeMinutes` ago: (server, token, phone token, watch token, watch id).
+    /// A user with a phone and a watch (each with an alert token) whose waking day in
+    /// `midday.zone` started `awakeMinutes` ago: (server, token, phone token, watch token, watch id).
     func user(awakeMinutes: Int) throws -> (TestServer, String, String, String, String) {
         let s = try srv()
         let u = try s.signUp()
@@ -87,7 +96,7 @@ final class ReminderDeliveryTests: XCTestCase {
         let patch = try s.request(
             "PATCH", "/v1/users/me",
             json: [
-                "timezone": "UTC", "locale": "en-US", "wakeTime": .string(wall(-awakeMinutes)),
+                "timezone": .string(Self.midday.zone), "locale": "en-US", "wakeTime": .string(wall(-awakeMinutes)),
                 "sleepTime": .string(wall(-awakeMinutes + 16 * 60)),
             ], token: u.token)
         XCTAssertEqual(patch.status, 200, patch.text)
