@@ -60,6 +60,11 @@ extension ReminderRepository where Self: SQLStore {
                 var replan = false
                 var sentBills: [Bill] = []
                 var alerted = false
+                // Whether `r` waits `collisionDelayMs`: another alert went to the user in this step,
+                // or a device still holds a bill or campaign alert of another subject.
+                func waits(_ r: StoredReminder) -> Bool {
+                    alerted || DispatchSQL.wouldReplaceQueuedAlert(r, targets: targets, queued: queued)
+                }
                 for (i, c) in mine {
                     let r = c.reminder
                     let base = 3 * users.count + 4 * i
@@ -88,7 +93,7 @@ extension ReminderRepository where Self: SQLStore {
                             replan = true
                             continue
                         }
-                        guard !alerted, !DispatchSQL.wouldReplaceQueuedAlert(r, targets: targets, queued: queued) else {
+                        guard !waits(r) else {
                             try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
                             continue
                         }
@@ -128,7 +133,7 @@ extension ReminderRepository where Self: SQLStore {
                                 continue
                             }
                         }
-                        guard !alerted, !DispatchSQL.wouldReplaceQueuedAlert(r, targets: targets, queued: queued) else {
+                        guard !waits(r) else {
                             try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
                             continue
                         }
@@ -162,7 +167,7 @@ extension ReminderRepository where Self: SQLStore {
                             }
                             continue
                         }
-                        guard !alerted, !DispatchSQL.wouldReplaceQueuedAlert(r, targets: targets, queued: queued) else {
+                        guard !waits(r) else {
                             try tx.enqueue(DispatchSQL.postpone, [.text(r.id), .integer(now + DispatchSQL.collisionDelayMs)])
                             continue
                         }
